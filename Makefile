@@ -1,0 +1,35 @@
+# The two commands a newcomer runs are `make run` and `make test`; both bootstrap .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: run test lint bench gc clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/sharness-launch hello
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check launcher doors pki tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(if $(QUICK),--quick,)
+
+gc: $(STAMP)
+	$(BIN)/sharness-launch gc
+
+clean:
+	rm -rf $(VENV) build *.egg-info
