@@ -1,5 +1,6 @@
 # The two commands a newcomer runs are `make run` and `make test`; both bootstrap .venv themselves.
-PYTHON ?= python3
+# Doors and the app run as other users: the interpreter must live where they can read it (not /root).
+PYTHON ?= $(shell test -x /usr/bin/python3 && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' && echo /usr/bin/python3 || echo python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
