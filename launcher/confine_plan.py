@@ -1,0 +1,88 @@
+"""What each component may touch: Landlock paths and ports, seccomp mode, limits. Pure: no I/O.
+
+The launcher turns these records into a ConfinementSpec after it has created the session's users,
+namespaces and cgroups (launcher/spawn.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from launcher.layout import HOST_NETWORK, PROXY_PORT, SessionLayout
+
+# What every dynamically linked program needs to start: the loader, libraries, and the system's
+# configuration. Read-only; /etc secrets stay protected by their owners and modes (a Boundary of DAC).
+SYSTEM_READ = ("/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu")
+SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
+WRITE_DEVICES = ("/dev/null",)
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """Landlock paths and ports plus the seccomp mode for one component."""
+
+    read: tuple[str, ...]
+    write: tuple[str, ...]
+    exec: tuple[str, ...]
+    tcp_bind: tuple[int, ...]
+    tcp_connect: tuple[int, ...]
+    deny_inet: bool
+
+
+def egress_ports(manifest_rows: dict[str, object], role: str) -> tuple[int, ...]:
+    """The TCP ports a host-network door dials, from its manifest rows."""
+    ports: set[int] = set()
+    if role == "net":
+        allow = manifest_rows.get("allow", {})
+        if isinstance(allow, dict):
+            for entries in allow.values():
+                for entry in entries if isinstance(entries, list) else []:
+                    _, _, port = str(entry).rpartition(":")
+                    if port.isdigit():
+                        ports.add(int(port))
+    if role == "model":
+        upstream = str(manifest_rows.get("upstream", ""))
+        ports.add(443 if upstream.startswith("https://") else 80)
+    return tuple(sorted(ports))
+
+
+def door_allowance(
+    role: str, layout: SessionLayout, python_paths: tuple[str, ...], rows: dict[str, object]
+) -> Allowance:
+    """A door is forked from the pre-imported launcher: it reads Python and executes nothing."""
+    write: tuple[str, ...] = ()
+    if role == "fs" and isinstance(rows.get("workspace"), str):
+        write = (str(rows["workspace"]),)
+    host = role in HOST_NETWORK
+    return Allowance(
+        read=(*SYSTEM_READ, *python_paths, layout.private_dir(role)),
+        write=(*WRITE_DEVICES, *write),
+        exec=(),
+        tcp_bind=(),
+        tcp_connect=egress_ports(rows, role) if host else (),
+        deny_inet=not host and role != "shell",
+    )
+
+
+def app_allowance(
+    layout: SessionLayout,
+    python_paths: tuple[str, ...],
+    files_read: tuple[str, ...],
+    files_exec: tuple[str, ...],
+    may_use_proxy: bool,
+) -> Allowance:
+    """The app reads the system and what the manifest lists, writes only its private directory."""
+    private = layout.private_dir("app")
+    return Allowance(
+        read=(*SYSTEM_READ, *python_paths, *files_read, *files_exec, private),
+        write=(*WRITE_DEVICES, f"{private}/tmp"),
+        exec=(*SYSTEM_EXEC, *python_paths_exec(python_paths), *files_exec),
+        tcp_bind=(),
+        tcp_connect=(PROXY_PORT,) if may_use_proxy else (),
+        deny_inet=not may_use_proxy,
+    )
+
+
+def python_paths_exec(python_paths: tuple[str, ...]) -> tuple[str, ...]:
+    """Executables among the Python paths: only each prefix's bin directory."""
+    return tuple(path for path in python_paths if path.endswith("/bin"))

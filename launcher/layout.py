@@ -1,0 +1,85 @@
+"""Every name and path of one session, derived from its id. Pure: no I/O."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+RUN_ROOT = "/run/sharness"
+SESSIONS_ROOT = "/run/sharness/sessions"
+AUDIT_ROOT = "/var/lib/sharness/sessions"
+PROXY_PORT = 3128
+PROXY_HOST = "127.0.0.1"
+
+DOOR_ORDER = ("fs", "net", "keys", "shell", "model")
+# Components whose network namespace holds only loopback (and the net door's proxy listener).
+LOOPBACK_ONLY = frozenset({"app", "shell"})
+# Components that keep the host's network: they are the ways out.
+HOST_NETWORK = frozenset({"net", "model"})
+
+_SID = re.compile(r"^[0-9a-f]{8}$")
+
+
+def valid_sid(sid: str) -> bool:
+    return bool(_SID.match(sid))
+
+
+@dataclass(frozen=True)
+class SessionLayout:
+    sid: str
+    run_root: str = RUN_ROOT
+    sessions_root: str = SESSIONS_ROOT
+    audit_root: str = AUDIT_ROOT
+
+    def __post_init__(self) -> None:
+        if not valid_sid(self.sid):
+            raise ValueError(f"session id must be 8 lowercase hex characters, got {self.sid!r}")
+
+    @property
+    def state_dir(self) -> str:
+        return f"{self.sessions_root}/{self.sid}"
+
+    @property
+    def runtime_dir(self) -> str:
+        return f"{self.run_root}/{self.sid}"
+
+    @property
+    def doors_dir(self) -> str:
+        return f"{self.runtime_dir}/doors"
+
+    @property
+    def audit_dir(self) -> str:
+        return f"{self.audit_root}/{self.sid}"
+
+    def user(self, role: str) -> str:
+        return f"sh-{self.sid}-{role}"
+
+    def clients_group(self, door: str) -> str:
+        return f"sh-{self.sid}-to-{door}"
+
+    def private_dir(self, role: str) -> str:
+        return f"{self.runtime_dir}/{role}"
+
+    def socket_path(self, door: str) -> str:
+        return f"{self.doors_dir}/{door}.sock"
+
+    def netns(self, role: str) -> str | None:
+        """The component's own network namespace, or None when it keeps the host's."""
+        if role in HOST_NETWORK:
+            return None
+        return f"sh-{self.sid}-{role}"
+
+
+def door_client_groups(edges: frozenset[tuple[str, str]], roles: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """For each started door, the roles whose users join the group that may connect to its socket."""
+    started = set(roles)
+    return {
+        door: frozenset(client for client, server in edges if server == door and client in started)
+        for door in roles
+        if door != "app"
+    }
+
+
+def groups_of(role: str, client_groups: dict[str, frozenset[str]]) -> tuple[str, ...]:
+    """The doors whose socket groups this role belongs to, in door order."""
+    return tuple(door for door in DOOR_ORDER if role in client_groups.get(door, frozenset()))
