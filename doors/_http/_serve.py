@@ -1,0 +1,211 @@
+"""The trio loop around ServerConnection: timeouts, body limits, streaming bodies, keep-alive."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterable, Callable
+from dataclasses import replace
+
+import trio
+
+from doors._http._limits import Limits
+from doors._http._records import HttpError, Request, Response
+from doors._http._router import Match, Router
+from doors._http._server_conn import BodyData, BodyEnd, Event, Head, Malformed, NeedData, ServerConnection
+
+log = logging.getLogger(__name__)
+
+Gate = Callable[[Request], Response | None]
+OnExchange = Callable[[Request, int], None]
+LINGER_S = 1.0
+LINGER_BYTES = 256 * 1024
+
+
+class _Reader:
+    """Pulls events from the stream into the connection, with a deadline for each wait."""
+
+    def __init__(self, stream: trio.abc.Stream, conn: ServerConnection) -> None:
+        self.stream = stream
+        self.conn = conn
+        self.received_any = False
+
+    async def next_event(self, deadline: float) -> Event:
+        """Return the next event; raise trio.TooSlowError if the client misses `deadline`."""
+        while True:
+            event = self.conn.next_event()
+            if not isinstance(event, NeedData):
+                return event
+            with trio.fail_at(deadline):
+                data = await self.stream.receive_some(self.conn.limits.receive_bytes)
+            self.received_any = self.received_any or bool(data)
+            self.conn.receive_data(data)
+
+
+class _Body:
+    """A request body read on demand by a streaming handler, under the route's size and rate limits."""
+
+    def __init__(self, reader: _Reader, max_bytes: int, who: str) -> None:
+        self._reader = reader
+        self._max = max_bytes
+        self._who = who
+        self._started = trio.current_time()
+        self.received = 0
+        self.done = False
+
+    async def receive_some(self) -> bytes:
+        """Return the next piece of the body, b"" at its end; HttpError 413/408 past the limits."""
+        limits = self._reader.conn.limits
+        while not self.done:
+            try:
+                event = await self._reader.next_event(limits.body_deadline(self._started, self.received))
+            except trio.TooSlowError:
+                raise HttpError(408, "http.body_min_bytes_per_s", self._who,
+                                f"the body arrived slower than {limits.body_min_bytes_per_s} bytes/s",
+                                "send the body without pausing", close=True) from None
+            if isinstance(event, BodyData):
+                self.received += len(event.data)
+                if self.received > self._max:
+                    raise _too_large(self._who, self._max)
+                return event.data
+            if isinstance(event, Malformed):
+                raise HttpError(400, "http.malformed", self._who, "the body is malformed",
+                                "send a well-formed HTTP/1.1 body", close=True)
+            self.done = True
+        return b""
+
+    async def read_all(self) -> bytes:
+        parts = bytearray()
+        while piece := await self.receive_some():
+            parts += piece
+        return bytes(parts)
+
+
+def _too_large(who: str, limit: int) -> HttpError:
+    return HttpError(413, "http.max_body_bytes", who, f"the body is larger than {limit} bytes",
+                     "send a smaller body", close=True)
+
+
+async def serve_http(
+    stream: trio.abc.Stream,
+    router: Router,
+    limits: Limits,
+    *,
+    gate: Gate | None = None,
+    on_exchange: OnExchange | None = None,
+    peer_role: str | None = None,
+    peer_id: str | None = None,
+) -> None:
+    """Serve requests on `stream` until the client leaves, breaks a limit, or a response closes it."""
+    conn = ServerConnection(limits, router.who)
+    reader = _Reader(stream, conn)
+    try:
+        while True:
+            head = await _read_head(reader, stream)
+            if head is None:
+                return
+            request = replace(head.request, peer_role=peer_role, peer_id=peer_id)
+            response, body = await _respond(reader, router, request, head, gate)
+            if on_exchange is not None:
+                on_exchange(request, response.status)
+            await _send_response(stream, conn, response)
+            body_done = body.done if body is not None and (body.done or body.received) else _bodyless(conn)
+            if not body_done:
+                await _linger(stream)
+                return
+            if response.close or not conn.next_cycle():
+                return
+    except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+        return  # the client stopped reading or left: nothing more to say to it
+
+
+def _bodyless(conn: ServerConnection) -> bool:
+    """Whether the request's body ends at once in what is already buffered (no body was sent)."""
+    return isinstance(conn.next_event(), BodyEnd)
+
+
+async def _read_head(reader: _Reader, stream: trio.abc.Stream) -> Head | None:
+    """Wait for a request head: idle timeout before its first byte, head timeout after. None = close."""
+    limits = reader.conn.limits
+    reader.received_any = False
+    deadline = trio.current_time() + limits.idle_timeout_s
+    while True:
+        try:
+            event = await reader.next_event(deadline)
+        except trio.TooSlowError:
+            if reader.received_any:
+                await _send_response(stream, reader.conn, HttpError(
+                    408, "http.head_timeout_s", reader.conn.who, "the request head did not arrive in time",
+                    "send the whole request head at once", close=True).response())
+            return None
+        if isinstance(event, Head):
+            return event
+        if isinstance(event, Malformed):
+            await _send_response(stream, reader.conn, event.response)
+            return None
+        if not isinstance(event, NeedData):
+            return None  # PeerClosed, or stray body events: nothing more to serve
+        if reader.received_any:
+            deadline = min(deadline, trio.current_time() + limits.head_timeout_s)
+
+
+async def _respond(
+    reader: _Reader, router: Router, request: Request, head: Head, gate: Gate | None
+) -> tuple[Response, _Body | None]:
+    """Decide the response: gate, route, body limits, then the handler. Never raises."""
+    body: _Body | None = None
+    try:
+        refusal = gate(request) if gate is not None else None
+        if refusal is not None:
+            return refusal, None
+        match = router.match(request.method, request.path)
+        max_body = match.route.max_body_bytes or reader.conn.limits.max_body_bytes
+        if head.content_length is not None and head.content_length > max_body:
+            raise _too_large(router.who, max_body)
+        body = _Body(reader, max_body, router.who)
+        return await _call(match, request, body), body
+    except HttpError as refusal_error:
+        return refusal_error.response(), body
+    except Exception:
+        log.exception("handler for %s %s failed", request.method, request.path)
+        return HttpError(500, "door.internal", router.who, "the door failed on this request",
+                         "report this with the door's audit log", close=True).response(), body
+
+
+async def _call(match: Match, request: Request, body: _Body) -> Response:
+    if match.route.stream_body:
+        request = replace(request, body_stream=body, rest=match.rest)
+    else:
+        request = replace(request, body=await body.read_all(), rest=match.rest)
+    return await match.route.handler(request)
+
+
+async def _send_response(stream: trio.abc.Stream, conn: ServerConnection, response: Response) -> None:
+    if not conn.can_send_response():
+        return
+    with trio.fail_after(conn.limits.send_timeout_s):
+        if isinstance(response.body, bytes):
+            await stream.send_all(conn.response_head(response, body_length=len(response.body))
+                                  + conn.body_bytes(response.body) + conn.end_bytes())
+            return
+        await stream.send_all(conn.response_head(response, body_length=response.content_length))
+        await _send_stream(stream, conn, response.body)
+
+
+async def _send_stream(stream: trio.abc.Stream, conn: ServerConnection, pieces: AsyncIterable[bytes]) -> None:
+    async for piece in pieces:
+        await stream.send_all(conn.body_bytes(piece))
+    await stream.send_all(conn.end_bytes())
+
+
+async def _linger(stream: trio.abc.Stream) -> None:
+    """Read and drop what the client still sends for a moment, so closing does not reset the response."""
+    with trio.move_on_after(LINGER_S):
+        drained = 0
+        while drained < LINGER_BYTES:
+            try:
+                data = await stream.receive_some(64 * 1024)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            drained += len(data)

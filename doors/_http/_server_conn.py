@@ -1,0 +1,148 @@
+"""The server side of one HTTP/1.1 connection on h11, with the door's limits. Sans-IO: bytes in and out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from http import HTTPStatus
+from urllib.parse import parse_qs, urlsplit
+
+import h11
+
+from doors._http._limits import Limits
+from doors._http._records import HttpError, Request, Response
+
+
+@dataclass(frozen=True)
+class NeedData:
+    """Feed more bytes (or b"" at end of stream) with `receive_data`."""
+
+
+@dataclass(frozen=True)
+class Head:
+    """A request head that passed the limits; its body (if any) follows as BodyData then BodyEnd."""
+
+    request: Request
+    content_length: int | None
+
+
+@dataclass(frozen=True)
+class BodyData:
+    data: bytes
+
+
+@dataclass(frozen=True)
+class BodyEnd:
+    """The request body is complete."""
+
+
+@dataclass(frozen=True)
+class PeerClosed:
+    """The client closed its side between requests."""
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """The client broke HTTP or a limit: send `response` and close."""
+
+    response: Response
+
+
+_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
+
+Event = NeedData | Head | BodyData | BodyEnd | PeerClosed | Malformed
+
+
+class ServerConnection:
+    """Wraps h11.Connection: limits on heads, error responses for malformed input, keep-alive cycles."""
+
+    def __init__(self, limits: Limits, who: str) -> None:
+        self.limits = limits
+        self.who = who
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+
+    def receive_data(self, data: bytes | bytearray) -> None:
+        """Feed bytes from the client; b"" means the client closed its side."""
+        self._h11.receive_data(bytes(data))
+
+    def next_event(self) -> Event:
+        """Return the next event, turning protocol errors and limit breaks into Malformed."""
+        try:
+            event = self._h11.next_event()
+        except h11.RemoteProtocolError as exc:
+            return Malformed(self._malformed(exc.error_status_hint, str(exc)))
+        if event is h11.NEED_DATA or event is h11.PAUSED:
+            return NeedData()
+        if isinstance(event, h11.Request):
+            return self._head(event)
+        if isinstance(event, h11.Data):
+            return BodyData(bytes(event.data))
+        if isinstance(event, h11.EndOfMessage):
+            return BodyEnd()
+        return PeerClosed()
+
+    def _head(self, event: h11.Request) -> Event:
+        limits = self.limits
+        headers = tuple((bytes(k).decode("latin-1"), bytes(v).decode("latin-1")) for k, v in event.headers)
+        header_bytes = sum(len(k) + len(v) + 4 for k, v in headers)
+        if len(headers) > limits.max_header_count:
+            return Malformed(self._limit(431, "http.max_header_count", f"{len(headers)} headers",
+                                         limits.max_header_count))
+        if header_bytes > limits.max_header_bytes:
+            return Malformed(self._limit(431, "http.max_header_bytes", f"{header_bytes} header bytes",
+                                         limits.max_header_bytes))
+        target = bytes(event.target).decode("ascii", "replace")
+        if len(target) > limits.max_target_bytes:
+            return Malformed(self._limit(414, "http.max_target_bytes", f"a {len(target)}-byte target",
+                                         limits.max_target_bytes))
+        if not target.startswith("/"):
+            return Malformed(HttpError(400, "http.target", self.who, f"target {target[:80]!r} is not a path",
+                                       "request a path such as /v0/hello", close=True).response())
+        parts = urlsplit(target)
+        query = {k: tuple(v) for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        length = next((int(v) for k, v in headers if k == "content-length"), None)
+        request = Request(event.method.decode("ascii"), target, parts.path, query, headers)
+        return Head(request, length)
+
+    def _limit(self, status: int, row: str, what: str, limit: int) -> Response:
+        return HttpError(status, row, self.who, f"{what}, the limit is {limit}",
+                         "send a smaller request", close=True).response()
+
+    def _malformed(self, status: int, detail: str) -> Response:
+        if status == 431:
+            return self._limit(431, "http.max_header_bytes", "the request head is too large",
+                               self.limits.max_header_bytes)
+        return HttpError(400, "http.malformed", self.who, detail, "send a well-formed HTTP/1.1 request",
+                         close=True).response()
+
+    def response_head(self, response: Response, *, body_length: int | None) -> bytes:
+        """Bytes of the status line and headers; `body_length` None means chunked."""
+        headers = [(k, v) for k, v in response.headers if k.lower() not in ("content-length", "connection")]
+        if body_length is not None:
+            headers.append(("content-length", str(body_length)))
+        if response.close or self._h11.their_state is h11.ERROR:
+            headers.append(("connection", "close"))
+        reason = _REASONS.get(response.status, b"")
+        return self._send(h11.Response(status_code=response.status, headers=headers, reason=reason))
+
+    def body_bytes(self, data: bytes) -> bytes:
+        """Bytes framing one piece of the response body."""
+        return self._send(h11.Data(data=data)) if data else b""
+
+    def end_bytes(self) -> bytes:
+        """Bytes ending the response body."""
+        return self._send(h11.EndOfMessage())
+
+    def can_send_response(self) -> bool:
+        """Whether a response may still be started on this connection."""
+        return self._h11.our_state in (h11.IDLE, h11.SEND_RESPONSE)
+
+    def next_cycle(self) -> bool:
+        """After a full exchange, prepare for the next request; False means close the connection."""
+        if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
+            self._h11.start_next_cycle()
+            return True
+        return False
+
+    def _send(self, event: h11.Event) -> bytes:
+        data = self._h11.send(event)
+        return data if data is not None else b""

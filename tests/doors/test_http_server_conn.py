@@ -1,0 +1,71 @@
+"""Limits and malformed input on the sans-IO server connection."""
+
+from __future__ import annotations
+
+import json
+
+from doors._http import Limits, ServerConnection
+from doors._http._server_conn import BodyEnd, Head, Malformed, NeedData
+
+
+def _feed(data: bytes, limits: Limits | None = None) -> object:
+    conn = ServerConnection(limits or Limits(), "fs")
+    conn.receive_data(data)
+    return conn.next_event()
+
+
+def _refusal(event: object) -> tuple[int, str]:
+    assert isinstance(event, Malformed), event
+    assert isinstance(event.response.body, bytes)
+    assert event.response.close
+    return event.response.status, json.loads(event.response.body)["error"]
+
+
+def test_a_request_head_with_query() -> None:
+    event = _feed(b"GET /v0/hello?a=1&a=2 HTTP/1.1\r\nHost: door\r\n\r\n")
+    assert isinstance(event, Head)
+    assert event.request.path == "/v0/hello"
+    assert event.request.query == {"a": ("1", "2")}
+    assert event.request.header("HOST") == "door"
+
+
+def test_garbage_is_400() -> None:
+    assert _refusal(_feed(b"\x16\x03\x01garbage\r\n\r\n")) == (400, "http.malformed")
+
+
+def test_missing_host_is_400() -> None:
+    assert _refusal(_feed(b"GET / HTTP/1.1\r\n\r\n"))[0] == 400
+
+
+def test_absolute_target_is_400() -> None:
+    assert _refusal(_feed(b"GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n")) == (400, "http.target")
+
+
+def test_too_many_headers_is_431() -> None:
+    headers = b"".join(b"x-%d: 1\r\n" % i for i in range(10))
+    event = _feed(b"GET / HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n", Limits(max_header_count=5))
+    assert _refusal(event) == (431, "http.max_header_count")
+
+
+def test_header_bytes_over_the_limit_is_431_even_when_complete() -> None:
+    head = b"GET / HTTP/1.1\r\nHost: x\r\nx-big: " + b"a" * 3000 + b"\r\n\r\n"
+    assert _refusal(_feed(head, Limits(max_header_bytes=2048))) == (431, "http.max_header_bytes")
+
+
+def test_incomplete_head_over_the_limit_is_431() -> None:
+    event = _feed(b"GET / HTTP/1.1\r\nx-big: " + b"a" * 5000, Limits(max_header_bytes=2048))
+    assert _refusal(event)[0] == 431
+
+
+def test_long_target_is_414() -> None:
+    event = _feed(b"GET /" + b"a" * 300 + b" HTTP/1.1\r\nHost: x\r\n\r\n", Limits(max_target_bytes=100))
+    assert _refusal(event) == (414, "http.max_target_bytes")
+
+
+def test_partial_head_needs_data_then_bodyless_request_ends() -> None:
+    conn = ServerConnection(Limits(), "fs")
+    conn.receive_data(b"GET / HTTP/1.1\r\nHo")
+    assert isinstance(conn.next_event(), NeedData)
+    conn.receive_data(b"st: x\r\n\r\n")
+    assert isinstance(conn.next_event(), Head)
+    assert isinstance(conn.next_event(), BodyEnd)
