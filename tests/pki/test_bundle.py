@@ -1,0 +1,172 @@
+"""SVID/bundle encodings, loading from a memfd with no file on disk, and a real TLS 1.3 handshake."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from pki.bundle import (
+    bundle_pem,
+    load_bundle_into_context,
+    load_file_into_context,
+    load_into_context,
+    svid_pem,
+)
+from pki.testing import ODD_KINDS, SessionPKI
+
+
+@pytest.fixture(scope="module")
+def spki() -> SessionPKI:
+    return SessionPKI.create()
+
+
+def _memfd(data: bytes) -> int:
+    fd = os.memfd_create("sh-test-svid")
+    os.write(fd, data)
+    return fd
+
+
+@pytest.fixture
+def memfd_of() -> Iterator[list[int]]:
+    fds: list[int] = []
+    try:
+        yield fds
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_svid_pem_is_key_then_leaf(spki: SessionPKI) -> None:
+    key, cert = spki.leaves["app"]
+    pem = svid_pem(key, cert)
+    assert pem.startswith(b"-----BEGIN PRIVATE KEY-----\n")
+    assert pem.count(b"-----BEGIN") == 2
+    assert pem.index(b"PRIVATE KEY") < pem.index(b"BEGIN CERTIFICATE")
+    loaded = serialization.load_pem_private_key(pem, None)
+    assert loaded.public_key() == cert.public_key()
+    assert x509.load_pem_x509_certificates(pem) == [cert]
+
+
+def test_bundle_pem_is_the_ca(spki: SessionPKI) -> None:
+    assert x509.load_pem_x509_certificates(bundle_pem(spki.ca_cert)) == [spki.ca_cert]
+    assert spki.bundle_pem() == bundle_pem(spki.ca_cert)
+
+
+def _context(side: ssl._SSLMethod | int, bundle: bytes) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(side)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.check_hostname = False
+    load_bundle_into_context(ctx, bundle)
+    return ctx
+
+
+def _handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> tuple[object, object]:
+    """Run both ends over a socketpair; return (server result, client result): peer cert DER or the error."""
+    left, right = socket.socketpair()
+    results: dict[str, object] = {}
+
+    def serve() -> None:
+        try:
+            with server_ctx.wrap_socket(left, server_side=True) as tls:
+                results["server"] = tls.getpeercert(binary_form=True)
+                tls.sendall(b"ok")
+        except (ssl.SSLError, OSError) as exc:
+            results["server"] = exc
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        with client_ctx.wrap_socket(right) as tls:
+            # TLS 1.3: a rejected client certificate surfaces only on the client's first read.
+            results["client"] = (tls.getpeercert(binary_form=True), tls.version(), tls.recv(2))
+    except (ssl.SSLError, OSError) as exc:
+        results["client"] = exc
+    finally:
+        thread.join()
+        left.close()
+        right.close()
+    return results["server"], results["client"]
+
+
+def test_memfd_loaded_leaves_complete_mutual_tls13(spki: SessionPKI, memfd_of: list[int]) -> None:
+    server_ctx = _context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
+    client_ctx = _context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
+    memfd_of += [_memfd(spki.svid_pem("fs")), _memfd(spki.svid_pem("app"))]
+    load_into_context(server_ctx, memfd_of[0])
+    load_into_context(client_ctx, memfd_of[1])
+    server, client = _handshake(server_ctx, client_ctx)
+    assert server == spki.cert("app").public_bytes(serialization.Encoding.DER)
+    assert client == (spki.cert("fs").public_bytes(serialization.Encoding.DER), "TLSv1.3", b"ok")
+
+
+def test_file_loaded_leaf_works_too(spki: SessionPKI, tmp_path: Path, memfd_of: list[int]) -> None:
+    server_ctx = _context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
+    client_ctx = _context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
+    memfd_of.append(_memfd(spki.svid_pem("fs")))
+    load_into_context(server_ctx, memfd_of[0])
+    load_file_into_context(client_ctx, spki.write_svid("app", tmp_path))
+    server, _ = _handshake(server_ctx, client_ctx)
+    assert server == spki.cert("app").public_bytes(serialization.Encoding.DER)
+
+
+def test_write_svid_refuses_to_overwrite(spki: SessionPKI, tmp_path: Path) -> None:
+    path = spki.write_svid("app", tmp_path)
+    assert Path(path).read_bytes() == spki.svid_pem("app")
+    with pytest.raises(FileExistsError):
+        spki.write_svid("app", tmp_path)
+
+
+def test_closed_fd_named(spki: SessionPKI) -> None:
+    fd = _memfd(b"")
+    os.close(fd)
+    with pytest.raises(OSError):
+        load_into_context(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), fd)
+
+
+def test_memfd_without_key_refused_clearly(spki: SessionPKI, memfd_of: list[int]) -> None:
+    memfd_of.append(_memfd(spki.bundle_pem()))
+    with pytest.raises(ValueError, match=f"SVID fd {memfd_of[0]} does not hold a PEM key"):
+        load_into_context(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), memfd_of[0])
+
+
+def test_missing_file_named(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="cannot open SVID file"):
+        load_file_into_context(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), tmp_path / "sh-none.pem")
+
+
+# What OpenSSL itself refuses in the handshake (chain, validity, name constraints, EKU purpose) and what
+# only our check_svid refuses: the transport must run check_svid after every handshake.
+OPENSSL_REFUSES = {
+    "expired": "certificate has expired",
+    "not_yet_valid": "certificate is not yet valid",
+    "self_signed": "self-signed certificate",
+    "other_ca": "unable to get local issuer certificate",
+    "other_trust_domain": "permitted subtree violation",
+    "wrong_eku": "unsuitable certificate purpose",
+}
+
+
+@pytest.mark.parametrize("kind", ODD_KINDS)
+def test_what_openssl_refuses_in_the_handshake(spki: SessionPKI, kind: str, memfd_of: list[int]) -> None:
+    server_ctx = _context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
+    client_ctx = _context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
+    memfd_of += [_memfd(spki.svid_pem("fs")), _memfd(spki.odd_leaf(kind, "app"))]
+    load_into_context(server_ctx, memfd_of[0])
+    load_into_context(client_ctx, memfd_of[1])
+    server, client = _handshake(server_ctx, client_ctx)
+    if kind in OPENSSL_REFUSES:
+        assert isinstance(server, ssl.SSLCertVerificationError)
+        assert OPENSSL_REFUSES[kind] in str(server)
+        assert isinstance(client, ssl.SSLError)  # the client learns on its first read
+    else:
+        assert isinstance(server, bytes), f"OpenSSL now refuses {kind}: {server}"
+        assert client[2] == b"ok"  # type: ignore[index]
