@@ -13,6 +13,7 @@ import pytest
 from launcher.journal import Journal, JournalEntry, JournalError, RemovalError, parse_journal
 from launcher.journal_removers import (
     RemovalRefused,
+    Remover,
     check_path,
     parse_starttime,
     process_alive,
@@ -53,8 +54,8 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
         proc.wait()
 
 
-def recording_removers(calls: list[tuple[str, str]], failing: str | None = None) -> dict[str, object]:
-    def make(kind: str):  # type: ignore[no-untyped-def]
+def recording_removers(calls: list[tuple[str, str]], failing: str | None = None) -> dict[str, Remover]:
+    def make(kind: str) -> Remover:
         def remove(name: str) -> None:
             calls.append((kind, name))
             if name == failing:
@@ -65,7 +66,9 @@ def recording_removers(calls: list[tuple[str, str]], failing: str | None = None)
     return {kind: make(kind) for kind in ("user", "group", "netns", "cgroup", "dir", "file", "pid")}
 
 
-def test_create_names_the_launcher_first_and_keeps_the_dir_private(journal: Journal, roots: tuple[Path, Path]) -> None:
+def test_create_names_the_launcher_first_and_keeps_the_dir_private(
+    journal: Journal, roots: tuple[Path, Path]
+) -> None:
     sessions, _ = roots
     lines = Path(journal.path).read_bytes().splitlines()
     assert json.loads(lines[0]) == {"kind": "launcher", "name": process_name()}
@@ -97,7 +100,9 @@ def test_record_appends_one_line_per_resource(journal: Journal, roots: tuple[Pat
         ("user", "", "non-empty"),
     ],
 )
-def test_record_refuses_what_teardown_could_not_remove(journal: Journal, kind: str, name: str, why: str) -> None:
+def test_record_refuses_what_teardown_could_not_remove(
+    journal: Journal, kind: str, name: str, why: str
+) -> None:
     with pytest.raises(JournalError, match=why):
         journal.record(kind, name)
     assert journal.entries() == []
@@ -136,7 +141,7 @@ def test_teardown_removes_in_reverse_then_the_journal(journal: Journal) -> None:
         journal.record(kind, name)
     calls: list[tuple[str, str]] = []
     errors: list[RemovalError] = []
-    journal.teardown(errors, removers=recording_removers(calls))  # type: ignore[arg-type]
+    journal.teardown(errors, removers=recording_removers(calls))
     assert errors == []
     assert calls == [("pid", "5:6"), ("cgroup", "/c1"), ("netns", "n1"), ("group", "g1"), ("user", "u1")]
     assert not os.path.exists(journal.directory)
@@ -146,8 +151,8 @@ def test_teardown_is_idempotent(journal: Journal) -> None:
     journal.record("user", "u1")
     calls: list[tuple[str, str]] = []
     errors: list[RemovalError] = []
-    journal.teardown(errors, removers=recording_removers(calls))  # type: ignore[arg-type]
-    journal.teardown(errors, removers=recording_removers(calls))  # type: ignore[arg-type]
+    journal.teardown(errors, removers=recording_removers(calls))
+    journal.teardown(errors, removers=recording_removers(calls))
     assert errors == []
     assert calls == [("user", "u1")]
 
@@ -157,14 +162,14 @@ def test_a_failing_remover_does_not_stop_the_others_and_stays_for_gc(journal: Jo
         journal.record("user", name)
     calls: list[tuple[str, str]] = []
     errors: list[RemovalError] = []
-    journal.teardown(errors, removers=recording_removers(calls, failing="u2"))  # type: ignore[arg-type]
+    journal.teardown(errors, removers=recording_removers(calls, failing="u2"))
     assert calls == [("user", "u3"), ("user", "u2"), ("user", "u1")]
     assert errors == [RemovalError("user", "u2", "OSError: cannot remove u2")]
     reopened = Journal.open(journal.path)
     assert reopened.owner() == process_name()
     assert reopened.entries() == [JournalEntry("user", "u2")]
     calls.clear()
-    reopened.teardown(errors, removers=recording_removers(calls))  # type: ignore[arg-type]
+    reopened.teardown(errors, removers=recording_removers(calls))
     assert calls == [("user", "u2")]
     assert not os.path.exists(journal.directory)
 
