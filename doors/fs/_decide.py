@@ -1,0 +1,170 @@
+"""One decision per operation, from the rows, the session's usage and the facts found. Pure: no I/O."""
+
+from __future__ import annotations
+
+from doors.fs._paths import WorkspacePath
+from doors.fs._rules import (
+    ALLOW,
+    DESTRUCTIVE,
+    Decision,
+    Facts,
+    FsRows,
+    Op,
+    Usage,
+    _under,
+    decide_names,
+    refuse,
+)
+from doors.fs._version import version_conflict
+
+FILE_MODE = 0o644
+EXEC_MODE = 0o755
+DIR_MODE = 0o755
+
+
+def decide(
+    op: Op,
+    path: WorkspacePath,
+    rows: FsRows,
+    usage: Usage,
+    facts: Facts,
+    *,
+    dest: WorkspacePath | None = None,
+    want_exec: bool = False,
+    role: str = "app",
+) -> Decision:
+    """The whole decision for `op` on `path`: names, real path, secrets, existence, version, size."""
+    for check in (
+        lambda: decide_names(op, path, rows, dest=dest, want_exec=want_exec, role=role),
+        lambda: _real_path(op, path, rows, facts, want_exec, role),
+        lambda: _secret(rows, facts),
+        lambda: _existence(op, path, rows, facts),
+        lambda: _version(op, facts),
+        lambda: _size(op, rows, usage, facts),
+    ):
+        decision = check()
+        if not decision.allowed:
+            return decision
+    return ALLOW
+
+
+def _real_path(
+    op: Op, path: WorkspacePath, rows: FsRows, facts: Facts, want_exec: bool, role: str
+) -> Decision:
+    real = facts.real_path
+    if real is None or real == path:
+        return ALLOW
+    decision = decide_names(op, real, rows, want_exec=want_exec, role=role)
+    if decision.allowed:
+        return ALLOW
+    return refuse(
+        decision.status,
+        decision.row,
+        f"{path} leads through a symlink to {real}: {decision.detail}",
+        decision.hint,
+    )
+
+
+def _secret(rows: FsRows, facts: Facts) -> Decision:
+    if not rows.refuse_secrets or facts.secret is None:
+        return ALLOW
+    return refuse(
+        403,
+        "refuse_secrets",
+        f"the content holds a {facts.secret}; nothing was written",
+        "keep private keys out of the workspace (the keys door holds secrets)",
+    )
+
+
+def _missing(path: WorkspacePath) -> Decision:
+    return refuse(404, "not_found", f"nothing at {path}", "check the path with list")
+
+
+def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Decision:
+    kind = facts.target.kind
+    if op in (Op.READ, Op.STAT, Op.LIST, Op.DELETE, Op.RENAME) and kind is None:
+        return _missing(path)
+    if op is Op.READ and kind != "file":
+        return refuse(
+            409, "not_a_file", f"{path} is a {kind}, not a file", "list a directory instead of reading it"
+        )
+    if op is Op.LIST and kind != "dir":
+        return refuse(
+            409, "not_a_directory", f"{path} is a {kind}, not a directory", "read or stat it instead"
+        )
+    if op in (Op.WRITE, Op.APPEND) and kind not in (None, "file"):
+        return refuse(
+            409, "not_a_file", f"{path} is a {kind}; {op.value} needs a regular file", "choose another path"
+        )
+    if op is Op.MKDIR and kind not in (None, "dir"):
+        return refuse(409, "exists", f"{path} exists and is a {kind}", "choose another path")
+    if op is Op.WRITE and kind is not None:
+        prefix = _under(path, rows.append_only) or _under(facts.real_path or path, rows.append_only)
+        if prefix is not None:
+            return refuse(
+                403,
+                "append_only",
+                f"{path} is in append_only {prefix}: replacing it is refused",
+                "append to it instead",
+            )
+    if op is Op.RENAME and facts.dest_target is not None and facts.dest_target.exists:
+        return refuse(
+            409, "exists", "the rename destination exists", "delete it first, or choose another name"
+        )
+    return ALLOW
+
+
+def _version(op: Op, facts: Facts) -> Decision:
+    if op not in (Op.WRITE, Op.APPEND) and op not in DESTRUCTIVE:
+        return ALLOW
+    conflict = version_conflict(facts.if_match, facts.if_none_match, facts.target.etag)
+    if conflict is None:
+        return ALLOW
+    return refuse(409, "version", conflict, "read the file again (GET or stat gives its etag) and retry")
+
+
+def _size(op: Op, rows: FsRows, usage: Usage, facts: Facts) -> Decision:
+    creates = not facts.target.exists and op in (Op.WRITE, Op.APPEND, Op.MKDIR)
+    if creates and usage.files_created + 1 > rows.max_files:
+        return refuse(
+            507,
+            "max_files",
+            f"this session has created {usage.files_created} files (max_files {rows.max_files})",
+            "raise doors.fs.max_files in the manifest",
+        )
+    if op not in (Op.WRITE, Op.APPEND):
+        return ALLOW
+    final = facts.body_bytes + (facts.target.size if op is Op.APPEND else 0)
+    return _bytes(rows, usage, final, facts.body_bytes)
+
+
+def _bytes(rows: FsRows, usage: Usage, final: int, body: int) -> Decision:
+    if final > rows.max_file_bytes:
+        return refuse(
+            413,
+            "max_file_bytes",
+            f"the file would hold {final} bytes (max_file_bytes {rows.max_file_bytes})",
+            "write less, or raise doors.fs.max_file_bytes in the manifest",
+        )
+    if usage.bytes_written + body > rows.max_total_bytes:
+        left = max(0, rows.max_total_bytes - usage.bytes_written)
+        return refuse(
+            507,
+            "max_total_bytes",
+            f"{body} bytes asked, {left} left of this session's max_total_bytes {rows.max_total_bytes}",
+            "raise doors.fs.max_total_bytes in the manifest",
+        )
+    return ALLOW
+
+
+def file_mode(path: WorkspacePath, rows: FsRows, want_exec: bool, was_executable: bool) -> int:
+    """The mode a written file ends with: never setuid/setgid; executable only inside an exec prefix."""
+    allowed = _under(path, rows.exec) is not None
+    return EXEC_MODE if allowed and (want_exec or was_executable) else FILE_MODE
+
+
+def precheck_size(op: Op, rows: FsRows, usage: Usage, declared: int | None) -> Decision:
+    """Refuse a declared Content-Length early, before any byte of the body is read."""
+    if declared is None or op not in (Op.WRITE, Op.APPEND):
+        return ALLOW
+    return _bytes(rows, usage, declared, declared)

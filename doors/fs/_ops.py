@@ -1,0 +1,296 @@
+"""The workspace on disk: every path resolved by openat2 beneath one directory fd. Blocking calls.
+
+Names are resolved with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS (and RESOLVE_NO_SYMLINKS when the rows
+say so) from the workspace fd, so `..`, absolute symlinks and a symlink swapped in mid-request cannot lead
+outside: the kernel refuses with EXDEV/ELOOP. Mutating ops resolve the parent directory and act on the last
+name with *at calls that never follow it. Where a path really leads (after symlinks inside the workspace)
+is read back from the fd, so the rows are judged on the real path too.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+
+from doors.fs._openat2 import (
+    RENAME_NOREPLACE,
+    RESOLVE_BENEATH,
+    RESOLVE_NO_MAGICLINKS,
+    RESOLVE_NO_SYMLINKS,
+    openat2,
+    renameat2,
+)
+from doors.fs._paths import TEMP_PREFIX, TEMP_SUFFIX, WorkspacePath, is_temp_name
+from doors.fs._rules import Decision, Target, refuse
+from doors.fs._version import etag_of
+
+_CLOEXEC = os.O_CLOEXEC
+
+
+class FsRefused(Exception):
+    """A refusal found while resolving or acting; carries the decision to answer with."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(f"{decision.status} {decision.row}: {decision.detail}")
+        self.decision = decision
+
+
+_KERNEL_ERRORS: dict[int, tuple[int, str, str]] = {
+    errno.EXDEV: (403, "within_root", "openat2 RESOLVE_BENEATH refused: it resolves outside the workspace"),
+    errno.ELOOP: (403, "within_root", "it goes through a symlink, which is refused here"),
+    errno.ENOENT: (404, "not_found", "nothing is there (or a parent directory is missing)"),
+    errno.ENOTDIR: (409, "not_a_directory", "a parent is not a directory"),
+    errno.EISDIR: (409, "not_a_file", "it is a directory"),
+    errno.ENOTEMPTY: (409, "not_empty", "the directory is not empty"),
+    errno.EEXIST: (409, "exists", "something is already there"),
+    errno.EACCES: (403, "permission", "the kernel refused access"),
+    errno.EPERM: (403, "permission", "the kernel refused the operation"),
+    errno.ENAMETOOLONG: (400, "path", "the name is too long for the file system"),
+    errno.ENOSPC: (507, "disk", "the file system is full"),
+    errno.EDQUOT: (507, "disk", "the disk quota is spent"),
+    errno.EROFS: (403, "permission", "the file system is read-only"),
+}
+_HINTS = {
+    "within_root": "name a path inside the workspace that does not go through a symlink leading out",
+    "not_found": "check the path with list; create parent directories with mkdir",
+    "permission": "the workspace's owner and modes must let the fs door write it",
+}
+
+
+def kernel_refusal(err: OSError, path: WorkspacePath) -> Decision:
+    """Translate the kernel's errno into a refusal naming the kernel."""
+    status, row, what = _KERNEL_ERRORS.get(err.errno or 0, (500, "io", os.strerror(err.errno or 0)))
+    return refuse(status, row, f"{path}: {what}", _HINTS.get(row, "see the door's README"), who="kernel")
+
+
+def target_of(st: os.stat_result) -> Target:
+    """The facts the rules need from a stat result."""
+    mode = st.st_mode
+    kind = "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+    etag = (
+        etag_of(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if kind == "file" else None
+    )
+    return Target(kind, st.st_size if kind == "file" else 0, etag, bool(mode & 0o111))
+
+
+@dataclass
+class Located:
+    """A parent directory fd (O_PATH, caller closes), the last name, and what is there now."""
+
+    parent_fd: int
+    name: str
+    real: WorkspacePath | None
+    target: Target
+
+
+@dataclass
+class _PathLock:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
+
+
+class Workspace:
+    """The workspace directory fd and the blocking operations on it."""
+
+    def __init__(self, root_fd: int, *, no_symlinks: bool = False, chown_to: tuple[int, int] | None = None):
+        self.root_fd = root_fd
+        self._root_real = self._proc_path(root_fd)
+        # Without /proc the door cannot tell where a symlink leads, so it refuses every symlink.
+        self.no_symlinks = no_symlinks or self._root_real is None
+        self.chown_to = chown_to
+        self._locks: dict[str, _PathLock] = {}
+        self._locks_guard = threading.Lock()
+
+    @property
+    def resolve(self) -> int:
+        flags = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
+        return flags | RESOLVE_NO_SYMLINKS if self.no_symlinks else flags
+
+    @staticmethod
+    def _proc_path(fd: int) -> str | None:
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+        return link if link.startswith("/") else None
+
+    def real_of(self, fd: int, path: WorkspacePath) -> WorkspacePath:
+        """Where the open `fd` really is, relative to the workspace; refuse when that is unknowable."""
+        link = self._proc_path(fd)
+        root = self._root_real
+        if link is None or root is None:
+            return path
+        if link == root:
+            return WorkspacePath(())
+        base = root.rstrip("/") + "/"
+        if not link.startswith(base):
+            raise FsRefused(
+                refuse(
+                    403,
+                    "within_root",
+                    f"{path} resolves to a place outside the workspace",
+                    _HINTS["within_root"],
+                    who="kernel",
+                )
+            )
+        return WorkspacePath(tuple(link[len(base) :].split("/")))
+
+    def open(self, path: WorkspacePath, flags: int, mode: int = 0) -> int:
+        """openat2 beneath the root; refusals become FsRefused naming the kernel."""
+        try:
+            return openat2(self.root_fd, path.text or ".", flags | _CLOEXEC, mode, self.resolve)
+        except OSError as err:
+            raise FsRefused(kernel_refusal(err, path)) from err
+
+    def locate(self, path: WorkspacePath) -> tuple[int, WorkspacePath | None, Target]:
+        """Follow `path` beneath the root (O_PATH fd or -1 when absent), its real path, what is there."""
+        try:
+            fd = openat2(self.root_fd, path.text or ".", os.O_PATH | _CLOEXEC, 0, self.resolve)
+        except OSError as err:
+            if err.errno == errno.ENOENT:
+                return -1, None, Target()
+            raise FsRefused(kernel_refusal(err, path)) from err
+        try:
+            return fd, self.real_of(fd, path), target_of(os.fstat(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def locate_parent(self, path: WorkspacePath) -> Located:
+        """Resolve the parent directory; the last name is looked at, never followed."""
+        parent_fd = self.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+        try:
+            real_parent = self.real_of(parent_fd, path.parent)
+            return Located(
+                parent_fd, path.name, real_parent.child(path.name), self.stat_at(parent_fd, path.name)
+            )
+        except BaseException:
+            os.close(parent_fd)
+            raise
+
+    @staticmethod
+    def stat_at(parent_fd: int, name: str) -> Target:
+        """What is at `name` in the parent (a symlink is "other": writes never follow it)."""
+        try:
+            return target_of(os.stat(name, dir_fd=parent_fd, follow_symlinks=False))
+        except FileNotFoundError:
+            return Target()
+
+    @contextmanager
+    def lock(self, real: WorkspacePath) -> Iterator[None]:
+        """Serialise door operations on one path (appends never interleave, checks stay true)."""
+        key = real.text
+        with self._locks_guard:
+            entry = self._locks.setdefault(key, _PathLock())
+            entry.users += 1
+        try:
+            with entry.lock:
+                yield
+        finally:
+            with self._locks_guard:
+                entry.users -= 1
+                if entry.users == 0:
+                    del self._locks[key]
+
+    def own(self, fd: int, mode: int) -> None:
+        """Give a new file its mode (exactly: never setuid/setgid) and, if configured, its owner."""
+        if self.chown_to is not None:
+            os.fchown(fd, *self.chown_to)
+        os.fchmod(fd, mode)
+
+    def create_temp(self, parent_fd: int) -> tuple[int, str]:
+        """A new temporary file beside the target: O_EXCL, never following a planted name."""
+        for _ in range(8):
+            name = f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
+            try:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+                return os.open(name, flags, 0o600, dir_fd=parent_fd), name
+            except FileExistsError:
+                continue
+        raise FsRefused(refuse(500, "io", "could not create a temporary file", "retry"))
+
+    def commit_write(self, parent_fd: int, temp_fd: int, temp_name: str, name: str, mode: int) -> Target:
+        """fsync the temporary file, give it owner and mode, rename it over `name`, fsync the directory."""
+        self.own(temp_fd, mode)
+        os.fsync(temp_fd)
+        result = target_of(os.fstat(temp_fd))
+        os.rename(temp_name, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        self.sync_dir(parent_fd)
+        return result
+
+    @staticmethod
+    def discard_temp(parent_fd: int, temp_name: str) -> None:
+        """Remove a temporary file that will not be committed."""
+        with suppress(FileNotFoundError):
+            os.unlink(temp_name, dir_fd=parent_fd)
+
+    @staticmethod
+    def sync_dir(parent_fd: int) -> None:
+        # An O_PATH fd cannot be fsynced: open the directory itself through it.
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, dir_fd=parent_fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def open_append(self, parent_fd: int, name: str, create: bool) -> int:
+        """Open `name` for appending (and reading its tail); the last name is never followed."""
+        flags = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | _CLOEXEC
+        fd = os.open(name, flags | (os.O_CREAT | os.O_EXCL if create else 0), 0o600, dir_fd=parent_fd)
+        if create:
+            try:
+                self.own(fd, 0o644)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
+
+    @staticmethod
+    def tail(fd: int, size: int, count: int) -> bytes:
+        """The last `count` bytes of an open file of `size` bytes."""
+        start = max(0, size - count)
+        return os.pread(fd, size - start, start) if size > start else b""
+
+    @staticmethod
+    def write_all(fd: int, data: bytes | memoryview) -> None:
+        """One write per call where the kernel allows it; loop on short writes."""
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+
+    def mkdir(self, parent_fd: int, name: str, mode: int = 0o755) -> None:
+        os.mkdir(name, mode, dir_fd=parent_fd)
+        if self.chown_to is not None:
+            os.chown(name, *self.chown_to, dir_fd=parent_fd, follow_symlinks=False)
+
+    @staticmethod
+    def delete(parent_fd: int, name: str, is_dir: bool) -> None:
+        """unlinkat the name itself (a symlink is removed, never followed); directories must be empty."""
+        if is_dir:
+            os.rmdir(name, dir_fd=parent_fd)
+        else:
+            os.unlink(name, dir_fd=parent_fd)
+
+    @staticmethod
+    def rename(src: Located, dst: Located) -> None:
+        """renameat2 with RENAME_NOREPLACE: an existing destination is an atomic 409."""
+        renameat2(src.parent_fd, src.name, dst.parent_fd, dst.name, RENAME_NOREPLACE)
+
+    def list_dir(self, dir_fd: int) -> list[tuple[str, Target]]:
+        """Entries of an open directory (not following symlinks), without the door's temporary files."""
+        fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, dir_fd=dir_fd)
+        entries: list[tuple[str, Target]] = []
+        try:
+            for name in sorted(os.listdir(fd)):
+                if not is_temp_name(name):
+                    entries.append((name, self.stat_at(fd, name)))
+        finally:
+            os.close(fd)
+        return entries

@@ -1,0 +1,133 @@
+"""Workspace path validation and normalisation. Pure: no I/O.
+
+A path from a client is relative to the workspace root. It is checked before anything touches the
+disk: no NUL or control character, bounded length, not absolute, no `..`. `.` components, repeated and
+trailing slashes are normalised away, so one file has exactly one spelling in the rules and the audit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_PATH_BYTES = 4096  # PATH_MAX, counting the UTF-8 bytes of the normalised path
+MAX_COMPONENT_BYTES = 255  # NAME_MAX
+MAX_DEPTH = 64
+# Names the door uses for its own temporary files; a client can neither see nor name them.
+TEMP_PREFIX = ".sh-fs-"
+TEMP_SUFFIX = ".tmp"
+
+
+@dataclass(frozen=True)
+class PathRefusal:
+    """Why a path was refused: the row (`within_root` or `path`), and what to change."""
+
+    row: str
+    detail: str
+    hint: str
+
+
+@dataclass(frozen=True, order=True)
+class WorkspacePath:
+    """A validated path relative to the workspace root; `parts == ()` is the root itself."""
+
+    parts: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return "/".join(self.parts)
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parts
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else ""
+
+    @property
+    def parent(self) -> WorkspacePath:
+        return WorkspacePath(self.parts[:-1])
+
+    def is_within(self, prefix: WorkspacePath) -> bool:
+        """True when this path is `prefix` or lies beneath it."""
+        return self.parts[: len(prefix.parts)] == prefix.parts
+
+    def child(self, name: str) -> WorkspacePath:
+        return WorkspacePath((*self.parts, name))
+
+    def __str__(self) -> str:
+        return self.text or "."
+
+
+ROOT = WorkspacePath(())
+
+
+def _bad_char(text: str) -> str | None:
+    for ch in text:
+        code = ord(ch)
+        if code < 0x20 or code == 0x7F or 0x80 <= code <= 0x9F:
+            return f"U+{code:04X}"
+        if 0xD800 <= code <= 0xDFFF:
+            return f"lone surrogate U+{code:04X}"
+    return None
+
+
+def parse_path(raw: str) -> WorkspacePath | PathRefusal:
+    """Validate and normalise a client path, or say why it is refused."""
+    bad = _bad_char(raw)
+    if bad is not None:
+        return PathRefusal(
+            "path", f"the path holds a control character ({bad})", "name files with printable characters only"
+        )
+    if raw.startswith("/"):
+        return PathRefusal(
+            "within_root", "absolute paths are refused", "give the path relative to the workspace root"
+        )
+    parts = tuple(part for part in raw.split("/") if part not in ("", "."))
+    if ".." in parts:
+        return PathRefusal(
+            "within_root",
+            "`..` components are refused",
+            "give the path relative to the workspace root, without `..`",
+        )
+    return _check_lengths(WorkspacePath(parts))
+
+
+def _check_lengths(path: WorkspacePath) -> WorkspacePath | PathRefusal:
+    if len(path.parts) > MAX_DEPTH:
+        return PathRefusal(
+            "path", f"the path is {len(path.parts)} levels deep (at most {MAX_DEPTH})", "use a shallower path"
+        )
+    for part in path.parts:
+        size = len(part.encode("utf-8"))
+        if size > MAX_COMPONENT_BYTES:
+            return PathRefusal(
+                "path",
+                f"a path component is {size} bytes (at most {MAX_COMPONENT_BYTES})",
+                "use shorter file names",
+            )
+        if part.startswith(TEMP_PREFIX) and part.endswith(TEMP_SUFFIX):
+            return PathRefusal(
+                "path",
+                f"names like {TEMP_PREFIX}*{TEMP_SUFFIX} are the door's temporary files",
+                "choose another name",
+            )
+    total = len(path.text.encode("utf-8"))
+    if total > MAX_PATH_BYTES:
+        return PathRefusal(
+            "path", f"the path is {total} bytes (at most {MAX_PATH_BYTES})", "use a shorter path"
+        )
+    return path
+
+
+def parse_prefix(raw: str) -> WorkspacePath:
+    """Parse a manifest prefix (read_only, hidden, …); raise ValueError when it is not a valid path."""
+    parsed = parse_path(raw)
+    if isinstance(parsed, PathRefusal):
+        raise ValueError(f"fs row path {raw!r}: {parsed.detail}")
+    return parsed
+
+
+def is_temp_name(name: str) -> bool:
+    """True for the door's own temporary file names (hidden from listings)."""
+    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)

@@ -1,0 +1,276 @@
+"""The fs door's rows and the decision for each operation. Pure: no I/O.
+
+`decide_names` judges an operation on its path names alone (before anything touches the disk);
+`decide` adds the facts the door gathered (does the target exist, its size and version, what the body
+held, where the path really leads) and returns the one decision the dispatch audits and then acts on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from doors.fs._paths import WorkspacePath, parse_prefix
+
+
+class Op(StrEnum):
+    READ = "read"
+    STAT = "stat"
+    LIST = "list"
+    WRITE = "write"
+    APPEND = "append"
+    MKDIR = "mkdir"
+    DELETE = "delete"
+    RENAME = "rename"
+
+
+MUTATING = frozenset({Op.WRITE, Op.APPEND, Op.MKDIR, Op.DELETE, Op.RENAME})
+# Ops that remove or move what is at the path, and with it everything beneath it.
+DESTRUCTIVE = frozenset({Op.DELETE, Op.RENAME})
+WHO = "fs"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Allowed, or refused with the HTTP status, the row that refused, and what to change."""
+
+    allowed: bool
+    status: int = 200
+    row: str = ""
+    detail: str = ""
+    hint: str = ""
+    who: str = WHO
+
+
+ALLOW = Decision(True)
+
+
+def refuse(status: int, row: str, detail: str, hint: str, who: str = WHO) -> Decision:
+    """A refusal naming `row`."""
+    return Decision(False, status, row, detail, hint, who)
+
+
+def _prefixes(raw: Any, key: str) -> tuple[WorkspacePath, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise ValueError(f"fs row {key} must be a list of workspace-relative paths")
+    return tuple(parse_prefix(item) for item in raw)
+
+
+def _count(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"fs row {key} must be a non-negative integer")
+    return value
+
+
+@dataclass(frozen=True)
+class FsRows:
+    """The fs door's rows from the manifest (`doors.fs` in the manifest, `contract.rows` here)."""
+
+    read_only: tuple[WorkspacePath, ...] = ()
+    append_only: tuple[WorkspacePath, ...] = ()
+    hidden: tuple[WorkspacePath, ...] = ()
+    exec: tuple[WorkspacePath, ...] = ()
+    refuse_secrets: bool = True
+    no_symlinks: bool = False
+    max_file_bytes: int = 10 * 1024 * 1024
+    max_total_bytes: int = 1024 * 1024 * 1024
+    max_files: int = 10_000
+
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, Any]) -> FsRows:
+        """Build from the contract's rows; raise ValueError naming a malformed row."""
+        for key in ("refuse_secrets", "no_symlinks"):
+            if key in rows and not isinstance(rows[key], bool):
+                raise ValueError(f"fs row {key} must be true or false")
+        return cls(
+            read_only=_prefixes(rows.get("read_only"), "read_only"),
+            append_only=_prefixes(rows.get("append_only"), "append_only"),
+            hidden=_prefixes(rows.get("hidden"), "hidden"),
+            exec=_prefixes(rows.get("exec"), "exec"),
+            refuse_secrets=rows.get("refuse_secrets", True),
+            no_symlinks=rows.get("no_symlinks", False),
+            max_file_bytes=_count(rows, "max_file_bytes", cls.max_file_bytes),
+            max_total_bytes=_count(rows, "max_total_bytes", cls.max_total_bytes),
+            max_files=_count(rows, "max_files", cls.max_files),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """The rows as JSON for `GET /v0/hello` and the README."""
+        return {
+            "within_root": True,
+            "read_only": [p.text or "." for p in self.read_only],
+            "append_only": [p.text or "." for p in self.append_only],
+            "hidden": [p.text or "." for p in self.hidden],
+            "exec": [p.text or "." for p in self.exec],
+            "refuse_secrets": self.refuse_secrets,
+            "no_symlinks": self.no_symlinks,
+            "max_file_bytes": self.max_file_bytes,
+            "max_total_bytes": self.max_total_bytes,
+            "max_files": self.max_files,
+        }
+
+
+def _under(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
+    return next((p for p in prefixes if path.is_within(p)), None)
+
+
+def _above(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
+    """A prefix strictly beneath `path`: moving or deleting `path` would take it along."""
+    return next((p for p in prefixes if p.is_within(path) and p != path), None)
+
+
+def is_hidden(path: WorkspacePath, rows: FsRows) -> bool:
+    """True when `path` lies in a hidden prefix (listings leave it out)."""
+    return _under(path, rows.hidden) is not None
+
+
+def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Decision | None:
+    prefix = _under(path, rows.hidden)
+    if prefix is None and op in DESTRUCTIVE:
+        prefix = _above(path, rows.hidden)
+    if prefix is None:
+        return None
+    return refuse(
+        403,
+        "hidden",
+        f"{path} is in hidden {prefix}: {op.value} refused",
+        f"remove {prefix} from doors.fs.hidden in the manifest to let the {role} see it",
+    )
+
+
+def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Decision | None:
+    if op not in MUTATING:
+        return None
+    prefix = _under(path, rows.read_only)
+    if prefix is None and op in DESTRUCTIVE:
+        prefix = _above(path, rows.read_only)
+    if prefix is None:
+        return None
+    return refuse(
+        403,
+        "read_only",
+        f"{path} is in read_only {prefix}: {op.value} refused",
+        f"remove {prefix} from doors.fs.read_only in the manifest to allow it",
+    )
+
+
+def _append_only(op: Op, path: WorkspacePath, rows: FsRows) -> Decision | None:
+    if op not in DESTRUCTIVE:
+        return None
+    prefix = _under(path, rows.append_only) or _above(path, rows.append_only)
+    if prefix is None:
+        return None
+    return refuse(
+        403,
+        "append_only",
+        f"{path} is in append_only {prefix}: {op.value} refused",
+        f"append to it instead, or remove {prefix} from doors.fs.append_only in the manifest",
+    )
+
+
+def _root(op: Op, path: WorkspacePath) -> Decision | None:
+    if path.is_root and op in (Op.WRITE, Op.APPEND, Op.DELETE, Op.RENAME, Op.READ):
+        return refuse(
+            403,
+            "within_root",
+            f"{op.value} of the workspace root itself is refused",
+            "name a path inside the workspace",
+        )
+    return None
+
+
+def _exec(path: WorkspacePath, rows: FsRows, want_exec: bool) -> Decision | None:
+    if not want_exec or _under(path, rows.exec) is not None:
+        return None
+    return refuse(
+        403,
+        "exec",
+        f"{path} may not be executable",
+        "add its directory to doors.fs.exec in the manifest, or write it without exec",
+    )
+
+
+def decide_names(
+    op: Op,
+    path: WorkspacePath,
+    rows: FsRows,
+    *,
+    dest: WorkspacePath | None = None,
+    want_exec: bool = False,
+    role: str = "app",
+) -> Decision:
+    """Judge `op` on its path names alone: hidden, read_only, append_only, the root, exec."""
+    for check in (
+        _root(op, path),
+        _hidden(op, path, rows, role),
+        _read_only(op, path, rows),
+        _append_only(op, path, rows),
+        _exec(path, rows, want_exec) if op is Op.WRITE else None,
+    ):
+        if check is not None:
+            return check
+    if dest is not None:
+        return _decide_dest(dest, rows, role)
+    return ALLOW
+
+
+def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Decision:
+    """A rename's destination: nothing may arrive in or above a protected prefix."""
+    if dest.is_root:
+        return refuse(
+            403, "within_root", "rename onto the workspace root is refused", "name a path inside it"
+        )
+    for row, prefixes in (
+        ("hidden", rows.hidden),
+        ("read_only", rows.read_only),
+        ("append_only", rows.append_only),
+    ):
+        prefix = _under(dest, prefixes) or _above(dest, prefixes)
+        if prefix is not None:
+            return refuse(
+                403,
+                row,
+                f"rename to {dest} would put files in {row} {prefix}",
+                f"choose a destination outside {prefix}, or change doors.fs.{row} in the manifest",
+            )
+    return ALLOW
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the door found at a path: kind is "file", "dir", "other" or None when nothing is there."""
+
+    kind: str | None = None
+    size: int = 0
+    etag: str | None = None
+    executable: bool = False
+
+    @property
+    def exists(self) -> bool:
+        return self.kind is not None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What this session has written so far (including reservations of requests in flight)."""
+
+    bytes_written: int = 0
+    files_created: int = 0
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything `decide` needs beyond the names: found by the I/O layer, judged here."""
+
+    target: Target = field(default_factory=Target)
+    real_path: WorkspacePath | None = None  # where the path really leads, when symlinks moved it
+    body_bytes: int = 0
+    secret: str | None = None  # what the secret scanner found, e.g. "PEM private key"
+    if_match: str | None = None
+    if_none_match: str | None = None
+    dest_target: Target | None = None
