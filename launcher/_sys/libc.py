@@ -1,0 +1,102 @@
+"""libc and raw syscalls through cffi ABI mode: setns, prctl, close_range, openat2, Landlock."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import cffi
+
+ffi = cffi.FFI()
+ffi.cdef(
+    """
+    long syscall(long number, ...);
+    int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5);
+    int setns(int fd, int nstype);
+    int lckpwdf(void);
+    int ulckpwdf(void);
+    """
+)
+_libc: Any = ffi.dlopen(None)
+
+# Syscalls numbered 424 and above are the same on every architecture (asm-generic unification).
+SYS_CLOSE_RANGE = 436
+SYS_OPENAT2 = 437
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_GET_SECCOMP = 21
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ffi.errno
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return int(result)
+
+
+def _long(value: int) -> Any:
+    return ffi.cast("long", value)
+
+
+def raw_syscall(number: int, *args: int) -> int:
+    """Call syscall(number, args...) with every argument passed as a C long; -1 with errno on failure."""
+    return int(_libc.syscall(_long(number), *(_long(a) for a in args)))
+
+
+def setns(fd: int, nstype: int) -> None:
+    """Move the calling thread into the namespace fd refers to."""
+    _check(_libc.setns(fd, nstype), "setns")
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
+    """prctl(2); raises OSError on failure."""
+    return _check(_libc.prctl(option, arg2, arg3, arg4, arg5), f"prctl({option})")
+
+
+def close_range(first: int, last: int) -> None:
+    """Close every fd in [first, last]."""
+    _check(raw_syscall(SYS_CLOSE_RANGE, first, last, 0), "close_range")
+
+
+def openat2_available() -> bool:
+    """True when openat2(2) exists: a call with a NULL how-pointer fails with EFAULT, not ENOSYS."""
+    if raw_syscall(SYS_OPENAT2, -100, 0, 0, 24) >= 0:  # pragma: no cover - cannot succeed on a NULL path
+        return True
+    return ffi.errno != 38  # ENOSYS
+
+
+def landlock_create_ruleset(attr: bytes | None, flags: int) -> int:
+    """landlock_create_ruleset(2); attr is the packed struct landlock_ruleset_attr (or None)."""
+    if attr is None:
+        return _check(raw_syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, flags), "landlock_create_ruleset")
+    buf = ffi.from_buffer(attr)
+    addr = int(ffi.cast("long", buf))
+    return _check(raw_syscall(SYS_LANDLOCK_CREATE_RULESET, addr, len(attr), flags), "landlock_create_ruleset")
+
+
+def landlock_add_rule(ruleset_fd: int, rule_type: int, attr: bytes) -> None:
+    """landlock_add_rule(2) with a packed rule attribute."""
+    buf = ffi.from_buffer(attr)
+    addr = int(ffi.cast("long", buf))
+    _check(raw_syscall(SYS_LANDLOCK_ADD_RULE, ruleset_fd, rule_type, addr, 0), "landlock_add_rule")
+
+
+def landlock_restrict_self(ruleset_fd: int) -> None:
+    """landlock_restrict_self(2): enforce the ruleset on the calling thread and its future children."""
+    _check(raw_syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0), "landlock_restrict_self")
+
+
+def lckpwdf() -> None:
+    """Take the shadow-suite lock on the account databases (/etc/.pwd.lock), as useradd does."""
+    _check(_libc.lckpwdf(), "lckpwdf")
+
+
+def ulckpwdf() -> None:
+    """Release the lock lckpwdf took."""
+    _check(_libc.ulckpwdf(), "ulckpwdf")

@@ -1,0 +1,100 @@
+"""A seccomp deny list built with libseccomp: default allow, EPERM for the kernel's sharpest surfaces.
+
+Other architectures (i386 via int 0x80, x32) hit libseccomp's bad-arch action, which kills the process.
+"""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass
+
+from launcher._sys import libseccomp as scmp
+
+AF_INET, AF_INET6, AF_PACKET = 2, 10, 17
+SOCK_STREAM = 1
+SOCK_TYPE_MASK = 0xF  # the low bits of socket()'s type; SOCK_NONBLOCK/SOCK_CLOEXEC sit above them
+IPPROTO_TCP = 6
+_INT = 0xFFFFFFFF  # int arguments: compare the low 32 bits only, as the kernel reads them
+
+
+def _int_eq(arg: int, value: int) -> tuple[int, int, int, int]:
+    """arg == value for a C int argument: a plain 64-bit EQ would let set high bits slip past."""
+    return (arg, scmp.CMP_MASKED_EQ, _INT, value)
+
+_NS_FLAGS = {  # clone() flags that make a namespace: unshare is denied, so clone must be too
+    "CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
+
+DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "bpf", "perf_event_open", "userfaultfd",
+    "keyctl", "add_key", "request_key",
+    "unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
+    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    "kexec_load", "kexec_file_load", "open_by_handle_at", "name_to_handle_at",
+    "init_module", "finit_module", "delete_module", "swapon", "swapoff", "reboot", "acct",
+    "iopl", "ioperm", "lookup_dcookie", "kcmp",
+)
+"""Denied outright, whatever their arguments (a name this architecture lacks is skipped)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ERRNO rule: the syscall, the errno, and ANDed (arg, op, datum_a, datum_b) comparisons."""
+
+    syscall: str
+    errno: int
+    cmps: tuple[tuple[int, int, int, int], ...] = ()
+
+
+def _socket_rules(deny_inet: bool) -> list[Rule]:
+    rules = [Rule("socket", errno.EPERM, (_int_eq(0, AF_PACKET),))]
+    for family in (AF_INET, AF_INET6):
+        if deny_inet:
+            rules.append(Rule("socket", errno.EPERM, (_int_eq(0, family),)))
+            continue
+        # Only TCP leaves (through the net door): every other socket type, and stream sockets whose
+        # protocol is not 0/IPPROTO_TCP (SCTP, MPTCP), are refused.
+        for sock_type in range(SOCK_TYPE_MASK + 1):
+            if sock_type != SOCK_STREAM:
+                fam_type = (_int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, sock_type))
+                rules.append(Rule("socket", errno.EPERM, fam_type))
+        stream = _int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, SOCK_STREAM)
+        rules.append(Rule("socket", errno.EPERM, (*stream, (2, scmp.CMP_GT, IPPROTO_TCP, 0))))
+        for proto in range(1, IPPROTO_TCP):
+            rules.append(Rule("socket", errno.EPERM, (*stream, _int_eq(2, proto))))
+    return rules
+
+
+def deny_rules(deny_inet: bool) -> tuple[Rule, ...]:
+    """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, and sockets."""
+    rules = [Rule(name, errno.EPERM) for name in DENIED_SYSCALLS]
+    rules += [Rule("clone", errno.EPERM, ((0, scmp.CMP_MASKED_EQ, f, f),)) for f in _NS_FLAGS.values()]
+    # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone().
+    rules.append(Rule("clone3", errno.ENOSYS))
+    rules += _socket_rules(deny_inet)
+    return tuple(rules)
+
+
+class SeccompError(RuntimeError):
+    """The filter could not be built or loaded; the message names the rule."""
+
+
+def apply_seccomp(deny_inet: bool) -> list[str]:
+    """Load the deny filter on the calling thread (needs no_new_privs); return the syscalls it restricts."""
+    flt = scmp.Filter(scmp.ACT_ALLOW)
+    denied: list[str] = []
+    try:
+        flt.set_badarch(scmp.ACT_KILL_PROCESS)
+        for rule in deny_rules(deny_inet):
+            if flt.add(scmp.act_errno(rule.errno), rule.syscall, rule.cmps) and rule.syscall not in denied:
+                denied.append(rule.syscall)
+        flt.load()
+    except OSError as exc:
+        raise SeccompError(f"seccomp filter not loaded: {exc}") from exc
+    finally:
+        flt.release()
+    return denied
