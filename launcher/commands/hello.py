@@ -1,0 +1,35 @@
+"""`sharness-launch hello`: the acceptance test a newcomer runs — a real session with a probe app."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+EXIT_NOT_ROOT = 77
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("hello", help="run a real session whose app tries what it must not do")
+    parser.add_argument("--json", action="store_true", help="print the probes as JSON")
+    parser.add_argument("--audit-dir", metavar="DIR", default=None)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if os.geteuid() != 0:
+        print("sharness-launch: hello starts a real session and must run as root: use sudo", file=sys.stderr)
+        return EXIT_NOT_ROOT
+    from launcher import gc
+    from launcher.hello import render, run_hello
+    from launcher.layout import AUDIT_ROOT
+    from launcher.probe import probe_kernel
+
+    gc.collect()
+    report = run_hello(probe_kernel(), audit_root=args.audit_dir or AUDIT_ROOT)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(render(report))
+    return 0 if report.ok else 1

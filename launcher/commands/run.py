@@ -1,0 +1,114 @@
+"""`sharness-launch [run] MANIFEST --expect-hash sha256:…`: run a confined session from a verified manifest."""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import os
+import sys
+
+EXIT_NOT_ROOT = 77
+EXIT_BAD_MANIFEST = 65
+EXIT_HASH = 125
+EXIT_UNHELD = 78
+CONFIRM_HEX = 12
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser("run", help="run a confined session from a manifest whose hash you supply")
+    parser.add_argument("manifest", help="the manifest file (JSON)")
+    parser.add_argument("--expect-hash", metavar="sha256:HEX",
+                        help="the hash you approved out of band (`sharness-launch hash FILE`)")
+    parser.add_argument("--best-effort", action="store_true",
+                        help="run even when this machine cannot hold some rows; they are reported unheld")
+    parser.add_argument("--audit-dir", metavar="DIR", default=None,
+                        help="where session audit logs go (default /var/lib/sharness/sessions)")
+    parser.add_argument("--json", action="store_true", help="print the session summary as JSON on stdout")
+    parser.set_defaults(func=run)
+
+
+def _err(text: str) -> None:
+    print(f"sharness-launch: {text}", file=sys.stderr)
+
+
+def _confirm_on_terminal(manifest, plan_text: str) -> bool:  # type: ignore[no-untyped-def]
+    print(plan_text, file=sys.stderr)
+    print(f"manifest hash: {manifest.sha256}", file=sys.stderr)
+    try:
+        typed = input(f"type the first {CONFIRM_HEX} hex characters of the hash to run it: ").strip().lower()
+    except EOFError:
+        return False
+    want = manifest.sha256.removeprefix("sha256:")[:CONFIRM_HEX]
+    return hmac.compare_digest(typed.removeprefix("sha256:"), want)
+
+
+def run(args: argparse.Namespace) -> int:
+    from launcher.manifest import ManifestError, load_manifest
+
+    if os.geteuid() != 0:
+        _err("the launcher must run as root (it creates users, namespaces and cgroups): use sudo; nothing was created")
+        return EXIT_NOT_ROOT
+    try:
+        with open(args.manifest, "rb") as handle:
+            raw = handle.read(2 * 1024 * 1024)
+    except OSError as exc:
+        _err(f"cannot read {args.manifest}: {exc.strerror}")
+        return EXIT_BAD_MANIFEST
+    try:
+        manifest = load_manifest(raw)
+    except ManifestError as exc:
+        _err(f"{args.manifest}: {exc}")
+        return EXIT_BAD_MANIFEST
+
+    from launcher.plan import build_plan, render_plan
+    from launcher.probe import probe_kernel
+
+    facts = probe_kernel()
+    plan = build_plan(manifest, facts)
+    if args.expect_hash is None:
+        if not sys.stdin.isatty():
+            _err("no --expect-hash and stdin is not a terminal: approve the hash from `sharness-launch check "
+                 f"{args.manifest}` and pass it with --expect-hash; nothing was created")
+            return EXIT_HASH
+        if not _confirm_on_terminal(manifest, render_plan(plan)):
+            _err("the typed characters do not match the manifest hash; nothing was created")
+            return EXIT_HASH
+    elif not hmac.compare_digest(args.expect_hash.strip().lower(), manifest.sha256):
+        _err(f"hash mismatch: expected {args.expect_hash}, the manifest is {manifest.sha256}; nothing was created")
+        return EXIT_HASH
+
+    unheld = [row for row in plan.rows if not row.held]
+    if unheld and not args.best_effort:
+        _err(f"{len(unheld)} row(s) cannot be held on this machine; nothing was created:")
+        for row in unheld:
+            _err(f"  {row.row_id}: {row.why_unheld}")
+        _err("change the manifest, or run with --best-effort to run them unheld")
+        return EXIT_UNHELD
+
+    from launcher import gc
+    from launcher.layout import AUDIT_ROOT
+    from launcher.session import RunOptions, Session
+
+    gc.collect()
+    options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)
+    result = Session(manifest, facts, options).run()
+    summary = {
+        "sid": result.sid,
+        "exit_code": result.exit_code,
+        "reason": result.reason,
+        "unheld_rows": [row.row_id for row in unheld],
+        "audit_dir": result.audit_dir,
+        "audit_public_key": result.audit_public_key,
+        "timings_ms": result.timings_ms,
+        "teardown_errors": result.teardown_errors,
+    }
+    _err(f"session {result.sid} ended: {result.reason}")
+    _err(f"audit log {result.audit_dir}; session public key:\n{result.audit_public_key.strip()}")
+    if unheld:
+        _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {', '.join(r.row_id for r in unheld)}")
+    for error in result.teardown_errors:
+        _err(f"teardown could not remove: {error} (run `sharness-launch gc`)")
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    return result.exit_code

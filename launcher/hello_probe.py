@@ -1,0 +1,211 @@
+"""The probe app of `sharness-launch hello`: runs confined as the app and tries what it must not do.
+
+Each probe prints one JSON line: {"probe", "attempt", "held", "who", "detail"}. A probe is held only when
+the refusal came from where the claim says (the errno the mechanism gives); anything else is not held.
+Controls check that the app can do what it is allowed to, so a broken setup cannot pass as "held".
+Standard library only (plus doors.client for the door control): it runs inside the confinement.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+SYS_IO_URING_SETUP = 425
+PTRACE_ATTACH = 16
+CLONE_NEWUSER = 0x10000000
+
+
+def _report(probe: str, attempt: str, held: bool, who: str, detail: str) -> None:
+    print(json.dumps({"probe": probe, "attempt": attempt, "held": held, "who": who, "detail": detail}), flush=True)
+
+
+def _expect_errno(probe: str, attempt: str, action: Callable[[], object], want: int, who: str) -> None:
+    try:
+        action()
+    except OSError as exc:
+        held = exc.errno == want
+        detail = f"{errno.errorcode.get(exc.errno or 0, exc.errno)} ({exc.strerror})"
+        _report(probe, attempt, held, who if held else f"unexpected errno, wanted {errno.errorcode[want]}", detail)
+        return
+    _report(probe, attempt, False, "nothing", "it succeeded")
+
+
+def _libc_call(name: str, *args: object) -> Callable[[], int]:
+    def call() -> int:
+        result = getattr(LIBC, name)(*args)
+        if result == -1:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+        return int(result)
+
+    return call
+
+
+def _open_write(path: str) -> Callable[[], int]:
+    return lambda: os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+
+
+def _open_read(path: str) -> Callable[[], int]:
+    return lambda: os.close(os.open(path, os.O_RDONLY))
+
+
+def _connect_unix(path: str) -> Callable[[], None]:
+    def connect() -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(path)
+
+    return connect
+
+
+def _egress(deny_inet: bool) -> None:
+    attempt = "TCP connect to 192.0.2.1:443 (a public address; no packet can leave)"
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except OSError as exc:
+        held = exc.errno == errno.EPERM and deny_inet
+        _report("egress.public", attempt, held, "kernel: seccomp (no AF_INET sockets without a net edge)",
+                f"socket(): {errno.errorcode.get(exc.errno or 0)}")
+        return
+    with sock:
+        sock.settimeout(2)
+        try:
+            sock.connect(("192.0.2.1", 443))
+        except OSError as exc:
+            who = {
+                errno.EACCES: "kernel: Landlock (TCP connect allowed only to the proxy port)",
+                errno.ENETUNREACH: "kernel: network namespace (no route: loopback only)",
+            }.get(exc.errno or 0)
+            _report("egress.public", attempt, who is not None, who or "unexpected errno",
+                    f"connect(): {errno.errorcode.get(exc.errno or 0, exc.errno)}")
+            return
+    _report("egress.public", attempt, False, "nothing", "connected")
+
+
+def _memory(limit_mb: int) -> None:
+    attempt = f"allocate {2 * limit_mb} MiB past the {limit_mb} MiB memory limit"
+    pid = os.fork()
+    if pid == 0:
+        chunks = []
+        try:
+            for _ in range(2 * limit_mb // 16):
+                chunks.append(bytearray(16 * 1024 * 1024))  # zero-filled: every page is touched
+        except MemoryError:
+            os._exit(3)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    detail = f"child killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"child exit {os.WEXITSTATUS(status)}"
+    _report("memory.limit", attempt, killed, "kernel: memory cgroup (OOM kill)" if killed else "nothing", detail)
+
+
+def _pids(limit: int) -> None:
+    attempt = f"fork past the pids limit of {limit}"
+    read_end, write_end = os.pipe()
+    children: list[int] = []
+    outcome: OSError | None = None
+    try:
+        for _ in range(limit + 8):
+            pid = os.fork()
+            if pid == 0:
+                os.close(write_end)
+                os.read(read_end, 1)
+                os._exit(0)
+            children.append(pid)
+    except OSError as exc:
+        outcome = exc
+    finally:
+        os.close(write_end)
+        os.close(read_end)
+        for pid in children:
+            os.waitpid(pid, 0)
+    held = outcome is not None and outcome.errno == errno.EAGAIN and len(children) < limit
+    detail = (f"fork failed with {errno.errorcode.get(outcome.errno or 0)} after {len(children)} children"
+              if outcome else f"{len(children)} children forked")
+    _report("pids.limit", attempt, held, "kernel: pids cgroup" if held else "nothing", detail)
+
+
+def _control_private_write() -> None:
+    path = os.path.join(os.environ["TMPDIR"], "control.txt")
+    try:
+        with open(path, "w") as handle:
+            handle.write("the app may write its own private directory\n")
+        os.unlink(path)
+    except OSError as exc:
+        _report("control.private_write", f"write {path}", False, "broken setup", str(exc))
+        return
+    _report("control.private_write", f"write {path}", True, "allowed, as it should be", "written")
+
+
+def _control_door_hello(role: str) -> None:
+    attempt = f"GET /v0/hello on the {role} door (an allowed edge)"
+    try:
+        from doors.client import DoorClient
+
+        with DoorClient.from_env(role) as client:
+            reply = client.hello()
+    except Exception as exc:  # noqa: BLE001 - any failure of the allowed path fails the control
+        _report(f"control.{role}_hello", attempt, False, "broken setup", f"{type(exc).__name__}: {exc}")
+        return
+    _report(f"control.{role}_hello", attempt, True, "allowed, as it should be", f"answered as {reply!r}"[:200])
+
+
+def main() -> int:
+    targets = json.loads(os.environ["SHARNESS_PROBE"])
+    pids: dict[str, int] = targets["pids"]
+    door = targets["victim_door"]
+    victim = pids[door]
+    _control_private_write()
+    if targets.get("hello_door"):
+        _control_door_hello(targets["hello_door"])
+    kernel_ll = "kernel: Landlock"
+    _expect_errno("workspace.write", f"create a file in the workspace {targets['workspace']} (mode 0777)",
+                  _open_write(f"{targets['workspace']}/probe.txt"), errno.EACCES,
+                  f"{kernel_ll} (DAC would allow it: only the fs door writes the workspace)")
+    _expect_errno("etc.write", "create /etc/sharness-probe", _open_write("/etc/sharness-probe"), errno.EACCES,
+                  "kernel: DAC and Landlock")
+    _expect_errno("other_dir.write", f"create a file in the {door} door's directory",
+                  _open_write(f"{targets['runtime_dir']}/{door}/probe"), errno.EACCES, "kernel: DAC and Landlock")
+    _expect_errno("key.read", f"open the {door} door's SVID memfd through /proc/{victim}/fd/4",
+                  _open_read(f"/proc/{victim}/fd/4"), errno.EACCES, "kernel: another uid (ptrace access check)")
+    _expect_errno("launcher_state.read", "read the launcher's journal", _open_read(targets["journal"]),
+                  errno.EACCES, "kernel: DAC and Landlock")
+    _expect_errno("environ.read", f"read /proc/{victim}/environ", _open_read(f"/proc/{victim}/environ"),
+                  errno.EACCES, "kernel: another uid (ptrace access check)")
+    _expect_errno("mem.read", f"read /proc/{victim}/mem", _open_read(f"/proc/{victim}/mem"), errno.EACCES,
+                  "kernel: another uid (ptrace access check)")
+    _egress(targets["deny_inet"])
+    off_edge = targets["off_edge_door"]
+    _expect_errno("door.off_edge", f"connect to {off_edge}.sock (not on the app's edges)",
+                  _connect_unix(targets["sockets"][off_edge]), errno.EACCES,
+                  "kernel: socket file group admits only edge-listed clients")
+    _expect_errno("door.signal", f"SIGTERM the {door} door", lambda: os.kill(victim, signal.SIGTERM), errno.EPERM,
+                  "kernel: another uid and Landlock signal scoping")
+    _expect_errno("door.ptrace", f"PTRACE_ATTACH the {door} door", _libc_call("ptrace", PTRACE_ATTACH, victim, 0, 0),
+                  errno.EPERM, "kernel: seccomp")
+    _expect_errno("socket.udp", "socket(AF_INET, SOCK_DGRAM)", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close(),
+                  errno.EPERM, "kernel: seccomp")
+    _expect_errno("socket.packet", "socket(AF_PACKET, SOCK_RAW)", lambda: socket.socket(17, socket.SOCK_RAW).close(),
+                  errno.EPERM, "kernel: seccomp")
+    params = ctypes.create_string_buffer(120)
+    _expect_errno("io_uring", "io_uring_setup()", _libc_call("syscall", SYS_IO_URING_SETUP, 1, params), errno.EPERM,
+                  "kernel: seccomp")
+    _expect_errno("userns", "unshare(CLONE_NEWUSER)", _libc_call("unshare", CLONE_NEWUSER), errno.EPERM,
+                  "kernel: seccomp")
+    _expect_errno("setuid.root", "setuid(0)", lambda: os.setuid(0), errno.EPERM, "kernel: no capability (another uid)")
+    _memory(int(targets["max_memory_mb"]))
+    _pids(int(targets["max_pids"]))
+    time.sleep(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
