@@ -1,0 +1,36 @@
+"""The manifest: strict loading, schema and cross checks, RFC 8785 canonical bytes, sha256. Pure."""
+
+from launcher.manifest._canonical import HASH_PREFIX, canonical_bytes, hash_of
+from launcher.manifest._errors import ManifestError
+from launcher.manifest._load import load_manifest
+from launcher.manifest._model import (
+    DEFAULT_EDGES,
+    DOOR_DEFAULT_LIMITS,
+    DOOR_ORDER,
+    ROLES,
+    SHELL_DEFAULT_LIMITS,
+    App,
+    Manifest,
+    Session,
+)
+from launcher.manifest._strict_json import MAX_BYTES, MAX_DEPTH, MAX_SAFE_INTEGER, parse_strict
+
+__all__ = [
+    "DEFAULT_EDGES",
+    "DOOR_DEFAULT_LIMITS",
+    "DOOR_ORDER",
+    "HASH_PREFIX",
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "ROLES",
+    "SHELL_DEFAULT_LIMITS",
+    "App",
+    "Manifest",
+    "ManifestError",
+    "Session",
+    "canonical_bytes",
+    "hash_of",
+    "load_manifest",
+    "parse_strict",
+]

@@ -1,0 +1,187 @@
+"""The checks a schema cannot express, run on a document that already passed the schema. Pure.
+
+Each raises ManifestError naming the JSON pointer of the value to change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from launcher.manifest import _rules
+from launcher.manifest._errors import ManifestError, child
+from launcher.manifest._model import effective_edges, started_roles
+
+_FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
+_ABS_HINT = "write an absolute, normalised path: no '.', '..', '//', trailing '/' or control characters"
+_REL_HINT = "write a path inside the workspace, relative to it, with no '.', '..' or '//'"
+
+
+def check_document(doc: dict[str, Any]) -> None:
+    """Run every cross-field check, in document order, on a schema-valid document."""
+    _check_trust_domain(doc["session"]["trust_domain"])
+    _check_workspace(doc["workspace"])
+    _check_app(doc["app"])
+    doors = doc.get("doors", {})
+    if "fs" in doors:
+        _check_fs(doc, doors["fs"])
+    if "net" in doors:
+        _check_net(doc, doors["net"])
+    if "keys" in doors:
+        _check_keys(doc, doors["keys"])
+    if "model" in doors:
+        _check_model(doc, doors["model"])
+    if "edges" in doc:
+        _check_edges(doc)
+
+
+def _refuse_abs(ptr: str, path: str) -> None:
+    problem = _rules.absolute_path_problem(path)
+    if problem:
+        raise ManifestError(ptr, f"path {path!r} {problem}", _ABS_HINT)
+
+
+def _check_trust_domain(name: str) -> None:
+    problem = _rules.trust_domain_problem(name)
+    if problem:
+        raise ManifestError("/session/trust_domain", f"trust domain {name!r} {problem}",
+                            "use a SPIFFE trust domain name such as 'demo.sharness.test'")
+
+
+def _check_workspace(path: str) -> None:
+    _refuse_abs("/workspace", path)
+    if path == "/":
+        raise ManifestError("/workspace", "the workspace is the whole file system",
+                            "name the project directory the session works in")
+
+
+def _check_app(app: dict[str, Any]) -> None:
+    argv0 = app["argv"][0]
+    for index, arg in enumerate(app["argv"]):
+        if "\x00" in arg:
+            raise ManifestError(f"/app/argv/{index}", "an argument holds a NUL character",
+                                "exec cannot pass NUL; remove it")
+    if argv0 == "":
+        raise ManifestError("/app/argv/0", "the program name is empty", "name the program to run")
+    files = app.get("files", {})
+    for key in ("read", "exec"):
+        for index, path in enumerate(files.get(key, [])):
+            _refuse_abs(f"/app/files/{key}/{index}", path)
+    if "/" in argv0:  # a bare name is looked up by the launcher on its fixed PATH
+        _refuse_abs("/app/argv/0", argv0)
+
+
+def _check_fs(doc: dict[str, Any], fs: dict[str, Any]) -> None:
+    seen: dict[str, str] = {}
+    for row in _FS_PATH_ROWS:
+        for index, path in enumerate(fs.get(row, [])):
+            ptr = f"/doors/fs/{row}/{index}"
+            problem = _rules.relative_path_problem(path)
+            if problem:
+                raise ManifestError(ptr, f"path {path!r} {problem}", _REL_HINT)
+            if row != "exec" and path in seen:
+                raise ManifestError(ptr, f"{path!r} is also in fs.{seen[path]}",
+                                    "list each path under one of read_only, append_only, hidden")
+            if row != "exec":
+                seen[path] = row
+    for index, path in enumerate(fs.get("hidden", [])):
+        _check_hidden(doc, f"/doors/fs/hidden/{index}", f"{doc['workspace']}/{path}")
+
+
+def _check_hidden(doc: dict[str, Any], ptr: str, target: str) -> None:
+    files = doc["app"].get("files", {})
+    for key in ("read", "exec"):
+        for root in files.get(key, []):
+            if _rules.covers(root, target):
+                raise ManifestError(
+                    ptr, f"the app reads {root!r} directly (app.files.{key}), so fs cannot hide this",
+                    f"drop {root!r} from app.files.{key} or this row",
+                )
+    shell = doc.get("doors", {}).get("shell")
+    if shell is not None and shell["workspace"] == "read":
+        raise ManifestError(ptr, "the shell reads the workspace directly, so the fs door cannot hide it",
+                            "set doors.shell.workspace to \"none\" or drop this row")
+
+
+def _check_net(doc: dict[str, Any], net: dict[str, Any]) -> None:
+    started = started_roles(doc)
+    edges = effective_edges(doc)
+    literal_roles = set(net.get("allow_ip_literals", []))
+    for role, entries in net.get("allow", {}).items():
+        ptr = child("/doors/net/allow", role)
+        _require_started(started, role, ptr)
+        if (role, "net") not in edges:
+            raise ManifestError(ptr, f"there is no edge [{role!r}, 'net'], so {role} cannot use these rows",
+                                f"add [\"{role}\", \"net\"] to edges or drop this row")
+        for index, entry in enumerate(entries):
+            problem, is_literal = _rules.allow_entry_problem(entry)
+            if problem:
+                raise ManifestError(child(ptr, index), f"{entry!r}: {problem}",
+                                    "write host:port or *.suffix:port, lowercase, e.g. 'pypi.org:443'")
+            if is_literal and role not in literal_roles:
+                raise ManifestError(child(ptr, index), f"{entry!r} is an IP literal",
+                                    f"add {role!r} to doors.net.allow_ip_literals or name the host")
+    for index, role in enumerate(net.get("allow_ip_literals", [])):
+        _require_started(started, role, f"/doors/net/allow_ip_literals/{index}")
+
+
+def _require_started(started: tuple[str, ...], role: str, ptr: str) -> None:
+    if role not in started:
+        what = "the app" if role == "app" else f"doors.{role}"
+        raise ManifestError(ptr, f"role {role!r} is not started (the manifest has no {what})",
+                            f"add doors.{role} or remove this row")
+
+
+def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
+    started = started_roles(doc)
+    edges = effective_edges(doc)
+    readers = [*doc["app"].get("files", {}).get("read", []), *doc["app"].get("files", {}).get("exec", [])]
+    for name, secret in keys.get("secrets", {}).items():
+        ptr = child("/doors/keys/secrets", name)
+        _refuse_abs(child(ptr, "from"), secret["from"])
+        if _rules.covers(doc["workspace"], secret["from"]):
+            raise ManifestError(child(ptr, "from"), "the secret's file lies inside the workspace",
+                                "keep secrets outside the workspace, e.g. under /etc/sharness/secrets")
+        for root in readers:
+            if _rules.covers(root, secret["from"]):
+                raise ManifestError(child(ptr, "from"), f"the app may read this file directly (via {root!r})",
+                                    "move the secret or narrow app.files")
+        for index, role in enumerate(secret["roles"]):
+            _require_started(started, role, f"{ptr}/roles/{index}")
+            if (role, "keys") not in edges:
+                raise ManifestError(f"{ptr}/roles/{index}", f"there is no edge [{role!r}, 'keys']",
+                                    f"add [\"{role}\", \"keys\"] to edges or drop the role")
+
+
+def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
+    host, _, port = model["upstream"][len("https://"):].partition(":")
+    problem = _rules.hostname_problem(host) or (_rules.port_problem(port) if port else None)
+    if problem:
+        raise ManifestError("/doors/model/upstream", f"upstream {problem}", "write https://host[:port]")
+    secrets = doc.get("doors", {}).get("keys", {}).get("secrets")
+    if secrets is None or model["secret"] not in secrets:
+        raise ManifestError("/doors/model/secret", f"no secret {model['secret']!r} in doors.keys.secrets",
+                            "add it under doors.keys.secrets (the model door fetches its key from keys)")
+    secret = secrets[model["secret"]]
+    if "model" not in secret["roles"]:
+        raise ManifestError("/doors/model/secret", f"secret {model['secret']!r} is not given to role 'model'",
+                            f"add \"model\" to doors.keys.secrets.{model['secret']}.roles")
+    if host not in secret["hosts"]:
+        raise ManifestError("/doors/model/secret", f"secret {model['secret']!r} is not bound to {host!r}",
+                            f"add {host!r} to doors.keys.secrets.{model['secret']}.hosts")
+
+
+def _check_edges(doc: dict[str, Any]) -> None:
+    started = started_roles(doc)
+    seen: set[tuple[str, str]] = set()
+    for index, (client, server) in enumerate(doc["edges"]):
+        ptr = f"/edges/{index}"
+        for position, role in enumerate((client, server)):
+            _require_started(started, role, f"{ptr}/{position}")
+        if client == server:
+            raise ManifestError(ptr, f"self-edge [{client!r}, {server!r}]", "remove it: no role calls itself")
+        if server == "app":
+            raise ManifestError(f"{ptr}/1", "the app serves nothing: no edge can lead into it",
+                                "remove this edge")
+        if (client, server) in seen:
+            raise ManifestError(ptr, f"edge [{client!r}, {server!r}] is listed twice", "list each edge once")
+        seen.add((client, server))

@@ -1,0 +1,106 @@
+"""The loaded manifest: frozen records over a checked document. Pure."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+DOOR_ORDER: tuple[str, ...] = ("fs", "net", "keys", "shell", "model")
+ROLES: tuple[str, ...] = ("app", *DOOR_ORDER)
+# DESIGN.md's default edges (client, server); used, restricted to started roles, when "edges" is absent.
+DEFAULT_EDGES: frozenset[tuple[str, str]] = frozenset(
+    {("app", "fs"), ("app", "net"), ("app", "shell"), ("app", "model"),
+     ("net", "keys"), ("model", "keys"), ("shell", "net")}
+)
+# Process limits of a door the manifest does not size (memory MB, pids). The shell runs the app's
+# commands (compilers, package installs), so it gets more unless doors.shell.process says otherwise.
+DOOR_DEFAULT_LIMITS: tuple[int, int] = (256, 64)
+SHELL_DEFAULT_LIMITS: tuple[int, int] = (1024, 128)
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str
+    trust_domain: str
+    ttl_s: int
+
+
+@dataclass(frozen=True)
+class App:
+    argv: tuple[str, ...]
+    files_read: tuple[str, ...]
+    files_exec: tuple[str, ...]
+    max_memory_mb: int
+    max_pids: int
+
+
+@dataclass(frozen=True, eq=False)
+class Manifest:
+    """A manifest that passed every check; `canonical` and `sha256` were computed at load time."""
+
+    document: dict[str, Any] = field(repr=False)
+    canonical: bytes = field(repr=False)
+    sha256: str
+    session: Session
+    workspace: str
+    app: App
+    roles: tuple[str, ...]
+    edges: frozenset[tuple[str, str]]
+
+    def door_rows(self, role: str) -> dict[str, Any]:
+        """A copy of the manifest's rows for door `role`; {} when it has none (or is not a door)."""
+        return copy.deepcopy(self.document.get("doors", {}).get(role, {}))
+
+    def process_limits(self, role: str) -> tuple[int, int]:
+        """(max_memory_mb, max_pids) of a component: the manifest's for app and shell, else defaults."""
+        if role == "app":
+            return self.app.max_memory_mb, self.app.max_pids
+        process = self.door_rows(role).get("process")
+        if process is not None:
+            return int(process["max_memory_mb"]), int(process["max_pids"])
+        return SHELL_DEFAULT_LIMITS if role == "shell" else DOOR_DEFAULT_LIMITS
+
+    def edges_out(self, role: str) -> tuple[str, ...]:
+        """The servers `role` may call, in role order."""
+        return tuple(server for server in ROLES if (role, server) in self.edges)
+
+    def edges_in(self, role: str) -> tuple[str, ...]:
+        """The clients that may call `role`, in role order."""
+        return tuple(client for client in ROLES if (client, role) in self.edges)
+
+
+def started_roles(document: dict[str, Any]) -> tuple[str, ...]:
+    """The components a document starts: the app, then each door present under "doors", in DOOR_ORDER."""
+    doors = document.get("doors", {})
+    return ("app", *(door for door in DOOR_ORDER if door in doors))
+
+
+def effective_edges(document: dict[str, Any]) -> frozenset[tuple[str, str]]:
+    """The edges as written, or DEFAULT_EDGES restricted to started roles when "edges" is absent."""
+    if "edges" in document:
+        return frozenset((client, server) for client, server in document["edges"])
+    started = set(started_roles(document))
+    return frozenset(edge for edge in DEFAULT_EDGES if edge[0] in started and edge[1] in started)
+
+
+def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> Manifest:
+    """Frozen records over a document that passed the schema and every check."""
+    session, app = document["session"], document["app"]
+    files = app.get("files", {})
+    return Manifest(
+        document=document,
+        canonical=canonical,
+        sha256=sha256,
+        session=Session(session["name"], session["trust_domain"], session["ttl_s"]),
+        workspace=document["workspace"],
+        app=App(
+            argv=tuple(app["argv"]),
+            files_read=tuple(files.get("read", ())),
+            files_exec=tuple(files.get("exec", ())),
+            max_memory_mb=app["process"]["max_memory_mb"],
+            max_pids=app["process"]["max_pids"],
+        ),
+        roles=started_roles(document),
+        edges=effective_edges(document),
+    )
