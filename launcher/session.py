@@ -17,7 +17,7 @@ from launcher import audit as audit_mod
 from launcher.confine import ConfinementSpec
 from launcher.confine_plan import Allowance, app_allowance, door_allowance
 from launcher.create import APP_BUNDLE, APP_SVID, Resources, SessionBuilder, ensure_root_dirs
-from launcher.journal import Journal
+from launcher.journal import Journal, RemovalError
 from launcher.landlock import LandlockRules
 from launcher.layout import AUDIT_ROOT, DOOR_ORDER, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups, groups_of
 from launcher.manifest import Manifest
@@ -179,8 +179,9 @@ class Session:
         if resources is not None:
             resources.close()
         self.audit("session.end", {"reason": ending.reason, "exit_code": ending.exit_code})
-        errors: list[str] = []
-        journal.teardown(errors)
+        removal_errors: list[RemovalError] = []
+        journal.teardown(removal_errors)
+        errors = [str(error) for error in removal_errors]
         self._mark("torn_down")
         if self._audit_log is None:
             self._open_audit_log()
@@ -228,6 +229,7 @@ class Session:
             keep_fds=keep_fds,
             env=env,
             cwd=self.layout.private_dir(role),
+            parent_pid=os.getpid(),
         )
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:

@@ -9,10 +9,10 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from launcher.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds
+from launcher.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds, step_of_exit_code
 
-# Exit codes a confined child uses before it runs anything of its own.
-EXIT_CONFINEMENT_FAILED = 121
+# Exit codes a confined child uses before it runs anything of its own (confinement steps: 199–212).
+EXIT_CONFINEMENT_FAILED = 213
 EXIT_DOOR_CRASHED = 122
 EXIT_EXEC_FAILED = 127
 
@@ -51,7 +51,7 @@ def spawn_door(
             place_fds({0: os.open("/dev/null", os.O_RDONLY), 1: os.open("/dev/null", os.O_WRONLY), **mapping})
             apply_confinement(spec)
         except ConfinementError as exc:
-            _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed at step {exc.step}: {exc.detail}")
+            _child_fail(role, exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
         except BaseException as exc:  # noqa: BLE001 - the child must never return into the launcher
             _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
         try:
@@ -75,7 +75,7 @@ def spawn_app(
             place_fds(dict(stdio))
             apply_confinement(spec)
         except ConfinementError as exc:
-            _child_fail("app", EXIT_CONFINEMENT_FAILED, f"confinement failed at step {exc.step}: {exc.detail}")
+            _child_fail("app", exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
         except BaseException as exc:  # noqa: BLE001
             _child_fail("app", EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
         try:
@@ -97,6 +97,9 @@ def describe_exit(role: str, wait_status: int) -> str:
     if os.WIFSIGNALED(wait_status):
         return f"{role} was killed by signal {os.WTERMSIG(wait_status)}"
     code = os.WEXITSTATUS(wait_status)
+    step = step_of_exit_code(code)
+    if step is not None:
+        return f"{role} exited with code {code} (its confinement failed at step {step!r})"
     meaning = {
         EXIT_CONFINEMENT_FAILED: " (its confinement could not be applied)",
         EXIT_DOOR_CRASHED: " (the door crashed)",

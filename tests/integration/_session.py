@@ -1,0 +1,92 @@
+"""Helpers for real-session tests: run the launcher as a subprocess, look for what a session left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LAUNCHER = [str(Path(sys.executable).parent / "sharness-launch")]
+RUN_ROOT = Path("/run/sharness")
+SESSIONS = RUN_ROOT / "sessions"
+
+
+def write_manifest(directory: Path, document: dict[str, object]) -> Path:
+    path = directory / "manifest.json"
+    path.write_text(json.dumps(document, indent=2))
+    return path
+
+
+def manifest_hash(path: Path) -> str:
+    out = subprocess.run([*LAUNCHER, "hash", str(path)], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def basic_manifest(workspace: Path, argv: list[str], **extra: object) -> dict[str, object]:
+    document: dict[str, object] = {
+        "sharness": "manifest/v0",
+        "session": {"name": "test", "trust_domain": "test.sharness.test", "ttl_s": 600},
+        "workspace": str(workspace),
+        "app": {"argv": argv, "files": {"read": [], "exec": []}, "process": {"max_memory_mb": 256, "max_pids": 64}},
+        "doors": {"fs": {}, "keys": {}},
+        "edges": [["app", "fs"]],
+    }
+    document.update(extra)
+    return document
+
+
+def leftovers(sid: str | None = None) -> dict[str, list[str]]:
+    """Everything named for a session (one sid, or any) that still exists on this machine."""
+    prefix = f"sh-{sid}-" if sid else "sh-"
+    users = [line.split(":")[0] for line in Path("/etc/passwd").read_text().splitlines()
+             if line.startswith(prefix) and not line.startswith("sh-test")]
+    groups = [line.split(":")[0] for line in Path("/etc/group").read_text().splitlines()
+              if line.startswith(prefix) and not line.startswith("sh-test")]
+    netns = [name for name in os.listdir("/run/netns")] if os.path.isdir("/run/netns") else []
+    netns = [name for name in netns if name.startswith(prefix) and not name.startswith("sh-test")]
+    cgroups = []
+    for controller in ("memory", "pids", "unified"):
+        base = Path("/sys/fs/cgroup") / controller / "sharness"
+        if base.is_dir():
+            cgroups += [str(p) for p in base.iterdir() if p.is_dir() and (sid is None or p.name == sid)]
+    runtime = []
+    if RUN_ROOT.is_dir():
+        runtime += [str(p) for p in RUN_ROOT.iterdir() if p.name != "sessions" and (sid is None or p.name == sid)]
+    if SESSIONS.is_dir():
+        runtime += [str(p) for p in SESSIONS.iterdir() if sid is None or p.name == sid]
+    found = {"users": users, "groups": groups, "netns": netns, "cgroups": cgroups, "runtime": runtime}
+    return {kind: names for kind, names in found.items() if names}
+
+
+def processes_of(sid: str) -> list[int]:
+    """Pids whose owner is one of the session's users (by name in /proc/<pid>/status uid lookup)."""
+    uids = set()
+    for line in Path("/etc/passwd").read_text().splitlines():
+        if line.startswith(f"sh-{sid}-"):
+            uids.add(int(line.split(":")[2]))
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("Uid:") and int(line.split()[1]) in uids:
+                    pids.append(int(entry))
+    return pids
+
+
+def wait_for_session_dir(timeout_s: float = 20.0) -> str:
+    """The sid of the newest session journal that appears within the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if SESSIONS.is_dir():
+            names = sorted(SESSIONS.iterdir(), key=lambda p: p.stat().st_mtime)
+            if names:
+                return names[-1].name
+        time.sleep(0.01)
+    raise AssertionError("no session journal appeared")
