@@ -61,12 +61,17 @@ def leftovers(sid: str | None = None) -> dict[str, list[str]]:
     return {kind: names for kind, names in found.items() if names}
 
 
+def session_uids(sid: str) -> set[int]:
+    return {int(line.split(":")[2]) for line in Path("/etc/passwd").read_text().splitlines()
+            if line.startswith(f"sh-{sid}-")}
+
+
 def processes_of(sid: str) -> list[int]:
-    """Pids whose owner is one of the session's users (by name in /proc/<pid>/status uid lookup)."""
-    uids = set()
-    for line in Path("/etc/passwd").read_text().splitlines():
-        if line.startswith(f"sh-{sid}-"):
-            uids.add(int(line.split(":")[2]))
+    """Pids running as one of the session's users, while those users exist."""
+    return pids_with_uids(session_uids(sid))
+
+
+def pids_with_uids(uids: set[int]) -> list[int]:
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():

@@ -1,0 +1,177 @@
+"""Real sessions, as root: refusals create nothing, exit codes propagate, doors fail closed, nothing stays."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration._session import (
+    LAUNCHER,
+    basic_manifest,
+    leftovers,
+    manifest_hash,
+    pids_with_uids,
+    processes_of,
+    session_uids,
+    wait_for_session_dir,
+    write_manifest,
+)
+
+pytestmark = pytest.mark.root
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    os.chmod(tmp_path, 0o755)
+    return ws
+
+
+@pytest.fixture
+def audit_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "audit"
+    path.mkdir()
+    return path
+
+
+def _run(manifest: Path, *extra: str, audit_dir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*LAUNCHER, "run", str(manifest), "--audit-dir", str(audit_dir), *extra],
+        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    )
+
+
+def test_app_exit_code_is_the_launchers_and_nothing_stays(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/sh", "-c", "exit 7"]))
+    before = leftovers()
+    done = _run(manifest, "--expect-hash", manifest_hash(manifest), "--json", audit_dir=audit_dir)
+    assert done.returncode == 7, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["exit_code"] == 7
+    assert summary["teardown_errors"] == []
+    assert leftovers(summary["sid"]) == {}
+    assert leftovers() == before
+
+
+def test_audit_log_of_a_session_verifies_intact(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
+    done = _run(manifest, "--expect-hash", manifest_hash(manifest), "--json", audit_dir=audit_dir)
+    assert done.returncode == 0, done.stderr
+    session_dir = json.loads(done.stdout)["audit_dir"]
+    verify = subprocess.run([*LAUNCHER, "verify-audit", session_dir], capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert "intact" in verify.stdout
+    lines = Path(session_dir, "audit.jsonl").read_text().splitlines()
+    events = [json.loads(line)["event"] for line in lines]
+    assert "door.ready" in events and "session.end" in events
+
+
+def test_hash_mismatch_exits_125_and_creates_nothing(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
+    before = leftovers()
+    done = _run(manifest, "--expect-hash", "sha256:" + "0" * 64, audit_dir=audit_dir)
+    assert done.returncode == 125
+    assert "hash mismatch" in done.stderr
+    assert leftovers() == before
+    assert list(audit_dir.iterdir()) == []
+
+
+def test_no_hash_without_a_terminal_is_refused(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
+    done = _run(manifest, audit_dir=audit_dir)
+    assert done.returncode == 125
+    assert "--expect-hash" in done.stderr
+
+
+def test_invalid_manifest_exits_65(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, []))
+    done = _run(manifest, "--expect-hash", "sha256:" + "0" * 64, audit_dir=audit_dir)
+    assert done.returncode == 65
+    assert "/app/argv" in done.stderr
+
+
+def test_not_root_exits_77(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
+    os.chmod(manifest, 0o644)
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *LAUNCHER, "run", str(manifest)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert done.returncode == 77, done.stderr
+    assert "root" in done.stderr
+
+
+def test_a_door_that_dies_ends_the_session(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/sleep", "60"]))
+    launcher = subprocess.Popen(
+        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir),
+         "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )
+    try:
+        sid = wait_for_session_dir()
+        deadline = time.monotonic() + 20
+        fs_pid = None
+        while time.monotonic() < deadline and fs_pid is None:
+            for pid in processes_of(sid):
+                if Path(f"/proc/{pid}/status").read_text().count(f"\t{_uid(f'sh-{sid}-fs')}\t"):
+                    fs_pid = pid
+            time.sleep(0.05)
+        assert fs_pid is not None, "the fs door never appeared"
+        time.sleep(0.5)  # let the app start too
+        os.kill(fs_pid, signal.SIGKILL)
+        out, err = launcher.communicate(timeout=30)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert launcher.returncode == 70, err
+    assert "door fs" in err and "fail closed" in err
+    assert leftovers(sid) == {}
+
+
+def test_sigterm_ends_the_session_in_order(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/sleep", "60"]))
+    launcher = subprocess.Popen(
+        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )
+    try:
+        sid = wait_for_session_dir()
+        _wait_for_app(sid)
+        uids = session_uids(sid)
+        launcher.send_signal(signal.SIGTERM)
+        _, err = launcher.communicate(timeout=30)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert launcher.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM" in err
+    assert leftovers(sid) == {}
+    assert pids_with_uids(uids) == []
+
+
+def _uid(user: str) -> int:
+    for line in Path("/etc/passwd").read_text().splitlines():
+        if line.startswith(user + ":"):
+            return int(line.split(":")[2])
+    return -1
+
+
+def _wait_for_app(sid: str, timeout_s: float = 20) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        uid = _uid(f"sh-{sid}-app")
+        for pid in processes_of(sid):
+            if f"\t{uid}\t" in Path(f"/proc/{pid}/status").read_text():
+                return pid
+        time.sleep(0.05)
+    raise AssertionError("the app never started")
