@@ -1,0 +1,76 @@
+"""Refusals the door answers with: status, reason, the row that holds it, and what to change. Pure."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+ROW_ALLOW = "doors.net.allow"
+ROW_ADDRESSES = "doors.net.public_addresses"
+ROW_TLS = "doors.net.tls_sni"
+ROW_FRAMING = "doors.net.framing"
+ROW_LIMITS = "doors.net.limits"
+ROW_UPSTREAM = "doors.net.upstream"
+
+REFUSAL_HEADER = b"x-sharness-refusal"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One refused request: the HTTP status, a stable reason token, the row, and a hint."""
+
+    status: int
+    reason: str
+    row: str
+    detail: str
+    hint: str
+    retry_after_s: int | None = None
+
+    def body(self) -> bytes:
+        """The JSON error body (the contract's error shape plus `reason`)."""
+        doc = {"error": self.row, "who": "net", "reason": self.reason, "detail": self.detail, "hint": self.hint}
+        return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+
+    def headers(self, body_length: int) -> list[tuple[bytes, bytes]]:
+        """Response fields: JSON type, length, X-Sharness-Refusal, Retry-After when it applies."""
+        fields = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(body_length).encode()),
+            (REFUSAL_HEADER, f"{self.reason}; row={self.row}".encode()),
+        ]
+        if self.retry_after_s is not None:
+            fields.append((b"retry-after", str(self.retry_after_s).encode()))
+        return fields
+
+
+def bad_request(reason: str, detail: str) -> Refusal:
+    """400: the request itself is ambiguous or not a proxy request."""
+    return Refusal(400, reason, ROW_FRAMING, detail, "send one unambiguous HTTP/1.1 proxy request")
+
+
+def not_allowed(reason: str, detail: str, role: str, wanted: str) -> Refusal:
+    """403 by the allowlist."""
+    hint = f"add {wanted!r} to {ROW_ALLOW}.{role} in the manifest if this role should reach it"
+    return Refusal(403, reason, ROW_ALLOW, detail, hint)
+
+
+def not_public(reason: str, detail: str) -> Refusal:
+    """403 because an answer or literal is not a public address; no manifest row switches this off."""
+    hint = "the net door dials public addresses only; nothing in the manifest changes that"
+    return Refusal(403, reason, ROW_ADDRESSES, detail, hint)
+
+
+def bad_tls(reason: str, detail: str) -> Refusal:
+    """Refused ClientHello (the tunnel is already up, so this is audited and the tunnel closed)."""
+    hint = "send TLS with SNI equal to the CONNECT host and no Encrypted ClientHello"
+    return Refusal(403, reason, ROW_TLS, detail, hint)
+
+
+def too_many(detail: str, retry_after_s: int = 1) -> Refusal:
+    """429: the role's tunnel limit is reached."""
+    return Refusal(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)
+
+
+def upstream_failed(status: int, reason: str, detail: str) -> Refusal:
+    """502 (resolution or connection failed) or 504 (dial timed out)."""
+    return Refusal(status, reason, ROW_UPSTREAM, detail, "check the host name and that it is reachable")
