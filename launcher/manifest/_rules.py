@@ -99,9 +99,13 @@ def ip_literal(host: str) -> str | None:
     return f"[{canonical}]" if address.version == 6 else canonical
 
 
+RAW_TCP_PREFIX = "tcp://"
+
+
 def allow_entry_problem(entry: str) -> tuple[str | None, bool]:
-    """Check one net allow entry ('host:port', '*.suffix:port', '[v6]:port'): (problem, is_ip_literal)."""
-    host, sep, port = entry.rpartition(":")
+    """Check one net allow entry ('host:port', '*.suffix:port', '[v6]:port', each optionally 'tcp://'
+    for a raw TCP tunnel): (problem, is_ip_literal)."""
+    host, sep, port = entry.removeprefix(RAW_TCP_PREFIX).rpartition(":")
     if not sep or not host:
         return "is not host:port", False
     problem = port_problem(port)

@@ -1,0 +1,61 @@
+"""`sharness-launch`: argparse front door. Each command lives in launcher/commands/<name>.py."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from types import ModuleType
+
+from launcher.commands import EXIT_USAGE
+
+# Command modules, in help order. A listed module that is not built yet is skipped; nothing else is loaded.
+COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello")
+DEFAULT_COMMAND = "run"
+
+
+def _command_modules() -> list[ModuleType]:
+    modules = []
+    for name in COMMAND_MODULES:
+        qualified = f"launcher.commands.{name}"
+        try:
+            modules.append(importlib.import_module(qualified))
+        except ModuleNotFoundError as exc:
+            if exc.name != qualified:  # a missing dependency inside a built command is a real error
+                raise
+    return modules
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
+    """The parser with every built command registered, and the names of those commands."""
+    parser = argparse.ArgumentParser(
+        prog="sharness-launch",
+        description="Run an AI agent with what the person allowed held by the kernel and by separate doors.",
+        epilog="`sharness-launch MANIFEST ...` is `sharness-launch run MANIFEST ...`. "
+               "Exit codes: 0 ok, 2 usage, 65 bad manifest, 66 unreadable file, 125 hash mismatch.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        module.register(subparsers)
+    return parser, set(subparsers.choices)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse `argv` (default sys.argv[1:]), run the command, return its exit code."""
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    parser, commands = build_parser()
+    if args_in and args_in[0] not in commands and not args_in[0].startswith("-"):
+        if DEFAULT_COMMAND not in commands:
+            print(f"sharness-launch: no command {args_in[0]!r}, and `{DEFAULT_COMMAND}` is not built yet; "
+                  f"commands: {', '.join(sorted(commands))}", file=sys.stderr)
+            return EXIT_USAGE
+        args_in.insert(0, DEFAULT_COMMAND)
+    try:
+        args = parser.parse_args(args_in)
+    except SystemExit as exc:  # argparse exits 2 on a usage error and 0 after --help
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    result: int = args.func(args)
+    return result

@@ -1,0 +1,55 @@
+"""`sharness-launch check FILE [--expect-hash H]`: validate and print the plan a person approves."""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+
+from launcher.commands import EXIT_HASH_MISMATCH, EXIT_OK, CommandError, expected_hash, fail, read_manifest
+from launcher.probe_facts import KernelFacts
+
+# What `check` assumes when it cannot probe: nothing can be held.
+NO_KERNEL = KernelFacts(landlock_abi=0, netns=False, seccomp_filter=False, openat2=False,
+                        cgroup_memory=None, cgroup_pids=None, is_root=False)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `check` subcommand."""
+    parser = subparsers.add_parser("check", help="validate a manifest and print the plan: rows, kinds, unheld")
+    parser.add_argument("manifest", metavar="FILE", help="the manifest (JSON); '-' reads stdin")
+    parser.add_argument("--expect-hash", metavar="sha256:HEX", help="refuse (exit 125) unless the hash is this")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.set_defaults(func=run)
+
+
+def probe() -> KernelFacts:
+    """The kernel's facts from launcher.probe when it is built, else NO_KERNEL."""
+    try:
+        from launcher.probe import probe_kernel
+    except ModuleNotFoundError as exc:
+        if exc.name != "launcher.probe":
+            raise
+        return NO_KERNEL
+    return probe_kernel()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the plan; 65 bad manifest, 66 unreadable, 125 hash mismatch, 2 malformed --expect-hash."""
+    from launcher.plan import build_plan, render_plan
+
+    try:
+        want = expected_hash(args.expect_hash) if args.expect_hash is not None else None
+        manifest = read_manifest(args.manifest)
+        if want is not None and not hmac.compare_digest(want, manifest.sha256):
+            raise CommandError(EXIT_HASH_MISMATCH, f"hash mismatch: expected {want}, actual {manifest.sha256}",
+                               "the file is not the manifest that was approved: check it again",
+                               error="hash_mismatch", expected=want, actual=manifest.sha256, file=args.manifest)
+    except CommandError as error:
+        return fail(args, error)
+    plan = build_plan(manifest, probe())
+    if args.json:
+        print(json.dumps({"ok": True, "file": args.manifest, **plan.as_dict()}, ensure_ascii=False, indent=2))
+    else:
+        print(render_plan(plan))
+    return EXIT_OK
