@@ -1,0 +1,44 @@
+"""The transport every door and client uses: mutual TLS 1.3 with SVID and edge checks, HTTP/1.1 on top."""
+
+from doors._transport._client import Address, AsyncDoorClient, Dial, connect, exchange, fresh_exchange
+from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
+from doors._transport._identity import Admission, admit_client, check_door
+from doors._transport._server import listener_from_fd, peer_of, serve_mtls, unix_listener, utc_now
+from doors._transport._stream import TlsFailure, TlsStream
+from doors._transport._tls import (
+    client_context,
+    client_context_from_fd,
+    client_context_from_file,
+    server_context,
+    server_context_from_fd,
+    server_context_from_file,
+)
+
+__all__ = [
+    "Address",
+    "Admission",
+    "AsyncDoorClient",
+    "Dial",
+    "DoorNotTrusted",
+    "DoorRefused",
+    "DoorUnavailable",
+    "TlsFailure",
+    "TlsStream",
+    "TransportError",
+    "admit_client",
+    "check_door",
+    "client_context",
+    "client_context_from_fd",
+    "client_context_from_file",
+    "connect",
+    "exchange",
+    "fresh_exchange",
+    "listener_from_fd",
+    "peer_of",
+    "serve_mtls",
+    "server_context",
+    "server_context_from_fd",
+    "server_context_from_file",
+    "unix_listener",
+    "utc_now",
+]

@@ -1,0 +1,91 @@
+"""OpenSSL errors in words a person can act on. Pure: error names in, sentences out."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
+
+_SESSION_SVID = "use this session's SVID (SHARNESS_SVID for the app, the SVID memfd for a door)"
+
+# Alerts a client receives from a door that refused its certificate during the TLS 1.3 handshake.
+_ALERTS: dict[str, tuple[str, str]] = {
+    "TLSV1_ALERT_UNKNOWN_CA": (
+        "the door does not trust the CA that signed your certificate (not this session's CA, "
+        "or self-signed)", _SESSION_SVID),
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED": (
+        "you presented no client certificate; the door requires one", _SESSION_SVID),
+    "SSLV3_ALERT_CERTIFICATE_EXPIRED": (
+        "your certificate has expired", "start a new session: SVIDs live as long as their session"),
+    "SSLV3_ALERT_BAD_CERTIFICATE": (
+        "the door rejected your certificate (not yet valid, or outside the session's trust domain)",
+        _SESSION_SVID),
+    "SSLV3_ALERT_UNSUPPORTED_CERTIFICATE": (
+        "your certificate is not allowed for TLS client use (wrong key usage or extended key usage)",
+        _SESSION_SVID),
+    "SSLV3_ALERT_CERTIFICATE_UNKNOWN": (
+        "the door could not accept your certificate (outside the session CA's name constraints, or not "
+        "a conformant leaf)", _SESSION_SVID),
+    "SSLV3_ALERT_CERTIFICATE_REVOKED": ("your certificate is revoked", _SESSION_SVID),
+    "TLSV1_ALERT_ACCESS_DENIED": ("the door denied access", "check the manifest row `edges`"),
+    "TLSV1_ALERT_PROTOCOL_VERSION": ("the door speaks TLS 1.3 only", "use a TLS 1.3 client"),
+    "SSLV3_ALERT_HANDSHAKE_FAILURE": (
+        "no common TLS 1.3 parameters with the door", "use a TLS 1.3 client with default ciphers"),
+    "TLSV1_ALERT_DECRYPT_ERROR": (
+        "your certificate does not match your private key", "load the key and certificate of one SVID"),
+}
+
+
+@dataclass(frozen=True)
+class TlsWords:
+    """A TLS failure as a reason and a hint."""
+
+    reason: str
+    hint: str
+    alert: bool
+
+
+def describe_received(ssl_error: ssl.SSLError | None, detail: str) -> TlsWords:
+    """Words for a failure the client saw: an alert from the door, or a reset."""
+    name = getattr(ssl_error, "reason", None) or ""
+    if name in _ALERTS:
+        reason, hint = _ALERTS[name]
+        return TlsWords(reason, hint, alert=True)
+    if ssl_error is not None and ssl_error.reason == "CERTIFICATE_VERIFY_FAILED":
+        verify = getattr(ssl_error, "verify_message", "") or "verification failed"
+        return TlsWords(f"the door's certificate is not one of this session's SVIDs ({verify})",
+                        "dial the socket the launcher named, with this session's bundle", alert=False)
+    return TlsWords(f"the TLS connection failed ({name.lower().replace('_', ' ') or detail})",
+                    "check that you dial a sharness door with this session's SVID and bundle", alert=False)
+
+
+def describe_local(ssl_error: ssl.SSLError | None, detail: str) -> str:
+    """Words for why a door's handshake with a client failed, for its refusal event."""
+    if ssl_error is None:
+        return detail
+    verify = getattr(ssl_error, "verify_message", None)
+    if verify:
+        return f"client certificate refused by TLS: {verify}"
+    if ssl_error.reason == "PEER_DID_NOT_RETURN_A_CERTIFICATE":
+        return "client presented no certificate"
+    return f"TLS handshake failed: {(ssl_error.reason or detail).lower().replace('_', ' ')}"
+
+
+def client_error(ssl_error: ssl.SSLError | None, detail: str, dialled: str) -> TransportError:
+    """The exception a client raises for a TLS failure while talking to door `dialled`."""
+    words = describe_received(ssl_error, detail)
+    if words.alert:
+        return DoorRefused(dialled, words.reason, words.hint, row="svid")
+    if ssl_error is not None and ssl_error.reason == "CERTIFICATE_VERIFY_FAILED":
+        return DoorNotTrusted(dialled, words.reason)
+    return DoorUnavailable(f"door {dialled!r}: {words.reason}")
+
+
+def connect_error(exc: OSError, address: str, dialled: str, client_role: str | None) -> TransportError:
+    """The exception a client raises when connecting to a door's socket fails."""
+    if isinstance(exc, PermissionError):
+        edge = f"{client_role or 'your role'}->{dialled}"
+        return DoorRefused("kernel", f"the socket {address} does not admit this process's uid ({exc.strerror})",
+                           f"only edge-listed clients may connect: the manifest row `edges` must list {edge}")
+    return DoorUnavailable(f"door {dialled!r} at {address} cannot be reached: {exc.strerror or exc}")

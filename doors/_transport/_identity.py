@@ -1,0 +1,98 @@
+"""After the handshake: the door admits a client (SVID + edge), the client checks the door. Pure."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from doors._http import ClientResponse, HttpError, Response
+from doors._transport._errors import DoorRefused
+from pki.edges import EdgePolicy
+from pki.spiffe import SessionIdentity
+from pki.svid import SvidVerdict, check_svid
+
+# Error rows of a transport refusal; a 403 with one of these is raised as DoorRefused by clients.
+EDGE_ROW = "edges"
+SVID_ROW = "svid"
+TRANSPORT_ROWS = frozenset({EDGE_ROW, SVID_ROW})
+SVID_HINT = "connect with this session's SVID for your role (SHARNESS_SVID for the app)"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """The door's decision on one connection: admitted with the client's identity, or refused."""
+
+    ok: bool
+    client: SessionIdentity | None
+    stage: str
+    reason: str
+
+    @property
+    def row(self) -> str:
+        return EDGE_ROW if self.stage == "edge" else SVID_ROW
+
+
+def admit_client(
+    cert_der: bytes | None,
+    *,
+    door: SessionIdentity,
+    edge_policy: EdgePolicy,
+    now: dt.datetime,
+) -> Admission:
+    """Check the client's SVID for this session, then the edge (client role, door role)."""
+    if cert_der is None:
+        return Admission(False, None, "svid", "client presented no certificate")
+    verdict = check_svid(cert_der, trust_domain=door.trust_domain, session_id=door.session_id, now=now)
+    if not verdict.ok or verdict.identity is None:
+        return Admission(False, None, "svid", verdict.reason)
+    decision = edge_policy.decide(verdict.identity.role, door.role)
+    if not decision.allowed:
+        return Admission(False, verdict.identity, "edge", decision.reason)
+    return Admission(True, verdict.identity, "edge", decision.reason)
+
+
+def refusal_response(admission: Admission, door_role: str) -> Response:
+    """The 403 a refused client gets on its first request; the connection closes after it."""
+    hint = ("ask the person to add this edge to the manifest row `edges`" if admission.row == EDGE_ROW
+            else SVID_HINT)
+    return HttpError(403, admission.row, door_role, admission.reason, hint, close=True).response()
+
+
+def refusal_event(door: SessionIdentity, stage: str, reason: str, client: SessionIdentity | None,
+                  peer: dict[str, int]) -> dict[str, Any]:
+    """One structured event per refused connection (no secret: identities, reasons, uids)."""
+    return {
+        "kind": "transport.refused",
+        "door": door.role,
+        "stage": stage,
+        "client_role": client.role if client else None,
+        "client_id": client.uri() if client else None,
+        "reason": reason,
+        **peer,
+    }
+
+
+def check_door(
+    cert_der: bytes | None, *, dialled: str, trust_domain: str, session_id: str, now: dt.datetime
+) -> SvidVerdict:
+    """The client's check of the door: a valid SVID of this session whose role is the one dialled."""
+    if cert_der is None:
+        return SvidVerdict(False, None, "the door presented no certificate")
+    return check_svid(cert_der, trust_domain=trust_domain, session_id=session_id, now=now,
+                      expected_role=dialled)
+
+
+def refusal_from_response(response: ClientResponse, dialled: str) -> DoorRefused | None:
+    """A DoorRefused when `response` is the door's transport refusal (403 with an edges/svid row)."""
+    if response.status != 403:
+        return None
+    try:
+        shape = response.json()
+    except ValueError:
+        return None
+    if not isinstance(shape, dict) or shape.get("error") not in TRANSPORT_ROWS:
+        return None
+    who, detail, hint = (str(shape.get(key, default)) for key, default in
+                         (("who", dialled), ("detail", ""), ("hint", "")))
+    return DoorRefused(who, detail, hint, row=str(shape["error"]))

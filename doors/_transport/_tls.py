@@ -1,0 +1,63 @@
+"""TLS contexts for doors and their clients: TLS 1.3 only, certificates both ways, only the session bundle.
+
+No hostname check: a peer's identity is the SPIFFE ID in its SVID, which we check ourselves after the
+handshake (OpenSSL does not enforce the one-URI rule, the session, or the role).
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+
+from pki.bundle import load_bundle_into_context, load_file_into_context, load_into_context
+
+
+def _harden(ctx: ssl.SSLContext, bundle_pem: bytes | str) -> ssl.SSLContext:
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_3
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+    bundle = bundle_pem.encode("ascii") if isinstance(bundle_pem, str) else bundle_pem
+    load_bundle_into_context(ctx, bundle)
+    return ctx
+
+
+def server_context(bundle_pem: bytes | str) -> ssl.SSLContext:
+    """A door's context without its SVID yet: load it with `load_svid_fd` or `load_svid_file`."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    return _harden(ctx, bundle_pem)
+
+
+def client_context(bundle_pem: bytes | str) -> ssl.SSLContext:
+    """A client's context without its SVID yet; hostname checking is off, the SVID check replaces it."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    return _harden(ctx, bundle_pem)
+
+
+def server_context_from_fd(bundle_pem: bytes | str, svid_fd: int) -> ssl.SSLContext:
+    """A door's context with its SVID from the inherited memfd (no file on disk)."""
+    ctx = server_context(bundle_pem)
+    load_into_context(ctx, svid_fd)
+    return ctx
+
+
+def server_context_from_file(bundle_pem: bytes | str, svid_path: str | os.PathLike[str]) -> ssl.SSLContext:
+    """A server context with its SVID from a key+chain PEM file (tests, the TCP topology)."""
+    ctx = server_context(bundle_pem)
+    load_file_into_context(ctx, svid_path)
+    return ctx
+
+
+def client_context_from_file(bundle_pem: bytes | str, svid_path: str | os.PathLike[str]) -> ssl.SSLContext:
+    """A client context with its SVID from a key+chain PEM file (the app's SPIFFE delivery file)."""
+    ctx = client_context(bundle_pem)
+    load_file_into_context(ctx, svid_path)
+    return ctx
+
+
+def client_context_from_fd(bundle_pem: bytes | str, svid_fd: int) -> ssl.SSLContext:
+    """A client context for a door that calls another door, with its SVID from its memfd."""
+    ctx = client_context(bundle_pem)
+    load_into_context(ctx, svid_fd)
+    return ctx

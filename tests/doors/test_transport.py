@@ -1,0 +1,167 @@
+"""The mTLS transport end to end over real sockets: matrix of roles, refused certificates, Unix and TCP."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import trio
+
+from doors._transport import (
+    AsyncDoorClient,
+    DoorNotTrusted,
+    DoorRefused,
+    client_context,
+    client_context_from_file,
+    connect,
+    fresh_exchange,
+)
+from doors._transport.testing import session
+from pki.edges import DEFAULT_EDGES
+from pki.spiffe import ROLES
+
+PAIRS = list(itertools.product(ROLES, ROLES))
+
+
+async def test_every_role_pair_over_the_default_edges() -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        addresses = {role: await s.start_door(nursery, role) for role in ROLES}
+        for client_role, server_role in PAIRS:
+            dial = s.dial(server_role, addresses[server_role], s.client_ctx(client_role), client_role)
+            if (client_role, server_role) in DEFAULT_EDGES:
+                response, _ = await fresh_exchange(dial, "GET", "/v0/whoami")
+                assert response.json()["peer_role"] == client_role
+                continue
+            with pytest.raises(DoorRefused) as caught:
+                await fresh_exchange(dial, "GET", "/v0/whoami")
+            assert caught.value.who == server_role
+            assert caught.value.row == "edges"
+            assert f"edge {client_role}->{server_role} is not in the manifest row `edges`" in caught.value.reason
+        refusals = [e for e in s.events if e["kind"] == "transport.refused"]
+        assert len(refusals) == len(PAIRS) - len(DEFAULT_EDGES)
+        assert all(e["stage"] == "edge" and isinstance(e["peer_uid"], int) for e in refusals)
+        nursery.cancel_scope.cancel()
+
+
+# Refused by OpenSSL during the handshake (the client reads the alert), or by our SVID check (403).
+ODD_CLIENTS = {
+    "other_ca": "does not trust the CA",
+    "self_signed": "does not trust the CA",
+    "expired": "expired",
+    "not_yet_valid": "rejected your certificate",
+    "two_uris": "2 URI SANs",
+    "ca_flag": "could not accept your certificate",
+    "wrong_eku": "not allowed for TLS client use",
+    "other_session": "session ffffffff",
+    "other_trust_domain": "could not accept your certificate",
+    "no_uri": "no URI SAN",
+    "dns_only": "could not accept your certificate",
+    "wrong_key_usage": "KeyUsage",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ODD_CLIENTS))
+async def test_an_odd_client_certificate_is_refused_with_its_reason(kind: str) -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        address = await s.start_door(nursery, "fs")
+        odd = s.pem_path(f"odd-{kind}", s.pki.odd_leaf(kind, "app"))
+        dial = s.dial("fs", address, client_context_from_file(s.pki.bundle_pem(), odd), "app")
+        with pytest.raises(DoorRefused) as caught:
+            await fresh_exchange(dial)
+        assert caught.value.who == "fs"
+        assert ODD_CLIENTS[kind] in caught.value.reason
+        refusals = [e for e in s.events if e["kind"] == "transport.refused"]
+        assert len(refusals) == 1 and refusals[0]["stage"] in ("tls", "svid")
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_client_without_a_certificate_is_refused() -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        address = await s.start_door(nursery, "fs")
+        with pytest.raises(DoorRefused) as caught:
+            await fresh_exchange(s.dial("fs", address, client_context(s.pki.bundle_pem())))
+        assert "no client certificate" in caught.value.reason
+        assert s.events[0]["reason"] == "client presented no certificate"
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_client_refuses_a_door_that_is_not_the_dialled_role() -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        # The "fs" socket is served by the net door's SVID: an app dialling fs must not talk to it.
+        address = await s.start_door(nursery, "fs", ctx=s.server_ctx("net"))
+        with pytest.raises(DoorNotTrusted) as caught:
+            await fresh_exchange(s.dial("fs", address, s.client_ctx("app"), "app"))
+        assert "role 'net', expected 'fs'" in caught.value.reason
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_client_refuses_a_door_of_another_session_ca() -> None:
+    async with session() as s, session() as other, trio.open_nursery() as nursery:
+        address = await other.start_door(nursery, "fs")
+        with pytest.raises(DoorNotTrusted) as caught:
+            await fresh_exchange(s.dial("fs", address, s.client_ctx("app"), "app"))
+        assert "not one of this session's SVIDs" in caught.value.reason
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("tcp", [False, True], ids=["unix", "tcp"])
+async def test_allowed_and_refused_over_unix_and_tcp(tcp: bool) -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        address = await s.start_door(nursery, "keys", tcp=tcp)
+        response, _ = await fresh_exchange(s.dial("keys", address, s.client_ctx("net"), "net"), "GET",
+                                           "/v0/whoami")
+        assert response.json()["peer_role"] == "net"
+        with pytest.raises(DoorRefused, match="edge app->keys"):
+            await fresh_exchange(s.dial("keys", address, s.client_ctx("app"), "app"))
+        with pytest.raises(DoorRefused, match="does not trust the CA"):
+            odd = s.pem_path("other", s.pki.odd_leaf("other_ca", "net"))
+            await fresh_exchange(s.dial("keys", address, client_context_from_file(s.pki.bundle_pem(), odd)))
+        nursery.cancel_scope.cancel()
+
+
+async def test_keep_alive_reuses_one_connection_and_resumes_after_close() -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        address = await s.start_door(nursery, "fs")
+        async with AsyncDoorClient(s.dial("fs", address, s.client_ctx("app"), "app")) as client:
+            for size in (1, 1000, 100_000):
+                response = await client.request("POST", "/v0/echo", body=b"x" * size)
+                assert response.body == b"x" * size
+            first = client._tls
+            assert first is not None
+            assert (await client.request("GET", "/v0/whoami")).ok
+            assert client._tls is first
+            assert not first.ssl_object.session_reused
+            await client.aclose()
+            assert (await client.request("GET", "/v0/whoami")).json()["peer_role"] == "app"
+            assert client._tls is not None and client._tls.ssl_object.session_reused
+        requests = [e for e in s.events if e["kind"] == "http.request"]
+        assert len(requests) == 5 and all(e["client_role"] == "app" for e in requests)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_resumed_session_is_checked_again() -> None:
+    async with session(frozenset({("app", "fs")})) as s, trio.open_nursery() as nursery:
+        fs_ctx = s.server_ctx("fs")
+        admitting = await s.start_door(nursery, "fs", ctx=fs_ctx)
+        s.edges = frozenset()
+        refusing = await s.start_door(nursery, "fs", ctx=fs_ctx, name="fs-no-edges")
+        dial = s.dial("fs", admitting, s.client_ctx("app"), "app")
+        _, ticket = await fresh_exchange(dial, "GET", "/v0/whoami")
+        tls = await connect(dial, tls_session=ticket)
+        assert tls.ssl_object.session_reused
+        await tls.aclose()
+        # The same ticket is good for the door that lists no edge: resumption must not skip the check.
+        refused_dial = s.dial("fs", refusing, dial.ctx, "app")
+        with pytest.raises(DoorRefused, match="edge app->fs"):
+            await fresh_exchange(refused_dial, tls_session=ticket)
+        nursery.cancel_scope.cancel()
+
+
+def test_the_scratch_directory_is_removed() -> None:
+    from doors._transport.testing import scratch_dir
+
+    with scratch_dir() as path:
+        assert "sharness-test-" in path
+    import os
+
+    assert not os.path.exists(path)
