@@ -48,9 +48,7 @@ def decide(
     return ALLOW
 
 
-def _real_path(
-    op: Op, path: WorkspacePath, rows: FsRows, facts: Facts, want_exec: bool, role: str
-) -> Decision:
+def _real_path(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts, want_exec: bool, role: str) -> Decision:
     real = facts.real_path
     if real is None or real == path:
         return ALLOW
@@ -85,17 +83,11 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Decis
     if op in (Op.READ, Op.STAT, Op.LIST, Op.DELETE, Op.RENAME) and kind is None:
         return _missing(path)
     if op is Op.READ and kind != "file":
-        return refuse(
-            409, "not_a_file", f"{path} is a {kind}, not a file", "list a directory instead of reading it"
-        )
+        return refuse(409, "not_a_file", f"{path} is a {kind}, not a file", "list a directory instead of reading it")
     if op is Op.LIST and kind != "dir":
-        return refuse(
-            409, "not_a_directory", f"{path} is a {kind}, not a directory", "read or stat it instead"
-        )
+        return refuse(409, "not_a_directory", f"{path} is a {kind}, not a directory", "read or stat it instead")
     if op in (Op.WRITE, Op.APPEND) and kind not in (None, "file"):
-        return refuse(
-            409, "not_a_file", f"{path} is a {kind}; {op.value} needs a regular file", "choose another path"
-        )
+        return refuse(409, "not_a_file", f"{path} is a {kind}; {op.value} needs a regular file", "choose another path")
     if op is Op.MKDIR and kind not in (None, "dir"):
         return refuse(409, "exists", f"{path} exists and is a {kind}", "choose another path")
     if op is Op.WRITE and kind is not None:
@@ -108,9 +100,7 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Decis
                 "append to it instead",
             )
     if op is Op.RENAME and facts.dest_target is not None and facts.dest_target.exists:
-        return refuse(
-            409, "exists", "the rename destination exists", "delete it first, or choose another name"
-        )
+        return refuse(409, "exists", "the rename destination exists", "delete it first, or choose another name")
     return ALLOW
 
 

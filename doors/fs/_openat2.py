@@ -41,11 +41,7 @@ def _cstr(path: str) -> Any:
 def openat2(dir_fd: int, path: str, flags: int, mode: int = 0, resolve: int = 0) -> int:
     """Open `path` relative to `dir_fd` with `resolve` flags; raise OSError with the kernel's errno."""
     how = _ffi.new("struct open_how *", {"flags": flags, "mode": mode, "resolve": resolve})
-    fd = int(
-        _libc.syscall(
-            _long(_SYS_OPENAT2), _long(dir_fd), _cstr(path), how, _long(_ffi.sizeof("struct open_how"))
-        )
-    )
+    fd = int(_libc.syscall(_long(_SYS_OPENAT2), _long(dir_fd), _cstr(path), how, _long(_ffi.sizeof("struct open_how"))))
     if fd < 0:
         err = _ffi.errno
         raise OSError(err, f"openat2: {os.strerror(err)}", path)
@@ -55,9 +51,7 @@ def openat2(dir_fd: int, path: str, flags: int, mode: int = 0, resolve: int = 0)
 def renameat2(old_dir: int, old: str, new_dir: int, new: str, flags: int = 0) -> None:
     """renameat2(2); RENAME_NOREPLACE makes "destination exists" an atomic EEXIST."""
     result = int(
-        _libc.syscall(
-            _long(_SYS_RENAMEAT2), _long(old_dir), _cstr(old), _long(new_dir), _cstr(new), _long(flags)
-        )
+        _libc.syscall(_long(_SYS_RENAMEAT2), _long(old_dir), _cstr(old), _long(new_dir), _cstr(new), _long(flags))
     )
     if result < 0:
         err = _ffi.errno

@@ -73,9 +73,7 @@ def target_of(st: os.stat_result) -> Target:
     """The facts the rules need from a stat result."""
     mode = st.st_mode
     kind = "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
-    etag = (
-        etag_of(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if kind == "file" else None
-    )
+    etag = etag_of(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if kind == "file" else None
     return Target(kind, st.st_size if kind == "file" else 0, etag, bool(mode & 0o111))
 
 
@@ -167,9 +165,7 @@ class Workspace:
         parent_fd = self.open(path.parent, os.O_PATH | os.O_DIRECTORY)
         try:
             real_parent = self.real_of(parent_fd, path.parent)
-            return Located(
-                parent_fd, path.name, real_parent.child(path.name), self.stat_at(parent_fd, path.name)
-            )
+            return Located(parent_fd, path.name, real_parent.child(path.name), self.stat_at(parent_fd, path.name))
         except BaseException:
             os.close(parent_fd)
             raise
@@ -219,10 +215,9 @@ class Workspace:
         """fsync the temporary file, give it owner and mode, rename it over `name`, fsync the directory."""
         self.own(temp_fd, mode)
         os.fsync(temp_fd)
-        result = target_of(os.fstat(temp_fd))
         os.rename(temp_name, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
         self.sync_dir(parent_fd)
-        return result
+        return target_of(os.fstat(temp_fd))  # after the rename, which changes ctime and so the etag
 
     @staticmethod
     def discard_temp(parent_fd: int, temp_name: str) -> None:
@@ -258,7 +253,7 @@ class Workspace:
         return os.pread(fd, size - start, start) if size > start else b""
 
     @staticmethod
-    def write_all(fd: int, data: bytes | memoryview) -> None:
+    def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         """One write per call where the kernel allows it; loop on short writes."""
         view = memoryview(data)
         while view:

@@ -80,9 +80,7 @@ def parse_path(raw: str) -> WorkspacePath | PathRefusal:
             "path", f"the path holds a control character ({bad})", "name files with printable characters only"
         )
     if raw.startswith("/"):
-        return PathRefusal(
-            "within_root", "absolute paths are refused", "give the path relative to the workspace root"
-        )
+        return PathRefusal("within_root", "absolute paths are refused", "give the path relative to the workspace root")
     parts = tuple(part for part in raw.split("/") if part not in ("", "."))
     if ".." in parts:
         return PathRefusal(
@@ -114,9 +112,7 @@ def _check_lengths(path: WorkspacePath) -> WorkspacePath | PathRefusal:
             )
     total = len(path.text.encode("utf-8"))
     if total > MAX_PATH_BYTES:
-        return PathRefusal(
-            "path", f"the path is {total} bytes (at most {MAX_PATH_BYTES})", "use a shorter path"
-        )
+        return PathRefusal("path", f"the path is {total} bytes (at most {MAX_PATH_BYTES})", "use a shorter path")
     return path
 
 

@@ -222,9 +222,7 @@ def decide_names(
 def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Decision:
     """A rename's destination: nothing may arrive in or above a protected prefix."""
     if dest.is_root:
-        return refuse(
-            403, "within_root", "rename onto the workspace root is refused", "name a path inside it"
-        )
+        return refuse(403, "within_root", "rename onto the workspace root is refused", "name a path inside it")
     for row, prefixes in (
         ("hidden", rows.hidden),
         ("read_only", rows.read_only),

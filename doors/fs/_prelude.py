@@ -1,0 +1,107 @@
+"""What every fs handler shares: parse the path, judge the names, resolve, and refuse through the dispatch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from doors._http import Request, Response, json_body
+from doors.fs._dispatch import Call, Dispatcher, path_refusal
+from doors.fs._ops import FsRefused, Located, Workspace
+from doors.fs._paths import PathRefusal, WorkspacePath
+from doors.fs._request import path_from_url
+from doors.fs._rules import FsRows, Op, Target, decide_names, refuse
+
+
+class Refused(Exception):
+    """Stop handling a call: the response (already audited) is ready."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
+def json_ok(value: Any, status: int = 200, headers: tuple[tuple[str, str], ...] = ()) -> Response:
+    return Response(status, (("content-type", "application/json"), *headers), json_body(value))
+
+
+def target_json(path: WorkspacePath, target: Target) -> dict[str, Any]:
+    return {
+        "path": path.text or ".",
+        "kind": target.kind,
+        "size": target.size,
+        "etag": target.etag,
+        "executable": target.executable,
+    }
+
+
+@dataclass
+class FsHandlers:
+    """The workspace and the dispatch every handler works through."""
+
+    workspace: Workspace
+    dispatch: Dispatcher
+
+    @property
+    def rows(self) -> FsRows:
+        return self.dispatch.rows
+
+    # -- the prelude every handler shares --
+    def begin(self, request: Request, op: Op, raw: str, **extra: Any) -> Call:
+        role = request.peer_role or "app"
+        parsed = path_from_url(raw)
+        if isinstance(parsed, PathRefusal):
+            raise Refused(self.dispatch.refused(None, path_refusal(parsed), raw_path=raw, op=op.value, role=role))
+        return self.judge_names(Call(op, parsed, role, **extra))
+
+    def judge_names(self, call: Call) -> Call:
+        """Refuse (audited) what the names alone refuse; return the call otherwise."""
+        op, role = call.op, call.role
+        names = decide_names(op, call.path, self.rows, dest=call.dest, want_exec=call.want_exec, role=role)
+        if not names.allowed:
+            raise Refused(self.dispatch.refused(call, names))
+        return call
+
+    def check_real(self, call: Call, real: WorkspacePath | None, *, as_dest: bool = False) -> None:
+        """Judge the names again where the path really leads (symlinks inside the workspace)."""
+        if real is None or real == (call.dest if as_dest else call.path):
+            return
+        if as_dest:
+            names = decide_names(call.op, call.path, self.rows, dest=real, role=call.role)
+        else:
+            names = decide_names(call.op, real, self.rows, want_exec=call.want_exec, role=call.role)
+        if not names.allowed:
+            detail = f"{call.dest if as_dest else call.path} leads through a symlink to {real}: {names.detail}"
+            raise Refused(self.dispatch.refused(call, refuse(names.status, names.row, detail, names.hint)))
+
+    async def locate_parent(self, call: Call, *, as_dest: bool = False) -> Located:
+        """Resolve the parent of the call's path (or its destination) beneath the root, then re-judge."""
+        path = call.dest if as_dest and call.dest is not None else call.path
+        try:
+            located = await trio.to_thread.run_sync(self.workspace.locate_parent, path)
+        except FsRefused as refused:
+            raise Refused(self.dispatch.refused(call, refused.decision)) from None
+        try:
+            self.check_real(call, located.real, as_dest=as_dest)
+        except Refused:
+            os.close(located.parent_fd)
+            raise
+        return located
+
+    @staticmethod
+    async def run(handler: Callable[[], Awaitable[Response]]) -> Response:
+        """Await a handler body; a Refused stop becomes its (already audited) response."""
+        try:
+            return await handler()
+        except Refused as refused:
+            return refused.response
+
+
+def query_value(request: Request, name: str) -> str | None:
+    """The first value of a query parameter."""
+    values = request.query.get(name)
+    return values[0] if values else None

@@ -1,0 +1,128 @@
+"""Read handlers of the fs door: stat, list, read (whole or a byte range, large files streamed)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import trio
+
+from doors._http import Request, Response
+from doors.fs._dispatch import Call
+from doors.fs._ops import FsRefused
+from doors.fs._paths import WorkspacePath
+from doors.fs._prelude import FsHandlers, Refused, json_ok, query_value, target_json
+from doors.fs._request import ByteRange, parse_range
+from doors.fs._rules import Facts, Op, Target, is_hidden, refuse
+
+READ_CHUNK = 64 * 1024
+SMALL_READ = 256 * 1024  # files up to this size are answered in one piece
+
+
+class ReadHandlers(FsHandlers):
+    """stat, list and read."""
+
+    async def stat(self, request: Request) -> Response:
+        return await self.run(lambda: self._stat_or_list(request, Op.STAT))
+
+    async def list(self, request: Request) -> Response:
+        return await self.run(lambda: self._stat_or_list(request, Op.LIST))
+
+    async def _stat_or_list(self, request: Request, op: Op) -> Response:
+        call = self.begin(request, op, request.rest)
+        return await trio.to_thread.run_sync(self._stat_or_list_sync, call)
+
+    def _stat_or_list_sync(self, call: Call) -> Response:
+        try:
+            fd, real, target = self.workspace.locate(call.path)
+        except FsRefused as refused:
+            return self.dispatch.refused(call, refused.decision)
+        try:
+            facts = Facts(target=target, real_path=real)
+            if call.op is Op.STAT:
+                return self.dispatch.conclude(call, facts, lambda: json_ok(target_json(call.path, target)))
+            return self.dispatch.conclude(call, facts, lambda: self._listing(call.path, real or call.path, fd))
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _listing(self, path: WorkspacePath, real: WorkspacePath, fd: int) -> Response:
+        entries = [
+            {"name": name, "kind": target.kind, "size": target.size, "etag": target.etag}
+            for name, target in self.workspace.list_dir(fd)
+            if not is_hidden(path.child(name), self.rows) and not is_hidden(real.child(name), self.rows)
+        ]
+        return json_ok({"path": path.text or ".", "entries": entries})
+
+    async def read(self, request: Request) -> Response:
+        return await self.run(lambda: self._read(request))
+
+    async def _read(self, request: Request) -> Response:
+        call = self.begin(request, Op.READ, request.rest)
+        wanted = parse_range(request.header("range"), query_value(request, "offset"), query_value(request, "length"))
+        if isinstance(wanted, str):
+            raise Refused(self.dispatch.refused(call, refuse(400, "range", wanted, "ask for bytes=START-END")))
+        return await trio.to_thread.run_sync(self._read_sync, call, wanted)
+
+    def _read_sync(self, call: Call, wanted: ByteRange | None) -> Response:
+        try:
+            fd, real, target = self.workspace.locate(call.path)
+        except FsRefused as refused:
+            return self.dispatch.refused(call, refused.decision)
+        try:
+            facts = Facts(target=target, real_path=real)
+            return self.dispatch.conclude(call, facts, lambda: self._open_read(call, fd, target, wanted))
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _open_read(self, call: Call, path_fd: int, target: Target, wanted: ByteRange | None) -> Response:
+        # Reopen beneath the root (an O_PATH fd cannot be read) and insist it is the inode judged.
+        fd = self.workspace.open(call.path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            opened, held = os.fstat(fd), os.fstat(path_fd)
+            if (opened.st_dev, opened.st_ino) != (held.st_dev, held.st_ino):
+                raise FsRefused(refuse(409, "changed", f"{call.path} changed while it was opened", "retry"))
+            size = opened.st_size
+            bounds = wanted.bounds(size) if wanted is not None else (0, size)
+            if bounds is None:
+                raise FsRefused(
+                    refuse(
+                        400, "range", f"the range starts past the end ({size} bytes)", "ask for a range inside the file"
+                    )
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        return _file_response(fd, target, bounds, partial=wanted is not None, size=size)
+
+
+def _file_response(fd: int, target: Target, bounds: tuple[int, int], *, partial: bool, size: int) -> Response:
+    """Small files in one piece; large ones streamed in READ_CHUNK pieces (bounded memory). Closes fd."""
+    offset, length = bounds
+    headers: list[tuple[str, str]] = [("content-type", "application/octet-stream")]
+    if target.etag:
+        headers.append(("etag", target.etag))
+    if partial:
+        headers.append(("content-range", f"bytes {offset}-{offset + max(length, 1) - 1}/{size}"))
+    status = 206 if partial else 200
+    if length <= SMALL_READ:
+        try:
+            data = os.pread(fd, length, offset) if length else b""
+        finally:
+            os.close(fd)
+        return Response(status, tuple(headers), data)
+    return Response(status, tuple(headers), _stream_file(fd, offset, length), content_length=length)
+
+
+async def _stream_file(fd: int, offset: int, length: int) -> AsyncIterator[bytes]:
+    try:
+        end = offset + length
+        while offset < end:
+            piece = await trio.to_thread.run_sync(os.pread, fd, min(READ_CHUNK, end - offset), offset)
+            if not piece:
+                break
+            offset += len(piece)
+            yield piece
+    finally:
+        os.close(fd)

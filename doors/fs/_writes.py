@@ -1,0 +1,275 @@
+"""Handlers that change the workspace: write (atomic), append, mkdir, delete, rename.
+
+Each resolves the parent directory beneath the root first, receives the body (scanning it for keys and
+counting it against the rows) into a temporary file beside the target or a spool, and then, in one worker
+call holding the per-path lock, gathers the last facts and hands the call to `Dispatcher.conclude`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from typing import Any
+
+import trio
+
+from doors._http import HttpError, Request, Response
+from doors.fs._decide import DIR_MODE, file_mode, precheck_size
+from doors.fs._dispatch import Call, path_refusal
+from doors.fs._ops import FsRefused, Located, kernel_refusal, target_of
+from doors.fs._paths import PathRefusal, parse_path
+from doors.fs._prelude import FsHandlers, Refused, json_ok, query_value
+from doors.fs._request import parse_flag, parse_length
+from doors.fs._rules import Facts, Op, Target, refuse
+from doors.fs._secrets import CARRY, SecretScanner, scan
+from doors.fs._spool import Spool
+
+
+@dataclass(frozen=True)
+class Received:
+    """What the body held: its size (up to the limit + 1), a key marker if one was seen."""
+
+    count: int
+    secret: str | None
+
+
+class WriteHandlers(FsHandlers):
+    """write, append, mkdir, delete, rename."""
+
+    def _precheck(self, call: Call, request: Request) -> None:
+        declared = parse_length(request.header("content-length"))
+        decision = precheck_size(call.op, self.rows, self.dispatch.meter.usage, declared)
+        if not decision.allowed:
+            raise Refused(self.dispatch.refused(call, decision, byte_count=declared or 0))
+
+    def _facts(self, request: Request, target: Target, located: Located, received: Received) -> Facts:
+        return Facts(
+            target=target,
+            real_path=located.real,
+            body_bytes=received.count,
+            secret=received.secret,
+            if_match=request.header("if-match"),
+            if_none_match=request.header("if-none-match"),
+        )
+
+    async def _receive(self, request: Request, call: Call, sink: Any) -> Received:
+        """Read the body into `sink`; a broken or too slow body is refused (and audited) like the rest."""
+        try:
+            return await self._receive_body(request, sink)
+        except HttpError as err:
+            decision = refuse(err.status, err.error, str(err.detail), err.hint, who="door")
+            raise Refused(self.dispatch.refused(call, decision)) from None
+
+    async def _receive_body(self, request: Request, sink: Any) -> Received:
+        """Read the body into `sink` until its end, a key marker, or one byte past what the rows allow."""
+        rows, usage = self.rows, self.dispatch.meter.usage
+        limit = min(rows.max_file_bytes, max(0, rows.max_total_bytes - usage.bytes_written))
+        scanner = SecretScanner() if rows.refuse_secrets else None
+        count = 0
+        stream = request.body_stream
+        pending = [request.body] if stream is None else []
+        while count <= limit:
+            chunk = pending.pop() if pending else (await stream.receive_some() if stream is not None else b"")
+            if not chunk:
+                break
+            count += len(chunk)
+            if scanner is not None and scanner.feed(chunk) is not None:
+                break
+            sink(chunk)
+        finding = scanner.finding if scanner is not None else None
+        return Received(count, finding.kind if finding is not None else None)
+
+    # -- write --
+    async def write(self, request: Request) -> Response:
+        return await self.run(lambda: self._write(request))
+
+    async def _write(self, request: Request) -> Response:
+        want_exec = parse_flag(query_value(request, "exec"))
+        if want_exec is None:
+            raise Refused(
+                self.dispatch.refused(
+                    None,
+                    refuse(400, "exec", "exec must be 0 or 1", "send exec=1"),
+                    raw_path=request.rest,
+                    op="write",
+                    role=request.peer_role or "app",
+                )
+            )
+        call = self.begin(request, Op.WRITE, request.rest, want_exec=want_exec)
+        self._precheck(call, request)
+        located = await self.locate_parent(call)
+        with ExitStack() as stack:
+            stack.callback(os.close, located.parent_fd)
+            temp_fd, temp_name = self._create_temp(call, located)
+            stack.callback(self.workspace.discard_temp, located.parent_fd, temp_name)
+            stack.callback(os.close, temp_fd)
+            received = await self._receive(request, call, lambda chunk: self.workspace.write_all(temp_fd, chunk))
+            return await trio.to_thread.run_sync(
+                self._commit_write, request, call, located, temp_fd, temp_name, received
+            )
+        raise AssertionError("unreachable")
+
+    def _create_temp(self, call: Call, located: Located) -> tuple[int, str]:
+        try:
+            return self.workspace.create_temp(located.parent_fd)
+        except FsRefused as refused:
+            raise Refused(self.dispatch.refused(call, refused.decision)) from None
+        except OSError as err:
+            raise Refused(self.dispatch.refused(call, kernel_refusal(err, call.path))) from None
+
+    def _commit_write(
+        self, request: Request, call: Call, located: Located, temp_fd: int, temp_name: str, received: Received
+    ) -> Response:
+        assert located.real is not None
+        with self.workspace.lock(located.real):
+            target = self.workspace.stat_at(located.parent_fd, located.name)
+            facts = self._facts(request, target, located, received)
+            mode = file_mode(located.real, self.rows, call.want_exec, target.executable)
+
+            def act() -> Response:
+                written = self.workspace.commit_write(located.parent_fd, temp_fd, temp_name, located.name, mode)
+                return _written(call, written, created=not target.exists)
+
+            return self.dispatch.conclude(call, facts, act)
+
+    # -- append --
+    async def append(self, request: Request) -> Response:
+        return await self.run(lambda: self._append(request))
+
+    async def _append(self, request: Request) -> Response:
+        call = self.begin(request, Op.APPEND, request.rest)
+        self._precheck(call, request)
+        located = await self.locate_parent(call)
+        with ExitStack() as stack:
+            stack.callback(os.close, located.parent_fd)
+            spool = Spool(located.parent_fd)
+            stack.callback(spool.close)
+            received = await self._receive(request, call, spool.add)
+            return await trio.to_thread.run_sync(self._commit_append, request, call, located, spool, received)
+        raise AssertionError("unreachable")
+
+    def _commit_append(
+        self, request: Request, call: Call, located: Located, spool: Spool, received: Received
+    ) -> Response:
+        assert located.real is not None
+        with self.workspace.lock(located.real), ExitStack() as stack:
+            target = self.workspace.stat_at(located.parent_fd, located.name)
+            fd = -1
+            if target.kind == "file":
+                fd = self.workspace.open_append(located.parent_fd, located.name, create=False)
+                stack.callback(os.close, fd)
+                target = target_of(os.fstat(fd))
+                if received.secret is None and self.rows.refuse_secrets:
+                    # The file's own tail is the carry-over: a marker split across two appends is found.
+                    found = scan(spool.head, history=self.workspace.tail(fd, target.size, CARRY))
+                    received = replace(received, secret=found.kind if found else None)
+            facts = self._facts(request, target, located, received)
+
+            def act() -> Response:
+                out = fd
+                if out < 0:
+                    out = self.workspace.open_append(located.parent_fd, located.name, create=True)
+                    stack.callback(os.close, out)
+                for piece in spool.pieces():
+                    self.workspace.write_all(out, piece)
+                return _written(call, target_of(os.fstat(out)), created=not target.exists)
+
+            return self.dispatch.conclude(call, facts, act)
+
+    # -- mkdir, delete --
+    async def mkdir(self, request: Request) -> Response:
+        return await self.run(lambda: self._simple(request, Op.MKDIR))
+
+    async def delete(self, request: Request) -> Response:
+        return await self.run(lambda: self._simple(request, Op.DELETE))
+
+    async def _simple(self, request: Request, op: Op) -> Response:
+        call = self.begin(request, op, request.rest)
+        located = await self.locate_parent(call)
+        try:
+            return await trio.to_thread.run_sync(self._commit_simple, request, call, located)
+        finally:
+            os.close(located.parent_fd)
+
+    def _commit_simple(self, request: Request, call: Call, located: Located) -> Response:
+        assert located.real is not None
+        with self.workspace.lock(located.real):
+            target = self.workspace.stat_at(located.parent_fd, located.name)
+            facts = self._facts(request, target, located, Received(0, None))
+
+            def act() -> Response:
+                if call.op is Op.DELETE:
+                    self.workspace.delete(located.parent_fd, located.name, is_dir=target.kind == "dir")
+                    return json_ok({"path": call.path.text, "deleted": True})
+                if target.exists:
+                    return json_ok({"path": call.path.text, "created": False})
+                self.workspace.mkdir(located.parent_fd, located.name, DIR_MODE)
+                return json_ok({"path": call.path.text, "created": True}, 201)
+
+            return self.dispatch.conclude(call, facts, act)
+
+    # -- rename --
+    async def rename(self, request: Request) -> Response:
+        return await self.run(lambda: self._rename(request))
+
+    async def _rename(self, request: Request) -> Response:
+        call = self._rename_call(request)
+        source = await self.locate_parent(call)
+        with ExitStack() as stack:
+            stack.callback(os.close, source.parent_fd)
+            dest = await self.locate_parent(call, as_dest=True)
+            stack.callback(os.close, dest.parent_fd)
+            return await trio.to_thread.run_sync(self._commit_rename, request, call, source, dest)
+        raise AssertionError("unreachable")
+
+    def _rename_call(self, request: Request) -> Call:
+        role = request.peer_role or "app"
+        paths = _rename_paths(request.body)
+        if isinstance(paths, str):
+            decision = refuse(400, "request", paths, 'send {"from": "a/b", "to": "a/c"}')
+            raise Refused(self.dispatch.refused(None, decision, op="rename", role=role))
+        parsed = [parse_path(text) for text in paths]
+        for text, path in zip(paths, parsed, strict=True):
+            if isinstance(path, PathRefusal):
+                raise Refused(self.dispatch.refused(None, path_refusal(path), raw_path=text, op="rename", role=role))
+        source, dest = parsed
+        assert not isinstance(source, PathRefusal) and not isinstance(dest, PathRefusal)
+        return self.judge_names(Call(Op.RENAME, source, role, dest=dest))
+
+    def _commit_rename(self, request: Request, call: Call, source: Located, dest: Located) -> Response:
+        assert source.real is not None and dest.real is not None
+        first, second = sorted((source.real, dest.real))
+        with self.workspace.lock(first), ExitStack() as stack:
+            if second != first:
+                stack.enter_context(self.workspace.lock(second))
+            target = self.workspace.stat_at(source.parent_fd, source.name)
+            facts = replace(
+                self._facts(request, target, source, Received(0, None)),
+                dest_target=self.workspace.stat_at(dest.parent_fd, dest.name),
+            )
+
+            def act() -> Response:
+                self.workspace.rename(source, dest)
+                return json_ok({"from": call.path.text, "to": call.dest.text if call.dest else ""})
+
+            return self.dispatch.conclude(call, facts, act)
+
+
+def _rename_paths(body: bytes) -> tuple[str, str] | str:
+    try:
+        value = json.loads(body) if body else None
+    except ValueError:
+        return "the body is not JSON"
+    if not isinstance(value, dict) or set(value) - {"from", "to"}:
+        return 'the body must be {"from": PATH, "to": PATH}'
+    source, dest = value.get("from"), value.get("to")
+    if not isinstance(source, str) or not isinstance(dest, str):
+        return '"from" and "to" must be strings'
+    return source, dest
+
+
+def _written(call: Call, written: Target, *, created: bool) -> Response:
+    body = {"path": call.path.text, "size": written.size, "etag": written.etag, "created": created}
+    return json_ok(body, 201 if created else 200, (("etag", written.etag or ""),))

@@ -1,0 +1,47 @@
+"""Build the fs door from its contract: the workspace fd, the rows, the audit sink, the routes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from doors._http import Route
+from doors.fs._api import FsApi
+from doors.fs._dispatch import Audit, Dispatcher
+from doors.fs._ops import Workspace
+from doors.fs._rules import FsRows
+
+WORKSPACE_FD_ROW = "workspace_fd"
+WORKSPACE_ROW = "workspace"
+
+
+def open_workspace(rows: Mapping[str, Any]) -> int:
+    """The workspace directory fd: inherited (`rows["workspace_fd"]`) or opened from `rows["workspace"]`."""
+    inherited = rows.get(WORKSPACE_FD_ROW)
+    if isinstance(inherited, int) and not isinstance(inherited, bool):
+        os.fstat(inherited)  # fail now, naming the fd, rather than on the first request
+        return inherited
+    path = rows.get(WORKSPACE_ROW)
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError("the fs door needs rows.workspace_fd (an inherited directory fd) or rows.workspace")
+    return os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def build(rows: Mapping[str, Any], audit: Audit, *, workspace_fd: int | None = None,
+          chown_to: tuple[int, int] | None = None) -> FsApi:
+    """The door's handlers over the workspace, judging with `rows` and auditing to `audit`."""
+    fs_rows = FsRows.from_rows(rows)
+    root_fd = open_workspace(rows) if workspace_fd is None else workspace_fd
+    workspace = Workspace(root_fd, no_symlinks=fs_rows.no_symlinks, chown_to=chown_to)
+    return FsApi(workspace, Dispatcher(fs_rows, audit))
+
+
+def routes(rows: Mapping[str, Any], audit: Audit) -> list[Route]:
+    """The routes `run_door` serves for the fs door."""
+    return build(rows, audit).routes()
+
+
+def describe(rows: Mapping[str, Any]) -> dict[str, Any]:
+    """The rows as `GET /v0/hello` shows them."""
+    return FsRows.from_rows(rows).describe()
