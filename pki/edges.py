@@ -52,9 +52,7 @@ class EdgePolicy:
         pair = f"{client_role}->{server_role}"
         if (client_role, server_role) in self.edges:
             return EdgeDecision(True, f"edge {pair} is listed in the manifest row `edges`")
-        return EdgeDecision(
-            False, f"edge {pair} is not in the manifest row `edges`: add it there to allow this call"
-        )
+        return EdgeDecision(False, f"edge {pair} is not in the manifest row `edges`: add it there to allow this call")
 
     def clients_of(self, server_role: str) -> frozenset[str]:
         """Roles allowed to call `server_role`."""

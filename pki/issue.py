@@ -7,6 +7,7 @@ little behind still accepts it (see docs/decisions/pki.md).
 from __future__ import annotations
 
 import datetime as dt
+import ipaddress
 from dataclasses import dataclass, field
 
 from cryptography import x509
@@ -67,9 +68,18 @@ def ca_name(trust_domain: str) -> x509.Name:
 
 
 def name_constraints(trust_domain: str) -> x509.NameConstraints:
-    """Permit only URIs whose host is exactly the trust domain (RFC 5280 4.2.1.10 URI form)."""
+    """Permit URIs whose host is exactly the trust domain; exclude every DNS name and IP address.
+
+    The URI subtree is the RFC 5280 host form (`td`, not `spiffe://td`, which OpenSSL matches against
+    nothing). A URI subtree alone leaves DNS/IP SANs and a host-like CN unconstrained, hence the exclusions.
+    """
     return x509.NameConstraints(
-        permitted_subtrees=[x509.UniformResourceIdentifier(trust_domain)], excluded_subtrees=None
+        permitted_subtrees=[x509.UniformResourceIdentifier(trust_domain)],
+        excluded_subtrees=[
+            x509.DNSName(""),
+            x509.IPAddress(ipaddress.ip_network("0.0.0.0/0")),
+            x509.IPAddress(ipaddress.ip_network("::/0")),
+        ],
     )
 
 
@@ -131,9 +141,7 @@ def leaf_spec(ca_cert: x509.Certificate, identity: SessionIdentity, now: dt.date
     return LeafSpec(subject=subject, uris=(identity.uri(),), not_before=not_before, not_after=not_after)
 
 
-def sign_leaf(
-    spec: LeafSpec, leaf_key: PrivateKey, issuer_key: PrivateKey, issuer_name: x509.Name
-) -> x509.Certificate:
+def sign_leaf(spec: LeafSpec, leaf_key: PrivateKey, issuer_key: PrivateKey, issuer_name: x509.Name) -> x509.Certificate:
     """Sign the certificate `spec` describes for `leaf_key`'s public half."""
     sans: list[x509.GeneralName] = [x509.UniformResourceIdentifier(u) for u in spec.uris]
     sans += [x509.DNSName(d) for d in spec.dns_names]
@@ -148,9 +156,7 @@ def sign_leaf(
         .add_extension(x509.BasicConstraints(ca=spec.ca, path_length=None), critical=True)
         .add_extension(spec.key_usage, critical=True)
         .add_extension(x509.ExtendedKeyUsage(list(spec.eku)), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
     )
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)

@@ -2,36 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
-import socket
 import ssl
-import threading
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _pki_tls import handshake, memfd_with, tls_context
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from pki.bundle import (
-    bundle_pem,
-    load_bundle_into_context,
-    load_file_into_context,
-    load_into_context,
-    svid_pem,
-)
+from pki.bundle import bundle_pem, load_file_into_context, load_into_context, svid_pem
 from pki.testing import ODD_KINDS, SessionPKI
 
 
 @pytest.fixture(scope="module")
 def spki() -> SessionPKI:
     return SessionPKI.create()
-
-
-def _memfd(data: bytes) -> int:
-    fd = os.memfd_create("sh-test-svid")
-    os.write(fd, data)
-    return fd
 
 
 @pytest.fixture
@@ -60,61 +50,24 @@ def test_bundle_pem_is_the_ca(spki: SessionPKI) -> None:
     assert spki.bundle_pem() == bundle_pem(spki.ca_cert)
 
 
-def _context(side: ssl._SSLMethod | int, bundle: bytes) -> ssl.SSLContext:
-    ctx = ssl.SSLContext(side)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
-    ctx.verify_mode = ssl.CERT_REQUIRED
-    ctx.check_hostname = False
-    load_bundle_into_context(ctx, bundle)
-    return ctx
-
-
-def _handshake(server_ctx: ssl.SSLContext, client_ctx: ssl.SSLContext) -> tuple[object, object]:
-    """Run both ends over a socketpair; return (server result, client result): peer cert DER or the error."""
-    left, right = socket.socketpair()
-    results: dict[str, object] = {}
-
-    def serve() -> None:
-        try:
-            with server_ctx.wrap_socket(left, server_side=True) as tls:
-                results["server"] = tls.getpeercert(binary_form=True)
-                tls.sendall(b"ok")
-        except (ssl.SSLError, OSError) as exc:
-            results["server"] = exc
-
-    thread = threading.Thread(target=serve)
-    thread.start()
-    try:
-        with client_ctx.wrap_socket(right) as tls:
-            # TLS 1.3: a rejected client certificate surfaces only on the client's first read.
-            results["client"] = (tls.getpeercert(binary_form=True), tls.version(), tls.recv(2))
-    except (ssl.SSLError, OSError) as exc:
-        results["client"] = exc
-    finally:
-        thread.join()
-        left.close()
-        right.close()
-    return results["server"], results["client"]
-
-
 def test_memfd_loaded_leaves_complete_mutual_tls13(spki: SessionPKI, memfd_of: list[int]) -> None:
-    server_ctx = _context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
-    client_ctx = _context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
-    memfd_of += [_memfd(spki.svid_pem("fs")), _memfd(spki.svid_pem("app"))]
+    server_ctx = tls_context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
+    client_ctx = tls_context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
+    memfd_of += [memfd_with(spki.svid_pem("fs")), memfd_with(spki.svid_pem("app"))]
     load_into_context(server_ctx, memfd_of[0])
     load_into_context(client_ctx, memfd_of[1])
-    server, client = _handshake(server_ctx, client_ctx)
+    server, client = handshake(server_ctx, client_ctx)
     assert server == spki.cert("app").public_bytes(serialization.Encoding.DER)
     assert client == (spki.cert("fs").public_bytes(serialization.Encoding.DER), "TLSv1.3", b"ok")
 
 
 def test_file_loaded_leaf_works_too(spki: SessionPKI, tmp_path: Path, memfd_of: list[int]) -> None:
-    server_ctx = _context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
-    client_ctx = _context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
-    memfd_of.append(_memfd(spki.svid_pem("fs")))
+    server_ctx = tls_context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
+    client_ctx = tls_context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
+    memfd_of.append(memfd_with(spki.svid_pem("fs")))
     load_into_context(server_ctx, memfd_of[0])
     load_file_into_context(client_ctx, spki.write_svid("app", tmp_path))
-    server, _ = _handshake(server_ctx, client_ctx)
+    server, _ = handshake(server_ctx, client_ctx)
     assert server == spki.cert("app").public_bytes(serialization.Encoding.DER)
 
 
@@ -126,14 +79,14 @@ def test_write_svid_refuses_to_overwrite(spki: SessionPKI, tmp_path: Path) -> No
 
 
 def test_closed_fd_named(spki: SessionPKI) -> None:
-    fd = _memfd(b"")
+    fd = memfd_with(b"")
     os.close(fd)
     with pytest.raises(OSError):
         load_into_context(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), fd)
 
 
 def test_memfd_without_key_refused_clearly(spki: SessionPKI, memfd_of: list[int]) -> None:
-    memfd_of.append(_memfd(spki.bundle_pem()))
+    memfd_of.append(memfd_with(spki.bundle_pem()))
     with pytest.raises(ValueError, match=f"SVID fd {memfd_of[0]} does not hold a PEM key"):
         load_into_context(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER), memfd_of[0])
 
@@ -152,17 +105,18 @@ OPENSSL_REFUSES = {
     "other_ca": "unable to get local issuer certificate",
     "other_trust_domain": "permitted subtree violation",
     "wrong_eku": "unsuitable certificate purpose",
+    "dns_only": "excluded subtree violation",
 }
 
 
 @pytest.mark.parametrize("kind", ODD_KINDS)
 def test_what_openssl_refuses_in_the_handshake(spki: SessionPKI, kind: str, memfd_of: list[int]) -> None:
-    server_ctx = _context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
-    client_ctx = _context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
-    memfd_of += [_memfd(spki.svid_pem("fs")), _memfd(spki.odd_leaf(kind, "app"))]
+    server_ctx = tls_context(ssl.PROTOCOL_TLS_SERVER, spki.bundle_pem())
+    client_ctx = tls_context(ssl.PROTOCOL_TLS_CLIENT, spki.bundle_pem())
+    memfd_of += [memfd_with(spki.svid_pem("fs")), memfd_with(spki.odd_leaf(kind, "app"))]
     load_into_context(server_ctx, memfd_of[0])
     load_into_context(client_ctx, memfd_of[1])
-    server, client = _handshake(server_ctx, client_ctx)
+    server, client = handshake(server_ctx, client_ctx)
     if kind in OPENSSL_REFUSES:
         assert isinstance(server, ssl.SSLCertVerificationError)
         assert OPENSSL_REFUSES[kind] in str(server)
@@ -170,3 +124,14 @@ def test_what_openssl_refuses_in_the_handshake(spki: SessionPKI, kind: str, memf
     else:
         assert isinstance(server, bytes), f"OpenSSL now refuses {kind}: {server}"
         assert client[2] == b"ok"  # type: ignore[index]
+
+
+@pytest.mark.root
+def test_memfd_loads_under_landlock_that_refuses_every_path(spki: SessionPKI) -> None:
+    probe = Path(__file__).with_name("_landlock_probe.py")
+    done = subprocess.run(
+        [sys.executable, str(probe)], input=spki.svid_pem("fs"), capture_output=True, check=True, timeout=60
+    )
+    verdict = json.loads(done.stdout)
+    assert verdict["etc"] == "EACCES", "Landlock did not refuse /etc: this test would prove nothing"
+    assert verdict["svid"] == "loaded"

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import ipaddress
 
 import pytest
+from _pki_tls import server_verdict_on_client
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pki import issue
 from pki.issue import BACKDATE_S, issue_leaf, new_ca
 from pki.spiffe import SessionIdentity, SpiffeIdError
 
@@ -29,7 +33,11 @@ def test_ca_extensions() -> None:
     names = ca.extensions.get_extension_for_class(x509.NameConstraints)
     assert names.critical
     assert names.value.permitted_subtrees == [x509.UniformResourceIdentifier(TD)]
-    assert names.value.excluded_subtrees is None
+    assert names.value.excluded_subtrees == [
+        x509.DNSName(""),
+        x509.IPAddress(ipaddress.ip_network("0.0.0.0/0")),
+        x509.IPAddress(ipaddress.ip_network("::/0")),
+    ]
     assert ca.subject == ca.issuer
     ca.verify_directly_issued_by(ca)
 
@@ -101,3 +109,51 @@ def test_every_leaf_has_a_fresh_key_and_serial() -> None:
     (k1, c1), (k2, c2) = (issue_leaf(ca_key, ca, ident, NOW, 60) for _ in range(2))
     assert k1.private_numbers() != k2.private_numbers()
     assert c1.serial_number != c2.serial_number
+
+
+def _leaf_with(ca_key: issue.PrivateKey, ca: x509.Certificate, **changes: object) -> tuple:
+    ident = SessionIdentity(TD, "0123abcd", "app")
+    spec = dataclasses.replace(issue.leaf_spec(ca, ident, dt.datetime.now(dt.UTC), 600), **changes)  # type: ignore[arg-type]
+    key = issue.new_key()
+    return key, issue.sign_leaf(spec, key, ca_key, ca.subject)
+
+
+HOSTLIKE_SUBJECT = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fs.sharness.test")])
+URI = f"spiffe://{TD}/session/0123abcd/app"
+
+
+@pytest.mark.parametrize(
+    ("changes", "openssl_says"),
+    [
+        ({}, "OK"),
+        # OpenSSL compares the URI's host case-insensitively and ignores a port: check_svid refuses both.
+        ({"uris": (URI.replace(TD, TD.upper()),)}, "OK"),
+        ({"uris": (f"spiffe://{TD}:443/session/0123abcd/app",)}, "OK"),
+        ({"uris": ("spiffe://other.sharness.test/session/0123abcd/app",)}, "permitted subtree violation"),
+        ({"uris": (f"spiffe://sub.{TD}/session/0123abcd/app",)}, "permitted subtree violation"),
+        ({"uris": (URI, "spiffe://other.sharness.test/x")}, "permitted subtree violation"),
+        ({"uris": (f"spiffe:{TD}/x",)}, "unsupported or invalid name syntax"),
+        ({"dns_names": ("localhost",)}, "excluded subtree violation"),
+        ({"uris": (), "dns_names": ("fs.sharness.test",)}, "excluded subtree violation"),
+        # A host-like CN (with a dot) is checked against DNS constraints: leaf CNs are bare role names.
+        (
+            {"subject": x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fs.sharness.test")])},
+            "excluded subtree violation",
+        ),
+    ],
+)
+def test_what_openssl_enforces_from_the_name_constraints(changes: dict, openssl_says: str) -> None:
+    ca_key, ca = new_ca(TD, 3600, dt.datetime.now(dt.UTC))
+    server = issue.issue_leaf(ca_key, ca, SessionIdentity(TD, "0123abcd", "fs"), dt.datetime.now(dt.UTC), 600)
+    assert server_verdict_on_client(ca, server, _leaf_with(ca_key, ca, **changes)) == openssl_says
+
+
+def test_openssl_refuses_an_ip_san_beside_the_uri() -> None:
+    ca_key, ca = new_ca(TD, 3600, dt.datetime.now(dt.UTC))
+    server = issue.issue_leaf(ca_key, ca, SessionIdentity(TD, "0123abcd", "fs"), dt.datetime.now(dt.UTC), 600)
+    for address in ("127.0.0.1", "::1"):
+        san = x509.SubjectAlternativeName(
+            [x509.UniformResourceIdentifier(URI), x509.IPAddress(ipaddress.ip_address(address))]
+        )
+        client = _leaf_with(ca_key, ca, uris=(), extra=(san,))
+        assert server_verdict_on_client(ca, server, client) == "excluded subtree violation"
