@@ -1,0 +1,1 @@
+"""The handshake-latency bench suite: `python -m bench [--quick]`."""

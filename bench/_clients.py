@@ -1,0 +1,99 @@
+"""Blocking measurement loops for the baseline pairs: fresh connections and kept-alive round trips.
+
+A fresh connection is timed from connect() to the echo of its first request: TLS 1.3 tells a client
+that the server refused its certificate only when it reads, so that first exchange is part of it.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+
+from OpenSSL import SSL
+
+REQUEST = b"x" * 64
+
+
+def connect(address: str) -> socket.socket:
+    """A connected plain socket to a Unix path or ``tcp:<port>`` on loopback."""
+    if address.startswith("tcp:"):
+        sock = socket.create_connection(("127.0.0.1", int(address[4:])))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(address)
+    return sock
+
+
+def round_trip(tls: ssl.SSLSocket | SSL.Connection) -> None:
+    """Send REQUEST and read its echo in full."""
+    tls.sendall(REQUEST)
+    received = 0
+    while received < len(REQUEST):
+        chunk = tls.recv(len(REQUEST) - received)
+        if not chunk:
+            raise RuntimeError("bench: the server closed the connection instead of answering")
+        received += len(chunk)
+
+
+def fresh_stdlib(address: str, ctx: ssl.SSLContext, count: int, resume: bool = False) -> list[float]:
+    """Milliseconds per connect + TLS handshake + first round trip, ``count`` times."""
+    samples: list[float] = []
+    session: ssl.SSLSession | None = None
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        with ctx.wrap_socket(connect(address), session=session) as tls:
+            round_trip(tls)
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+            if resume:
+                session = tls.session  # the TLS 1.3 ticket arrived before the echo
+    return samples
+
+
+def fresh_pyopenssl(address: str, ctx: SSL.Context, count: int, resume: bool = False) -> list[float]:
+    """The same loop on pyOpenSSL."""
+    samples: list[float] = []
+    session: SSL.Session | None = None
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        sock = connect(address)
+        tls = SSL.Connection(ctx, sock)
+        if session is not None:
+            tls.set_session(session)
+        tls.set_connect_state()
+        tls.do_handshake()
+        round_trip(tls)
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+        if resume:
+            session = tls.get_session()
+        sock.close()
+    return samples
+
+
+def warm_round_trips(tls: ssl.SSLSocket | SSL.Connection, count: int) -> list[float]:
+    """Milliseconds per request echoed back on one kept-alive connection."""
+    samples: list[float] = []
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        round_trip(tls)
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+def warm_stdlib(address: str, ctx: ssl.SSLContext, count: int) -> list[float]:
+    """Kept-alive round trips over one stdlib connection."""
+    with ctx.wrap_socket(connect(address)) as tls:
+        return warm_round_trips(tls, count)
+
+
+def warm_pyopenssl(address: str, ctx: SSL.Context, count: int) -> list[float]:
+    """Kept-alive round trips over one pyOpenSSL connection."""
+    sock = connect(address)
+    tls = SSL.Connection(ctx, sock)
+    tls.set_connect_state()
+    tls.do_handshake()
+    try:
+        return warm_round_trips(tls, count)
+    finally:
+        sock.close()

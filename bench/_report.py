@@ -1,0 +1,85 @@
+"""The bench's outputs: the JSON document, the printed table with ratios, the PNG of distributions."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bench._stats import ratio
+
+_UNPRINTED = ("_n", "_mean_ms")  # in the JSON, left out of the table
+
+
+def write_json(path: Path, document: Mapping[str, Any]) -> None:
+    """Write ``document`` atomically (a reader never sees half a file)."""
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(document, indent=2) + "\n")
+    os.replace(partial, path)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def _baselines_by_figure(ratios: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for figure, baseline in ratios:
+        grouped.setdefault(figure, []).append(baseline)
+    return grouped
+
+
+def table(figures: Mapping[str, Any], ratios: Iterable[tuple[str, str]]) -> str:
+    """One line per figure (counts left out), then one per baseline it is compared with, with the ratio."""
+    baselines = _baselines_by_figure(ratios)
+    numeric = [k for k, v in figures.items() if not isinstance(v, str) and not k.endswith(_UNPRINTED)]
+    width = max((len(k) for k in numeric), default=10)
+    base_width = max((len(b) for group in baselines.values() for b in group), default=8)
+    header = f"{'figure':<{width}}  {'value':>9}  {'compared with':<{base_width}}  {'value':>9}  {'ratio':>7}"
+    lines = [header, "-" * len(header)]
+    for key in numeric:
+        value = figures[key]
+        group = baselines.get(key) or [""]
+        for index, base_key in enumerate(group):
+            left = f"{key:<{width}}  {_cell(value):>9}" if index == 0 else " " * (width + 11)
+            if not base_key:
+                lines.append(left)
+                continue
+            times = ratio(value, figures.get(base_key))
+            shown = "n/a" if times is None else f"{times:.2f}x"
+            lines.append(f"{left}  {base_key:<{base_width}}  {_cell(figures.get(base_key)):>9}  {shown:>7}")
+    notes = [f"{k}: {v}" for k, v in figures.items() if isinstance(v, str)]
+    return "\n".join(lines + (["", *notes] if notes else []))
+
+
+def plot(path: Path, samples: Mapping[str, Mapping[str, list[float]]]) -> None:
+    """One panel per kind of latency: the empirical CDF of every series, log-scaled milliseconds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    panels = [(title, series) for title, series in samples.items() if series]
+    if not panels:
+        return
+    figure, axes = pyplot.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
+    for axis, (title, series) in zip(axes[0], panels, strict=True):
+        for name, values in series.items():
+            ordered = sorted(values)
+            heights = [(i + 1) / len(ordered) for i in range(len(ordered))]
+            axis.step(ordered, heights, where="post", label=f"{name} (n={len(ordered)})")
+        axis.set_xscale("log")
+        axis.set_xlabel("milliseconds (log)")
+        axis.set_ylabel("fraction of samples at or below")
+        axis.set_title(title)
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize="small", loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)

@@ -1,0 +1,61 @@
+"""TLS 1.3 mutual-auth contexts for the bench pairs: stdlib ``ssl`` and pyOpenSSL, one recipe each."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import asdict, dataclass
+
+from cryptography.hazmat.primitives.asymmetric import ec
+from OpenSSL import SSL
+
+from bench._certs import CertFiles
+
+_GROUP_CURVES = {"P-256": "prime256v1", "P-384": "secp384r1"}
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """What a variant changes: key-exchange group, TLS 1.3 suite, tickets per handshake."""
+
+    group: str = ""  # "" = library default (X25519 first), else "P-256" or "P-384"
+    ciphersuite: str = ""  # "" = library default; pyOpenSSL only (stdlib 3.11 cannot set 1.3 suites)
+    num_tickets: int = -1  # -1 = library default (2); stdlib server only
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def stdlib_context(files: CertFiles, server: bool, options: TlsOptions) -> ssl.SSLContext:
+    """A stdlib context: TLS 1.3 only, certificate required both ways, the bundle as the only trust."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server else ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_3
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.check_hostname = False  # SVIDs carry a URI SAN, no DNS name: the role check is the caller's
+    ctx.load_cert_chain(str(files.cert), str(files.key))
+    ctx.load_verify_locations(cafile=str(files.bundle))
+    if options.group:
+        ctx.set_ecdh_curve(_GROUP_CURVES[options.group])
+    if server and options.num_tickets >= 0:
+        ctx.num_tickets = options.num_tickets
+    return ctx
+
+
+def pyopenssl_context(files: CertFiles, server: bool, options: TlsOptions) -> SSL.Context:
+    """The same recipe on pyOpenSSL, whose wheel bundles its own (newer) OpenSSL."""
+    ctx = SSL.Context(SSL.TLS_METHOD)
+    ctx.set_min_proto_version(SSL.TLS1_3_VERSION)
+    ctx.set_max_proto_version(SSL.TLS1_3_VERSION)
+    ctx.use_certificate_file(str(files.cert))
+    ctx.use_privatekey_file(str(files.key))
+    ctx.load_verify_locations(str(files.bundle))
+    ctx.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT)
+    if server:
+        ctx.set_session_id(b"sharness-bench")  # OpenSSL refuses to resume a verified session without it
+    if options.group == "P-256":
+        ctx.set_tmp_ecdh(ec.SECP256R1())
+    elif options.group == "P-384":
+        ctx.set_tmp_ecdh(ec.SECP384R1())
+    if options.ciphersuite:
+        ctx.set_tls13_ciphersuites(options.ciphersuite.encode())
+    return ctx
