@@ -1,0 +1,102 @@
+"""The streaming private-key detector: every format, split at every byte, and across two appends."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from doors.fs._secrets import CARRY, SecretScanner, scan
+
+MARKERS = [
+    (b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n", "PEM private key"),
+    (b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n", "PEM private key"),
+    (b"-----BEGIN DSA PRIVATE KEY-----\nMIIBuwIBAAKBgQ\n", "PEM private key"),
+    (b"-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMG\n", "PEM private key"),
+    (b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkq\n", "PEM private key"),
+    (b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n", "PEM private key"),
+    (b"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF\n", "PEM private key"),
+    (b"---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: x\n", "PEM private key"),
+    (b"PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n", "PuTTY private key"),
+    (b"PuTTY-User-Key-File-2: ssh-rsa\n", "PuTTY private key"),
+    (b"key = 'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ'", "OpenSSH private key"),
+]
+HARMLESS = [
+    b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    b"-----BEGIN PUBLIC KEY-----\nMFkwEwYH\n",
+    b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI user@host\n",
+    b"the words private key in prose, and BEGIN too\n",
+    b"-----END RSA PRIVATE KEY-----\n",
+    b"PuTTY-User-Key-File-: no version\n",
+]
+
+
+@pytest.mark.parametrize(("content", "kind"), MARKERS)
+def test_every_format_found(content: bytes, kind: str) -> None:
+    finding = scan(b"some text before\n" + content)
+    assert finding is not None and finding.kind == kind
+
+
+@pytest.mark.parametrize("content", HARMLESS)
+def test_harmless_content_passes(content: bytes) -> None:
+    assert scan(content) is None
+
+
+@pytest.mark.parametrize(("content", "kind"), MARKERS)
+def test_split_across_two_chunks_at_every_byte(content: bytes, kind: str) -> None:
+    for cut in range(len(content) + 1):
+        scanner = SecretScanner()
+        scanner.feed(content[:cut])
+        assert scanner.feed(content[cut:]) is not None or scanner.finding is not None, cut
+
+
+@pytest.mark.parametrize(("content", "kind"), MARKERS)
+def test_fed_one_byte_at_a_time(content: bytes, kind: str) -> None:
+    scanner = SecretScanner()
+    for byte in content:
+        scanner.feed(bytes([byte]))
+    assert scanner.finding is not None and scanner.finding.kind == kind
+
+
+def test_split_across_two_appends_via_history() -> None:
+    key = b"-----BEGIN OPENSSH PRIVATE KEY-----"
+    marker_end = len(b"-----BEGIN OPENSSH PRIVATE KEY")
+    for cut in range(1, marker_end):
+        stored = b"x" * 1000 + key[:cut]  # what the first append left in the file: no whole marker yet
+        assert scan(stored) is None, cut
+        assert scan(key[cut:], history=stored) is not None, cut
+
+
+def test_marker_wholly_in_history_is_not_blamed_on_new_bytes() -> None:
+    stored = b"-----BEGIN RSA PRIVATE KEY-----\n"
+    assert scan(b"harmless line\n", history=stored) is None
+
+
+def test_finding_sticks_and_reports_offset() -> None:
+    scanner = SecretScanner()
+    scanner.feed(b"0123456789")
+    finding = scanner.feed(b"PuTTY-User-Key-File-2")
+    assert finding is not None and finding.end == 10 + len(b"PuTTY-User-Key-File-2")
+    assert scanner.feed(b"more") is finding
+
+
+def test_carry_is_long_enough_for_the_longest_marker() -> None:
+    longest = b"----- BEGIN " + b"A" * 40 + b"PRIVATE KEY"
+    assert len(longest) == CARRY + 1
+    assert scan(longest) is not None
+    scanner = SecretScanner()
+    scanner.feed(longest[:1])
+    assert scanner.feed(longest[1:]) is not None
+
+
+@given(st.binary(max_size=300), st.binary(max_size=300), st.sampled_from([m for m, _ in MARKERS]),
+       st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30))
+def test_any_chunking_finds_an_embedded_key(before: bytes, after: bytes, key: bytes, sizes: list[int]) -> None:
+    content = before + key + after
+    scanner = SecretScanner()
+    offset, index = 0, 0
+    while offset < len(content):
+        size = sizes[index % len(sizes)]
+        scanner.feed(content[offset:offset + size])
+        offset, index = offset + size, index + 1
+    assert scanner.finding is not None
