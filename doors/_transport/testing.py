@@ -6,6 +6,7 @@ For tests and benches only: SVIDs are written as files under a `sharness-`-named
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import ssl
@@ -96,3 +97,51 @@ async def session(edges: frozenset[tuple[str, str]] = DEFAULT_EDGES) -> AsyncIte
     """A fresh session PKI in a scratch directory."""
     with scratch_dir() as directory:
         yield Session(SessionPKI.create(), directory, edges)
+
+
+@contextlib.contextmanager
+def doors_in_thread(s: Session, roles: dict[str, str], *, tcp: bool = False,
+                    limits: Any = None) -> Iterator[dict[str, Address]]:
+    """Serve doors from a trio loop in a thread (for blocking clients); `roles` maps name -> SVID role.
+
+    The name is the role the door claims to be serving (its socket name); the SVID role may differ.
+    """
+    import queue
+    import threading
+
+    from doors._http import Limits
+
+    started: queue.Queue[Any] = queue.Queue()
+
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                addresses: dict[str, Address] = {}
+                for name, svid_role in roles.items():
+                    router = tiny_router(svid_role)
+                    addresses[name] = await _start(s, nursery, name, svid_role, tcp, router,
+                                                   limits or Limits())
+                started.put((trio.lowlevel.current_trio_token(), scope, addresses))
+
+    thread = threading.Thread(target=trio.run, args=(main,), daemon=True)
+    thread.start()
+    token, scope, addresses = started.get(timeout=30)
+    try:
+        yield addresses
+    finally:
+        token.run_sync_soon(scope.cancel)
+        thread.join(timeout=30)
+
+
+async def _start(s: Session, nursery: trio.Nursery, name: str, svid_role: str, tcp: bool, router: Router,
+                 limits: Any) -> Address:
+    if tcp:
+        listeners: list[trio.SocketListener] = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        address: Address = listeners[0].socket.getsockname()[:2]
+    else:
+        address = os.path.join(s.directory, f"{name}.sock")
+        listeners = [unix_listener(address)]
+    await nursery.start(functools.partial(serve_mtls, listeners, s.server_ctx(svid_role),
+                                          s.pki.identity(svid_role), EdgePolicy(s.edges), router,
+                                          s.events.append, limits=limits))
+    return address
