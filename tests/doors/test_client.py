@@ -59,9 +59,9 @@ def _wait_until_closed_by_the_door(conn: object) -> None:
 
 
 def test_an_edge_not_listed_is_refused_by_the_door(s: Session) -> None:
-    with doors_in_thread(s, {"keys": "keys"}) as doors, _client(s, "keys", doors["keys"]) as keys:
-        with pytest.raises(DoorRefused) as caught:
-            keys.hello()
+    with (doors_in_thread(s, {"keys": "keys"}) as doors, _client(s, "keys", doors["keys"]) as keys,
+          pytest.raises(DoorRefused) as caught):
+        keys.hello()
     assert caught.value.who == "keys"
     assert "edge app->keys is not in the manifest row `edges`" in caught.value.reason
     assert "manifest row `edges`" in caught.value.hint
@@ -69,25 +69,26 @@ def test_an_edge_not_listed_is_refused_by_the_door(s: Session) -> None:
 
 def test_a_certificate_of_another_ca_is_refused_by_tls(s: Session) -> None:
     odd = s.pem_path("other", s.pki.odd_leaf("other_ca", "app"))
-    with doors_in_thread(s, {"fs": "fs"}) as doors, _client(s, "fs", doors["fs"], svid=odd) as fs:
-        with pytest.raises(DoorRefused, match="does not trust the CA"):
-            fs.hello()
+    with (doors_in_thread(s, {"fs": "fs"}) as doors, _client(s, "fs", doors["fs"], svid=odd) as fs,
+          pytest.raises(DoorRefused, match="does not trust the CA")):
+        fs.hello()
 
 
 def test_a_door_with_another_role_is_not_trusted(s: Session) -> None:
-    with doors_in_thread(s, {"fs": "net"}) as doors, _client(s, "fs", doors["fs"]) as fs:
-        with pytest.raises(DoorNotTrusted, match="role 'net', expected 'fs'"):
-            fs.hello()
+    with (doors_in_thread(s, {"fs": "net"}) as doors, _client(s, "fs", doors["fs"]) as fs,
+          pytest.raises(DoorNotTrusted, match="role 'net', expected 'fs'")):
+        fs.hello()
 
 
 def test_fresh_request_returns_a_resumable_session(s: Session) -> None:
     with doors_in_thread(s, {"fs": "fs"}) as doors:
         ctx = s.client_ctx("app")
-        args = {"role": "fs", "trust_domain": s.pki.trust_domain, "session_id": s.pki.session_id,
-                "target": "/v0/whoami"}
-        response, tls_session = fresh_request(doors["fs"], ctx, **args)  # type: ignore[arg-type]
+        td, sid = s.pki.trust_domain, s.pki.session_id
+        response, tls_session = fresh_request(doors["fs"], ctx, role="fs", trust_domain=td, session_id=sid,
+                                              target="/v0/whoami")
         assert response.ok and tls_session is not None
-        again, _ = fresh_request(doors["fs"], ctx, tls_session=tls_session, **args)  # type: ignore[arg-type]
+        again, _ = fresh_request(doors["fs"], ctx, role="fs", trust_domain=td, session_id=sid,
+                                 target="/v0/whoami", tls_session=tls_session)
         assert again.json()["peer_role"] == "app"
 
 
