@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import trio
 
 from doors._http import Route
 from doors.fs._api import FsApi
@@ -12,8 +14,28 @@ from doors.fs._dispatch import Audit, Dispatcher
 from doors.fs._ops import Workspace
 from doors.fs._rules import FsRows
 
+if TYPE_CHECKING:
+    from doors._contract import DoorContract
+
 WORKSPACE_FD_ROW = "workspace_fd"
 WORKSPACE_ROW = "workspace"
+# Rows this door holds itself (GET /v0/hello reports them as held); `workspace` is within_root's root.
+HELD_ROWS = frozenset({"workspace", "workspace_fd", "read_only", "append_only", "hidden", "exec",
+                       "refuse_secrets", "no_symlinks", "max_file_bytes", "max_total_bytes", "max_files"})
+
+
+def thread_safe(audit: Audit) -> Audit:
+    """The door's audit sink is a trio channel: worker threads reach it through the trio loop."""
+
+    def emit(event: dict[str, Any]) -> None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            trio.from_thread.run_sync(audit, event)
+            return
+        audit(event)
+
+    return emit
 
 
 def open_workspace(rows: Mapping[str, Any]) -> int:
@@ -45,3 +67,11 @@ def routes(rows: Mapping[str, Any], audit: Audit) -> list[Route]:
 def describe(rows: Mapping[str, Any]) -> dict[str, Any]:
     """The rows as `GET /v0/hello` shows them."""
     return FsRows.from_rows(rows).describe()
+
+
+def serve(contract: DoorContract) -> None:
+    """Run the fs door process from its contract (what the launcher calls in the forked child)."""
+    from doors._door import run_door
+
+    run_door(contract, lambda runtime: build(contract.rows, thread_safe(runtime.audit)).routes(),
+             held_rows=HELD_ROWS)
