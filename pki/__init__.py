@@ -1,0 +1,5 @@
+"""Session identity: SPIFFE IDs (`spiffe`), the edge policy (`edges`), SVID checks (`svid`), certificate
+building (`issue`), PEM delivery and loading (`bundle`), the CA child (`ca`) and test support (`testing`).
+
+Nothing is re-exported here, so a door that imports `pki.svid` never loads the CA child's code.
+"""

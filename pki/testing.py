@@ -95,10 +95,10 @@ class SessionPKI:
         """Key+leaf PEM for `role` with exactly one thing wrong, named by `kind` (see ODD_KINDS)."""
         if kind not in ODD_KINDS:
             raise ValueError(f"odd leaf kind {kind!r} is not one of {', '.join(ODD_KINDS)}")
-        key = new_key()
         if kind == "other_ca":
             other = SessionPKI.create(self.trust_domain, self.session_id, (role,), self.ttl_s)
             return other.svid_pem(role)
+        key = new_key()
         spec = self._odd_spec(kind, role)
         if kind == "self_signed":
             return svid_pem(key, sign_leaf(spec, key, key, spec.subject))
