@@ -85,8 +85,17 @@ def _check_deliveries(roles: tuple[str, ...], deliveries: Mapping[str, Delivery]
                 raise MintError(f"{role}: SVID memfd {delivery.fd} is not open ({exc.strerror})") from exc
             if size != 0:
                 raise MintError(f"{role}: SVID memfd {delivery.fd} is not empty")
+            if _seals(delivery.fd) & fcntl.F_SEAL_SEAL:
+                raise MintError(f"{role}: fd {delivery.fd} is not a sealable memfd: create it with new_svid_memfd")
         elif not isinstance(delivery, FileDelivery):
             raise MintError(f"{role}: delivery {delivery!r} is neither MemfdDelivery nor FileDelivery")
+
+
+def _seals(fd: int) -> int:
+    try:
+        return fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    except OSError:  # EINVAL: not a memfd (nor any file that supports seals)
+        return fcntl.F_SEAL_SEAL
 
 
 def mint_session(
@@ -112,7 +121,13 @@ def mint_session(
     finally:
         os.close(read_end)
         code = _reap(pid)
-    minted = _accept(reply, code, pid, trust_domain, session_id, roles)
+    try:
+        minted = _accept(reply, code, pid, trust_domain, session_id, roles)
+    except MintError:
+        if code == 0:  # the child delivered, but what it sent back is wrong: deliver nothing
+            for delivery in deliveries.values():
+                _undo(delivery)
+        raise
     for delivery in deliveries.values():
         if isinstance(delivery, MemfdDelivery):
             fcntl.fcntl(delivery.fd, fcntl.F_ADD_SEALS, _SEALS)

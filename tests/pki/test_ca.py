@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import json
@@ -285,3 +286,34 @@ def test_parent_never_holds_a_private_key(tmp_path: Path) -> None:
         assert _unread_in_pipes(pid) == {0: 0, 1: 0}, "a pipe besides stdin/stdout, or unread data"
         assert not os.path.exists(f"/proc/{spy['pid']}") or spy["pid"] not in _children_of(pid)
         assert _children_of(pid) == set()
+
+
+def test_refuses_a_memfd_that_cannot_be_sealed(tmp_path: Path) -> None:
+    plain = os.memfd_create("sh-test-plain", os.MFD_CLOEXEC)
+    regular = os.open(tmp_path / "sh-regular", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        for fd in (plain, regular):
+            with pytest.raises(ca.MintError, match="not a sealable memfd"):
+                ca.mint_session(TD, SID, ("fs",), 600, {"fs": ca.MemfdDelivery(fd)})
+    finally:
+        os.close(plain)
+        os.close(regular)
+
+
+def test_a_bad_reply_undoes_the_deliveries(
+    memfds: dict[str, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The child issues the fs leaf for the shell role: the parent's check must refuse it and undo it all.
+    real_issue_leaf = issue.issue_leaf
+
+    def swapped(ca_key, ca_cert, identity, now, ttl_s):
+        return real_issue_leaf(ca_key, ca_cert, dataclasses.replace(identity, role="fs"), now, ttl_s)
+
+    monkeypatch.setattr(issue, "issue_leaf", swapped)
+    app_file = tmp_path / "app.svid.pem"
+    deliveries: dict[str, ca.Delivery] = {"shell": ca.MemfdDelivery(memfds["shell"])}
+    deliveries["app"] = ca.FileDelivery(str(app_file), os.getuid(), os.getgid())
+    with pytest.raises(ca.MintError, match=r"bad leaf for (app|shell): peer SVID refused: role 'fs'"):
+        ca.mint_session(TD, SID, ("shell", "app"), 600, deliveries)
+    assert _read_fd(memfds["shell"]) == b""
+    assert not app_file.exists()
