@@ -111,8 +111,8 @@ def _no_new_privs() -> None:
     libc.prctl(libc.PR_SET_DUMPABLE, 0)
 
 
-def _seccomp(spec: ConfinementSpec) -> None:
-    spec.denied_syscalls[:] = seccomp.apply_seccomp(spec.seccomp_deny_inet)
+def _seccomp(spec: ConfinementSpec, prepared: seccomp.PreparedFilter) -> None:
+    spec.denied_syscalls[:] = prepared.load()
 
 
 def close_fds_except(keep: tuple[int, ...]) -> None:
@@ -132,6 +132,10 @@ def _environ(env: Mapping[str, str]) -> None:
 
 def apply_confinement(spec: ConfinementSpec) -> None:
     """Run every confinement step in order in this (forked, root, single-threaded) child."""
+    try:  # built first: once Landlock is on, libseccomp may no longer be readable
+        prepared = seccomp.PreparedFilter(spec.seccomp_deny_inet)
+    except (OSError, RuntimeError) as exc:
+        raise ConfinementError("seccomp", str(exc)) from exc
     _step("setsid", os.setsid)
     _step("pdeathsig", _pdeathsig, spec.parent_pid)
     if spec.netns_fd is not None:
@@ -143,7 +147,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     _step("no_new_privs", _no_new_privs)
     if spec.landlock is not None:
         _step("landlock", landlock.apply_landlock, spec.landlock, spec.landlock_abi)
-    _step("seccomp", _seccomp, spec)
+    _step("seccomp", _seccomp, spec, prepared)
     _step("close_fds", close_fds_except, spec.keep_fds)
     _step("environ", _environ, spec.env)
     _step("cwd", os.chdir, spec.cwd)

@@ -83,18 +83,33 @@ class SeccompError(RuntimeError):
     """The filter could not be built or loaded; the message names the rule."""
 
 
+class PreparedFilter:
+    """A built, not yet loaded, filter: build it before Landlock hides libseccomp, load it after."""
+
+    def __init__(self, deny_inet: bool) -> None:
+        self._filter = scmp.Filter(scmp.ACT_ALLOW)
+        self.denied: list[str] = []
+        try:
+            self._filter.set_badarch(scmp.ACT_KILL_PROCESS)
+            for rule in deny_rules(deny_inet):
+                added = self._filter.add(scmp.act_errno(rule.errno), rule.syscall, rule.cmps)
+                if added and rule.syscall not in self.denied:
+                    self.denied.append(rule.syscall)
+        except OSError as exc:
+            self._filter.release()
+            raise SeccompError(f"seccomp filter not built: {exc}") from exc
+
+    def load(self) -> list[str]:
+        """Load on the calling thread (needs no_new_privs), free the context, return the restricted syscalls."""
+        try:
+            self._filter.load()
+        except OSError as exc:
+            raise SeccompError(f"seccomp filter not loaded: {exc}") from exc
+        finally:
+            self._filter.release()
+        return list(self.denied)
+
+
 def apply_seccomp(deny_inet: bool) -> list[str]:
-    """Load the deny filter on the calling thread (needs no_new_privs); return the syscalls it restricts."""
-    flt = scmp.Filter(scmp.ACT_ALLOW)
-    denied: list[str] = []
-    try:
-        flt.set_badarch(scmp.ACT_KILL_PROCESS)
-        for rule in deny_rules(deny_inet):
-            if flt.add(scmp.act_errno(rule.errno), rule.syscall, rule.cmps) and rule.syscall not in denied:
-                denied.append(rule.syscall)
-        flt.load()
-    except OSError as exc:
-        raise SeccompError(f"seccomp filter not loaded: {exc}") from exc
-    finally:
-        flt.release()
-    return denied
+    """Build and load the deny filter on the calling thread; return the syscalls it restricts."""
+    return PreparedFilter(deny_inet).load()

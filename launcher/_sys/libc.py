@@ -13,6 +13,7 @@ ffi.cdef(
     long syscall(long number, ...);
     int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5);
     int setns(int fd, int nstype);
+    int unshare(int flags);
     int lckpwdf(void);
     int ulckpwdf(void);
     """
@@ -52,6 +53,11 @@ def raw_syscall(number: int, *args: int) -> int:
 def setns(fd: int, nstype: int) -> None:
     """Move the calling thread into the namespace fd refers to."""
     _check(_libc.setns(fd, nstype), "setns")
+
+
+def unshare(flags: int) -> None:
+    """Give the calling thread new namespaces of the kinds in flags."""
+    _check(_libc.unshare(flags), "unshare")
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:

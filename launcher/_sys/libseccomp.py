@@ -89,6 +89,6 @@ class Filter:
         _check(lib().seccomp_load(self._ctx), "seccomp_load")
 
     def release(self) -> None:
-        if self._ctx is not None:
+        if self._ctx is not None and self._ctx != ffi.NULL:
             lib().seccomp_release(self._ctx)
             self._ctx = None
