@@ -1,0 +1,63 @@
+"""One audit event per proxied request: who asked for what, what was decided, how much flowed. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+AuditSink = Callable[[dict[str, Any]], None]
+MAX_REQUESTED = 300
+
+
+@dataclass
+class Exchange:
+    """Filled in as one request goes through the door; `event()` is its audit line.
+
+    Holds no header value and no body: the path and query of a URL are left out too, since they
+    may carry tokens.
+    """
+
+    role: str
+    started: float
+    method: str = ""
+    requested: str = ""
+    host: str = ""
+    port: int = 0
+    answers: list[str] = field(default_factory=list)
+    address: str = ""
+    decision: str = "refuse"
+    reason: str = ""
+    row: str = ""
+    status: int = 0
+    bytes_up: int = 0
+    bytes_down: int = 0
+
+    def allow(self, row: str) -> None:
+        """Mark the request allowed by the manifest row `row`."""
+        self.decision, self.reason, self.row = "allow", "allowlisted", row
+
+    def refuse(self, status: int, reason: str, row: str) -> None:
+        """Mark the request refused."""
+        self.decision, self.status, self.reason, self.row = "refuse", status, reason, row
+
+    def event(self, now: float) -> dict[str, Any]:
+        """The audit event (JSON-ready)."""
+        return {
+            "door": "net",
+            "kind": "net.request",
+            "role": self.role,
+            "method": self.method,
+            "requested": self.requested[:MAX_REQUESTED],
+            "host": self.host,
+            "port": self.port,
+            "answers": self.answers,
+            "address": self.address,
+            "decision": self.decision,
+            "reason": self.reason,
+            "row": self.row,
+            "status": self.status,
+            "bytes_up": self.bytes_up,
+            "bytes_down": self.bytes_down,
+            "duration_ms": max(0, round((now - self.started) * 1000)),
+        }

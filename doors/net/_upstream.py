@@ -1,0 +1,63 @@
+"""Resolve once, check every answer, dial exactly a checked address."""
+
+from __future__ import annotations
+
+import socket
+
+import trio
+
+from doors.net import _refusal as refusal
+from doors.net._addr import AddressPolicy, IPAddress
+from doors.net._audit import Exchange
+from doors.net._decide import Target, check_answers
+from doors.net._refusal import Refusal
+from doors.net._resolve import ResolveError, Resolver, resolve_once
+
+
+async def _answers(resolver: Resolver, target: Target, timeout_s: float) -> list[IPAddress] | Refusal:
+    if target.host.ip is not None:
+        return [target.host.ip]
+    try:
+        return await resolve_once(resolver, target.host.name, timeout_s)
+    except ResolveError as exc:
+        return refusal.upstream_failed(502, exc.reason, str(exc))
+
+
+async def _dial(address: IPAddress, port: int) -> trio.SocketStream:
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    sock = trio.socket.socket(family, socket.SOCK_STREAM)
+    try:
+        await sock.connect((str(address), port))
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketStream(sock)
+
+
+async def open_upstream(
+    resolver: Resolver,
+    policy: AddressPolicy,
+    target: Target,
+    exchange: Exchange,
+    resolve_timeout_s: float,
+    connect_timeout_s: float,
+) -> trio.SocketStream | Refusal:
+    """A connected stream to a checked address of `target`, or the refusal (403, 502, 504)."""
+    answers = await _answers(resolver, target, resolve_timeout_s)
+    if isinstance(answers, Refusal):
+        return answers
+    exchange.answers = [str(ip) for ip in answers]
+    checked = check_answers(policy, target, answers)
+    if isinstance(checked, Refusal):
+        return checked
+    errors: list[str] = []
+    with trio.move_on_after(connect_timeout_s):
+        for address in checked:
+            exchange.address = str(address)
+            try:
+                return await _dial(address, target.port)
+            except OSError as exc:
+                errors.append(f"{address}: {exc.strerror or exc}")
+        return refusal.upstream_failed(502, "connect-failed", f"{target.host}:{target.port}: {'; '.join(errors)}")
+    return refusal.upstream_failed(504, "connect-timeout", f"{target.host}:{target.port} did not answer in "
+                                   f"{connect_timeout_s} s")

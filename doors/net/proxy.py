@@ -1,0 +1,141 @@
+"""The egress proxy: CONNECT tunnels and absolute-form plain HTTP on listeners handed over by fd.
+
+One chokepoint per request: decide with the pure cores, then act, then audit (one event each).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import trio
+
+from doors.net import _refusal as refusal
+from doors.net._addr import AddressPolicy
+from doors.net._audit import AuditSink, Exchange
+from doors.net._clienthello import DEFAULT_MAX_HELLO
+from doors.net._forward import forward
+from doors.net._framing import FramingError, start_request
+from doors.net._policy import Allowlist
+from doors.net._resolve import Resolver, SystemResolver
+from doors.net._respond import send_refusal
+from doors.net._tunnel import tunnel
+
+RECEIVE = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """What the proxy holds: the allowlist, the address policy and the limits (per role)."""
+
+    allowlist: Allowlist
+    addresses: AddressPolicy = field(default_factory=AddressPolicy)
+    resolve_timeout_s: float = 5.0
+    connect_timeout_s: float = 10.0
+    idle_timeout_s: float = 300.0
+    head_timeout_s: float = 30.0
+    max_tunnels: int = 64
+    max_hello: int = DEFAULT_MAX_HELLO
+    retry_after_s: int = 1
+
+
+@dataclass(frozen=True)
+class ProxyStatistics:
+    """Open tunnels and requests in flight per role, and totals since start."""
+
+    open_by_role: MappingProxyType[str, int]
+    requests: int
+    refused: int
+
+
+class Proxy:
+    """Serves proxy listeners, one role per listener."""
+
+    def __init__(self, config: ProxyConfig, audit: AuditSink, resolver: Resolver | None = None) -> None:
+        self.config = config
+        self.resolver: Resolver = resolver or SystemResolver()
+        self._audit = audit
+        self._open: Counter[str] = Counter()
+        self._requests = 0
+        self._refused = 0
+
+    def statistics(self) -> ProxyStatistics:
+        """A frozen snapshot of the counters."""
+        open_now = MappingProxyType({role: n for role, n in self._open.items() if n})
+        return ProxyStatistics(open_now, self._requests, self._refused)
+
+    async def serve(self, listener: trio.SocketListener, role: str,
+                    *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Accept on `listener` forever; every connection on it speaks for `role`."""
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            while True:
+                stream = await listener.accept()
+                nursery.start_soon(self.handle, stream, role)
+
+    async def handle(self, stream: trio.SocketStream, role: str) -> None:
+        """One client connection: requests in order (keep-alive, pipelining), or one tunnel."""
+        buf = b""
+        async with stream:
+            while True:
+                parsed, buf = await self._read_request(stream, buf)
+                if parsed is None:
+                    return
+                if isinstance(parsed, FramingError):
+                    self._refuse_unparsed(role, parsed)
+                    await send_refusal(stream, None, refusal.bad_request(parsed.reason, parsed.detail))
+                    return
+                conn, request = parsed
+                if request.method == b"CONNECT":
+                    await tunnel(self, stream, conn, request, role)
+                    return
+                leftover = await forward(self, stream, conn, request, role)
+                if leftover is None:
+                    return
+                buf = leftover
+
+    async def _read_request(self, stream: trio.SocketStream, buf: bytes) -> tuple[Any, bytes]:
+        """(h11 state + request | FramingError | None when the client left or stalled, bytes so far)."""
+        with trio.move_on_after(self.config.head_timeout_s):
+            while True:
+                parsed = start_request(buf)
+                if parsed is not None:
+                    return parsed, buf
+                try:
+                    data = await stream.receive_some(RECEIVE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return None, buf
+                if not data:
+                    return None, buf
+                buf += data
+        return None, buf
+
+    def exchange(self, role: str, method: bytes, requested: bytes) -> Exchange:
+        """A fresh audit record for one request."""
+        self._requests += 1
+        return Exchange(role=role, started=trio.current_time(), method=method.decode("ascii", "replace"),
+                        requested=requested.decode("ascii", "replace"))
+
+    def finish(self, exchange: Exchange) -> None:
+        """Emit the one audit event of this request."""
+        if exchange.decision != "allow":
+            self._refused += 1
+        self._audit(exchange.event(trio.current_time()))
+
+    def _refuse_unparsed(self, role: str, error: FramingError) -> None:
+        exchange = self.exchange(role, b"", b"")
+        exchange.refuse(400, error.reason, refusal.ROW_FRAMING)
+        self.finish(exchange)
+
+    def try_open(self, role: str) -> bool:
+        """Take one of the role's tunnel slots; False when all are in use."""
+        if self._open[role] >= self.config.max_tunnels:
+            return False
+        self._open[role] += 1
+        return True
+
+    def close_one(self, role: str) -> None:
+        """Give a slot back."""
+        self._open[role] -= 1
