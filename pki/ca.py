@@ -85,17 +85,16 @@ def _check_deliveries(roles: tuple[str, ...], deliveries: Mapping[str, Delivery]
                 raise MintError(f"{role}: SVID memfd {delivery.fd} is not open ({exc.strerror})") from exc
             if size != 0:
                 raise MintError(f"{role}: SVID memfd {delivery.fd} is not empty")
-            if _seals(delivery.fd) & fcntl.F_SEAL_SEAL:
-                raise MintError(f"{role}: fd {delivery.fd} is not a sealable memfd: create it with new_svid_memfd")
+            if not os.readlink(f"/proc/self/fd/{delivery.fd}").startswith("/memfd:"):
+                raise MintError(f"{role}: fd {delivery.fd} is not a memfd: create it with new_svid_memfd")
         elif not isinstance(delivery, FileDelivery):
             raise MintError(f"{role}: delivery {delivery!r} is neither MemfdDelivery nor FileDelivery")
 
 
-def _seals(fd: int) -> int:
-    try:
-        return fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-    except OSError:  # EINVAL: not a memfd (nor any file that supports seals)
-        return fcntl.F_SEAL_SEAL
+def _seal(fd: int) -> None:
+    """Seal a memfd made with MFD_ALLOW_SEALING (new_svid_memfd); leave one made without it as it is."""
+    if not fcntl.fcntl(fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_SEAL:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
 
 
 def mint_session(
@@ -130,7 +129,7 @@ def mint_session(
         raise
     for delivery in deliveries.values():
         if isinstance(delivery, MemfdDelivery):
-            fcntl.fcntl(delivery.fd, fcntl.F_ADD_SEALS, _SEALS)
+            _seal(delivery.fd)
     return minted
 
 
