@@ -40,16 +40,23 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
     return parser, set(subparsers.choices)
 
 
+def with_default_command(argv: list[str], commands: set[str]) -> list[str] | None:
+    """`argv` with DEFAULT_COMMAND in front when it starts with neither a command nor an option;
+    None when that is needed but the default command is not built."""
+    if not argv or argv[0] in commands or argv[0].startswith("-"):
+        return argv
+    return [DEFAULT_COMMAND, *argv] if DEFAULT_COMMAND in commands else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default sys.argv[1:]), run the command, return its exit code."""
-    args_in = list(sys.argv[1:] if argv is None else argv)
+    given = list(sys.argv[1:] if argv is None else argv)
     parser, commands = build_parser()
-    if args_in and args_in[0] not in commands and not args_in[0].startswith("-"):
-        if DEFAULT_COMMAND not in commands:
-            print(f"sharness-launch: no command {args_in[0]!r}, and `{DEFAULT_COMMAND}` is not built yet; "
-                  f"commands: {', '.join(sorted(commands))}", file=sys.stderr)
-            return EXIT_USAGE
-        args_in.insert(0, DEFAULT_COMMAND)
+    args_in = with_default_command(given, commands)
+    if args_in is None:
+        print(f"sharness-launch: no command {given[0]!r}, and `{DEFAULT_COMMAND}` is not built yet; "
+              f"commands: {', '.join(sorted(commands))}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         args = parser.parse_args(args_in)
     except SystemExit as exc:  # argparse exits 2 on a usage error and 0 after --help

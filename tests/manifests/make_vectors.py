@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = (ROOT / "manifests/vectors")
 for f in OUT.glob("*"):
     f.unlink()
-index = []
+index: list[dict[str, object]] = []
 
 def h(b): return "sha256:" + hashlib.sha256(b).hexdigest()
 
@@ -242,5 +242,6 @@ refuse("refuse-too-deep", GOOD.replace('["true"]', '["true", ' + "[" * 31 + "]" 
 
 (OUT / "index.json").write_text(json.dumps({"format": "sharness manifest vectors v1", "vectors": index},
                                            indent=2, ensure_ascii=False) + "\n")
-print(len(index), "vectors;", sum(1 for v in index if v["kind"] == "refuse"), "refusals;",
-      sum(1 for v in index if "verified" in v), "hand-verified")
+refusals = [v for v in index if v["kind"] == "refuse"]
+verified = [v for v in index if "verified" in v]
+print(len(index), "vectors;", len(refusals), "refusals;", len(verified), "hand-verified")

@@ -1,0 +1,136 @@
+"""The checks a schema cannot express, one refusal class at a time, each with its pointer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from manifests.samples import DROP, FULL, load, sample
+
+from launcher.manifest import ManifestError
+
+FS = {"refuse_secrets": True, "max_file_bytes": 1, "max_total_bytes": 1, "max_files": 1}
+SECRET = FULL["doors"]["keys"]["secrets"]["anthropic"]
+
+
+def refusal(document: dict[str, Any]) -> ManifestError:
+    with pytest.raises(ManifestError) as refused:
+        load(document)
+    assert refused.value.hint
+    return refused.value
+
+
+def test_the_full_sample_loads() -> None:
+    assert load(FULL).roles == ("app", "fs", "net", "keys", "shell", "model")
+
+
+@pytest.mark.parametrize(
+    ("changes", "pointer"),
+    [
+        ({"workspace": "relative/ws"}, "/workspace"),
+        ({"workspace": "/srv/../ws"}, "/workspace"),
+        ({"workspace": "/srv/./ws"}, "/workspace"),
+        ({"workspace": "/srv//ws"}, "/workspace"),
+        ({"workspace": "/srv/ws/"}, "/workspace"),
+        ({"workspace": "/srv/\x00ws"}, "/workspace"),
+        ({"workspace": "/srv/\x1bws"}, "/workspace"),
+        ({"workspace": "/"}, "/workspace"),
+        ({"app__files__read": ["/opt", "opt"]}, "/app/files/read/1"),
+        ({"app__files__exec": ["/opt/bin/"]}, "/app/files/exec/0"),
+        ({"app__argv": ["./agent"]}, "/app/argv/0"),
+        ({"app__argv": ["/opt/../agent"]}, "/app/argv/0"),
+        ({"app__argv": [""]}, "/app/argv/0"),
+        ({"app__argv": ["agent", "a\x00b"]}, "/app/argv/1"),
+        ({"doors__fs__read_only": ["/srv/sh-test/ws/.git"]}, "/doors/fs/read_only/0"),
+        ({"doors__fs__append_only": ["logs/"]}, "/doors/fs/append_only/0"),
+        ({"doors__fs__exec": ["../bin"]}, "/doors/fs/exec/0"),
+        ({"doors__keys__secrets__anthropic__from": "secrets/key"}, "/doors/keys/secrets/anthropic/from"),
+    ],
+)
+def test_paths(changes: dict[str, Any], pointer: str) -> None:
+    assert refusal(sample(**changes)).pointer == pointer
+
+
+def test_a_bare_program_name_is_allowed() -> None:
+    assert load(sample(app__argv=["python3", "agent.py"])).app.argv == ("python3", "agent.py")
+
+
+@pytest.mark.parametrize("name", ["Upper.test", "spiffe://t.test", "t.test:443", "a..b", "t.test."])
+def test_trust_domain(name: str) -> None:
+    assert refusal(sample(session__trust_domain=name)).pointer == "/session/trust_domain"
+
+
+@pytest.mark.parametrize(
+    ("edges", "pointer", "words"),
+    [
+        ([["app", "fs"], ["app", "fs"]], "/edges/1", "twice"),
+        ([["fs", "fs"]], "/edges/0", "self-edge"),
+        ([["fs", "app"]], "/edges/0/1", "serves nothing"),
+        ([["app", "net"]], "/edges/0/1", "not started"),
+        ([["net", "fs"]], "/edges/0/0", "not started"),
+    ],
+)
+def test_edges(edges: list[list[str]], pointer: str, words: str) -> None:
+    document = sample(doors={"fs": FS}, edges=edges)
+    error = refusal(document)
+    assert error.pointer == pointer and words in error.message
+
+
+def test_rows_only_for_started_roles() -> None:
+    no_shell = sample(doors__shell=DROP, doors__fs__hidden=[])
+    assert refusal(no_shell).pointer == "/doors/net/allow/shell"
+    no_model = sample(doors__model=DROP)
+    assert refusal(no_model).pointer == "/doors/keys/secrets/anthropic/roles/0"
+    literals = sample(doors__shell=DROP, doors__net__allow={"app": ["pypi.org:443"]},
+                      doors__net__allow_ip_literals=["shell"])
+    assert refusal(literals).pointer == "/doors/net/allow_ip_literals/0"
+
+
+def test_rows_need_their_edge() -> None:
+    edges = [["app", "fs"], ["app", "net"], ["app", "model"], ["model", "keys"], ["net", "keys"]]
+    assert refusal(sample(edges=edges)).pointer == "/doors/net/allow/shell"
+    edges = [["app", "fs"], ["app", "net"], ["app", "shell"], ["shell", "net"], ["app", "model"]]
+    assert refusal(sample(edges=edges)).pointer == "/doors/keys/secrets/anthropic/roles/0"
+
+
+def test_model_secret_must_exist_and_fit() -> None:
+    assert refusal(sample(doors__model__secret="other")).pointer == "/doors/model/secret"
+    assert refusal(sample(doors__keys=DROP)).pointer == "/doors/model/secret"
+    wrong_host = {"anthropic": {**SECRET, "hosts": ["api.example.com"]}}
+    assert refusal(sample(doors__keys__secrets=wrong_host)).pointer == "/doors/model/secret"
+    wrong_role = {"anthropic": {**SECRET, "roles": ["net"]}}
+    assert refusal(sample(doors__keys__secrets=wrong_role)).pointer == "/doors/model/secret"
+    assert refusal(sample(doors__model__upstream="https://pypi.org:0")).pointer == "/doors/model/upstream"
+
+
+def test_secrets_stay_out_of_the_apps_reach() -> None:
+    inside = {"anthropic": {**SECRET, "from": "/srv/sh-test/ws/.env"}}
+    assert refusal(sample(doors__keys__secrets=inside)).pointer == "/doors/keys/secrets/anthropic/from"
+    readable = sample(app__files__read=["/etc"])
+    assert "read this file directly" in refusal(readable).message
+
+
+def test_hidden_paths_need_no_direct_reader() -> None:
+    assert refusal(sample(doors__shell__workspace="read")).pointer == "/doors/fs/hidden/0"
+    assert refusal(sample(app__files__read=["/srv/sh-test"])).pointer == "/doors/fs/hidden/0"
+    assert load(sample(app__files__read=["/srv/sh-test/ws/src"])).app.files_read == ("/srv/sh-test/ws/src",)
+    assert load(sample(doors__shell__workspace="read", doors__fs__hidden=[]))
+
+
+def test_a_path_in_two_fs_rows_is_refused() -> None:
+    assert refusal(sample(doors__fs__append_only=[".git"])).pointer == "/doors/fs/append_only/0"
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [("pypi.org", "host:port"), ("*.org:443", "top-level"), ("192.0.2.7:443", "IP literal"),
+     ("PyPI.org:443", "lowercase"), ("pypi.org:99999", "port")],
+)
+def test_net_allow_entries(entry: str, words: str) -> None:
+    error = refusal(sample(doors__net__allow={"app": ["pypi.org:443", entry]}))
+    assert error.pointer == "/doors/net/allow/app/1" and words in error.message
+
+
+def test_ip_literals_need_the_opt_in() -> None:
+    document = sample(doors__net__allow={"app": ["192.0.2.7:443"]}, doors__net__allow_ip_literals=["app"])
+    assert load(document).door_rows("net")["allow"] == {"app": ["192.0.2.7:443"]}
