@@ -10,7 +10,7 @@ from launcher import cgroups, netns, users
 from launcher.journal import Journal
 from launcher.layout import LOOPBACK_ONLY, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups
 from launcher.manifest import Manifest
-from pki.ca import FileDelivery, MemfdDelivery, MintedSession, mint_session
+from pki.ca import FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
 
 APP_SVID = "svid.pem"
 APP_BUNDLE = "bundle.pem"
@@ -132,7 +132,7 @@ class SessionBuilder:
         for role in self.manifest.roles:
             if role == "app":
                 continue
-            fd = os.memfd_create(f"sharness-svid-{role}", os.MFD_CLOEXEC)
+            fd = new_svid_memfd(role)
             self.resources.svid_memfds[role] = fd
             deliveries[role] = MemfdDelivery(fd)
         app_dir = self.layout.private_dir("app")
