@@ -7,6 +7,7 @@ import socket
 import ssl
 import struct
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -127,7 +128,10 @@ class _Door:
             def gate(request: Request) -> Response:
                 return refusal
 
-            await serve_http(tls, self.router, self.limits, gate=gate)
+            # A refused client gets its answer on its first request; it may not idle on a slot meanwhile.
+            limits = replace(self.limits, idle_timeout_s=min(self.limits.idle_timeout_s,
+                                                             self.limits.head_timeout_s))
+            await serve_http(tls, self.router, limits, gate=gate)
             return
 
         def on_exchange(request: Request, status: int) -> None:
