@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,7 +59,7 @@ def _snapshot(path: str) -> list[tuple[str, bytes]]:
     for directory, dirs, files in os.walk(path):
         for name in sorted(dirs + files):
             full = os.path.join(directory, name)
-            content = open(full, "rb").read() if os.path.isfile(full) else b""
+            content = Path(full).read_bytes() if os.path.isfile(full) else b""
             found.append((os.path.relpath(full, path), content))
     return sorted(found)
 
