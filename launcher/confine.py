@@ -11,7 +11,7 @@ import os
 import resource
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from launcher import landlock, seccomp
 from launcher._sys import libc
@@ -66,7 +66,6 @@ class ConfinementSpec:
     env: Mapping[str, str]
     cwd: str
     parent_pid: int | None = None  # the launcher's pid taken before fork; None: orphaned means ppid 1
-    denied_syscalls: list[str] = field(default_factory=list, compare=False)
 
     def __post_init__(self) -> None:
         if self.uid == 0 or self.gid == 0 or 0 in self.groups:
@@ -111,10 +110,6 @@ def _no_new_privs() -> None:
     libc.prctl(libc.PR_SET_DUMPABLE, 0)
 
 
-def _seccomp(spec: ConfinementSpec, prepared: seccomp.PreparedFilter) -> None:
-    spec.denied_syscalls[:] = prepared.load()
-
-
 def close_fds_except(keep: tuple[int, ...]) -> None:
     """Close every fd but 0, 1, 2 and `keep`, with close_range over the gaps."""
     kept = sorted({0, 1, 2, *keep})
@@ -147,7 +142,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     _step("no_new_privs", _no_new_privs)
     if spec.landlock is not None:
         _step("landlock", landlock.apply_landlock, spec.landlock, spec.landlock_abi)
-    _step("seccomp", _seccomp, spec, prepared)
+    _step("seccomp", prepared.load)
     _step("close_fds", close_fds_except, spec.keep_fds)
     _step("environ", _environ, spec.env)
     _step("cwd", os.chdir, spec.cwd)

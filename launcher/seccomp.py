@@ -99,6 +99,10 @@ class PreparedFilter:
             self._filter.release()
             raise SeccompError(f"seccomp filter not built: {exc}") from exc
 
+    def release(self) -> None:
+        """Free the context without loading it."""
+        self._filter.release()
+
     def load(self) -> list[str]:
         """Load on the calling thread (needs no_new_privs), free the context, return the restricted syscalls."""
         try:
@@ -108,6 +112,13 @@ class PreparedFilter:
         finally:
             self._filter.release()
         return list(self.denied)
+
+
+def denied_syscalls(deny_inet: bool) -> list[str]:
+    """The syscalls the filter would restrict on this architecture (for reports), without loading it."""
+    prepared = PreparedFilter(deny_inet)
+    prepared.release()
+    return list(prepared.denied)
 
 
 def apply_seccomp(deny_inet: bool) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 from kernel_child import confined, make_spec, run_child, scratch_user
 
 from launcher._sys import libc, libseccomp
-from launcher.seccomp import DENIED_SYSCALLS, apply_seccomp, deny_rules
+from launcher.seccomp import DENIED_SYSCALLS, apply_seccomp, denied_syscalls, deny_rules
 
 CLONE_NEWUSER = 0x10000000
 AF_PACKET = 17
@@ -170,3 +170,9 @@ def test_x32_and_foreign_arch_syscalls_kill_the_process() -> None:
     assert control.killed_by is None
     result = run_child(seccomp_only(False), lambda: libc.raw_syscall(x32_getpid))
     assert result.killed_by == signal.SIGSYS
+
+
+def test_denied_syscalls_reports_what_this_architecture_resolves() -> None:
+    reported = denied_syscalls(True)
+    assert {"clone", "clone3", "socket"} <= set(reported)
+    assert set(reported) == {name for name in (*DENIED_SYSCALLS, "clone", "clone3", "socket") if nr(name) >= 0}
