@@ -88,7 +88,7 @@ class Plan:
 
 
 def _root(facts: KernelFacts) -> str | None:
-    return None if facts.is_root else "needs root to create users and hand out sockets"
+    return None if facts.is_root else "needs root to create users and hand out sockets (this ran without root)"
 
 
 def _netns(facts: KernelFacts) -> str | None:

@@ -104,6 +104,14 @@ def test_the_examples_are_what_they_say() -> None:
     assert demo.workspace == "/var/lib/sharness/demo/workspace"
 
 
+def test_default_edges_are_frozen_for_manifest_v0() -> None:
+    # A manifest without "edges" is hashed as written: its edges follow from the version and the started
+    # doors. Changing this set therefore needs a new "sharness" version, never an edit here.
+    frozen_for_v0 = {("app", "fs"), ("app", "net"), ("app", "shell"), ("app", "model"),
+                     ("net", "keys"), ("model", "keys"), ("shell", "net")}
+    assert frozen_for_v0 == DEFAULT_EDGES
+
+
 def test_default_edges_match_pki_when_it_is_built() -> None:
     edges = pytest.importorskip("pki.edges", reason="pki.edges is not built yet")
     assert edges.DEFAULT_EDGES == DEFAULT_EDGES
