@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import traceback
 from collections.abc import AsyncIterable, Callable
 from dataclasses import replace
 
@@ -165,8 +166,11 @@ async def _respond(
         return await _call(match, request, body), body
     except HttpError as refusal_error:
         return refusal_error.response(), body
-    except Exception:
-        log.exception("handler for %s %s failed", request.method, request.path)
+    except Exception as exc:
+        # Type and place only: an exception's text may hold what a handler was working on (a secret).
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        log.error("handler for %s %s failed: %s at %s:%s", request.method, request.path,
+                  type(exc).__name__, frame.filename, frame.lineno)
         return HttpError(500, "door.internal", router.who, "the door failed on this request",
                          "report this with the door's audit log", close=True).response(), body
 
