@@ -64,6 +64,9 @@ class RemovalError:
     name: str
     detail: str
 
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}: {self.detail}"
+
 
 # --- pure helpers -------------------------------------------------------------------------------------
 
