@@ -1,0 +1,111 @@
+"""Build the net door from its contract: proxy listeners by fd, rows, audit to the status fd, mTLS hello."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from doors._contract import DoorContract
+from doors._door import DoorRuntime, serve_door
+from doors._http import Route
+from doors._status import StatusSender
+from doors._transport import listener_from_fd
+from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
+from doors.net._audit import AuditSink
+from doors.net._policy import Allowlist
+from doors.net._resolve import Resolver
+from doors.net.proxy import Proxy, ProxyConfig
+
+PROXY_FD_PREFIX = "proxy."
+# Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
+HELD_ROWS = frozenset({"allow", "max_tunnels", "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s"})
+_LIMIT_ROWS = ("max_tunnels", "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s")
+
+
+def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPAddress, int]],
+                     test_internet: tuple[IPNetwork, ...] = ()) -> ProxyConfig:
+    """The proxy's config from the contract rows (`allow` is the manifest's doors.net.allow).
+
+    `test_internet` is for tests and the bench only; no row sets it.
+    """
+    allow = rows.get("allow", {})
+    if not isinstance(allow, Mapping):
+        raise ValueError("doors.net.allow must map each role to a list of host:port entries")
+    limits: dict[str, Any] = {}
+    for name in _LIMIT_ROWS:
+        value = rows.get(name)
+        if value is not None:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"doors.net.{name} must be a positive integer, not {value!r}")
+            limits[name] = value
+    return ProxyConfig(allowlist=Allowlist.from_rows(allow), addresses=AddressPolicy(test_internet, own_listeners),
+                       **limits)
+
+
+def proxy_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.SocketListener]]:
+    """(role, listener) for every `proxy.<role>` fd the launcher passed."""
+    return [(name[len(PROXY_FD_PREFIX):], listener_from_fd(fd))
+            for name, fd in sorted(listen_fds.items()) if name.startswith(PROXY_FD_PREFIX)]
+
+
+def own_addresses(listeners: list[tuple[str, trio.SocketListener]]) -> frozenset[tuple[IPAddress, int]]:
+    """Where the door itself listens: never a destination (no self-connection)."""
+    found: set[tuple[IPAddress, int]] = set()
+    for _, listener in listeners:
+        if listener.socket.family in (socket.AF_INET, socket.AF_INET6):
+            host, port = listener.socket.getsockname()[:2]
+            found.add((ipaddress.ip_address(host), int(port)))
+    return frozenset(found)
+
+
+class _LateAudit:
+    """The proxy's audit sink until the door runtime (and its status channel) exists."""
+
+    def __init__(self) -> None:
+        self.sink: AuditSink | None = None
+        self.ready = trio.Event()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if self.sink is not None:
+            self.sink(event)
+
+    def routes(self, runtime: DoorRuntime) -> list[Route]:
+        self.sink = runtime.audit
+        self.ready.set()
+        return []
+
+
+async def serve_net(contract: DoorContract, status: StatusSender, resolver: Resolver | None = None,
+                    test_internet: tuple[IPNetwork, ...] = ()) -> None:
+    """The door's hello on mTLS plus one proxy loop per `proxy.<role>` listener, until SIGTERM."""
+    listeners = proxy_listeners(contract.listen_fds)
+    late = _LateAudit()
+    proxy = Proxy(config_from_rows(contract.rows, own_addresses(listeners), test_internet), late, resolver)
+
+    async def serve_after_runtime(listener: trio.SocketListener, role: str) -> None:
+        await late.ready.wait()
+        await proxy.serve(listener, role)
+
+    async with trio.open_nursery() as nursery:
+        for role, listener in listeners:
+            nursery.start_soon(serve_after_runtime, listener, role)
+        await serve_door(contract, status, late.routes, held_rows=HELD_ROWS)
+        nursery.cancel_scope.cancel()
+
+
+def serve(contract: DoorContract) -> None:
+    """Run the net door process from its contract; exit 1 with a fatal status message on a crash."""
+    status = StatusSender(contract.status_fd)
+    try:
+        trio.run(serve_net, contract, status)
+    except BaseException as exc:
+        status.fatal(f"the net door failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:500]}")
+        raise SystemExit(1) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            status.close()
