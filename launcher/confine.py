@@ -1,7 +1,8 @@
 """Confine a freshly forked child (still root) into one component, in the order DESIGN.md step 7 gives.
 
-setsid → parent-death signal → netns → cgroup → rlimits → groups/gid/uid → no_new_privs, not dumpable →
-Landlock → seccomp → close every fd outside the contract → clean environment → cwd.
+setsid → parent-death signal → netns → cgroup → rlimits → groups/gid/uid → parent-death signal again
+(setuid clears it) → no_new_privs, not dumpable → Landlock → seccomp → close every fd outside the
+contract → clean environment → cwd.
 """
 
 from __future__ import annotations
@@ -139,6 +140,8 @@ def apply_confinement(spec: ConfinementSpec) -> None:
         _step("cgroup", spec.cgroup.join, 0)
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
+    # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.
+    _step("pdeathsig", _pdeathsig, spec.parent_pid)
     _step("no_new_privs", _no_new_privs)
     if spec.landlock is not None:
         _step("landlock", landlock.apply_landlock, spec.landlock, spec.landlock_abi)

@@ -29,6 +29,7 @@ SYS_LANDLOCK_RESTRICT_SELF = 446
 
 CLONE_NEWNET = 0x40000000
 PR_SET_PDEATHSIG = 1
+PR_GET_PDEATHSIG = 2
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_GET_SECCOMP = 21
@@ -63,6 +64,13 @@ def unshare(flags: int) -> None:
 def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
     """prctl(2); raises OSError on failure."""
     return _check(_libc.prctl(option, arg2, arg3, arg4, arg5), f"prctl({option})")
+
+
+def parent_death_signal() -> int:
+    """PR_GET_PDEATHSIG: the signal this process gets when its parent dies (0: none)."""
+    sig = ffi.new("int *")
+    _check(_libc.prctl(PR_GET_PDEATHSIG, ffi.cast("unsigned long", sig), 0, 0, 0), "prctl(PR_GET_PDEATHSIG)")
+    return int(sig[0])
 
 
 def close_range(first: int, last: int) -> None:

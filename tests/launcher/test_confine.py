@@ -7,7 +7,10 @@ import fcntl
 import os
 import resource
 import secrets
+import signal
 import socket
+import time
+from dataclasses import replace
 
 import pytest
 from kernel_child import confined, confined_raw, make_spec, run_child, scratch_dir, scratch_user
@@ -88,6 +91,7 @@ def test_privileges_rlimits_session_fds_environment_and_cwd() -> None:
 
             def look() -> dict[str, object]:
                 return {
+                    "pdeathsig": libc.parent_death_signal(),
                     "nnp": libc.prctl(PR_GET_NO_NEW_PRIVS), "dumpable": libc.prctl(PR_GET_DUMPABLE),
                     "sid": os.getsid(0) == os.getpid(), "fds": sorted(int(f) for f in os.listdir("/proc/self/fd")),
                     "env": dict(os.environ), "cwd": os.getcwd(),
@@ -99,6 +103,7 @@ def test_privileges_rlimits_session_fds_environment_and_cwd() -> None:
         finally:
             for fd in (keep_r, keep_w, stray):
                 os.close(fd)
+    assert report["pdeathsig"] == signal.SIGKILL  # still armed after setuid, which clears it
     assert report["nnp"] == 1 and report["dumpable"] == 0 and report["sid"] is True
     # 0-2, the kept fd, the report pipe, and the fd listdir opened for itself: nothing else.
     assert keep_r in report["fds"] and stray not in report["fds"] and len(report["fds"]) == 6
@@ -178,3 +183,45 @@ def test_deny_inet_reaches_the_child_through_the_spec() -> None:
     with scratch_user() as user:
         assert confined(make_spec(user, seccomp_deny_inet=False), inet).report == {"value": 0}
         assert confined(make_spec(user, seccomp_deny_inet=True), inet).errno == errno.EPERM
+
+
+def _dead(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.root
+def test_a_confined_child_dies_with_its_parent() -> None:
+    rfd, wfd = os.pipe()
+    with scratch_user() as user:
+        spec = make_spec(user, keep_fds=(wfd,))
+        middle = os.fork()
+        if middle == 0:  # pragma: no cover - the stand-in launcher
+            parent = os.getpid()
+            if os.fork() == 0:
+                try:
+                    apply_confinement(replace(spec, parent_pid=parent))
+                    os.write(wfd, f"{os.getpid()}\n".encode())
+                    signal.pause()
+                finally:
+                    os._exit(3)
+            os.close(wfd)
+            os.close(rfd)
+            signal.pause()  # until the test kills it
+            os._exit(0)
+        os.close(wfd)
+        child = int(os.read(rfd, 64).split()[0])
+        os.close(rfd)
+        assert not _dead(child)
+        os.kill(middle, signal.SIGKILL)  # the launcher dies
+        os.waitpid(middle, 0)
+        for _ in range(500):
+            if _dead(child):
+                break
+            time.sleep(0.01)
+        else:
+            os.kill(child, signal.SIGKILL)
+            pytest.fail("the confined child outlived its parent: the parent-death signal was not armed")
