@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from doors._http import (
     ClientConnection,
@@ -209,3 +211,24 @@ async def test_door_refusal_keeps_the_connection() -> None:
         assert client.conn.next_cycle()
         assert (await client.request("POST", "/echo", b"1")).status == 200
         await client.stream.aclose()
+
+
+@given(st.binary(max_size=2048))
+@settings(max_examples=100, deadline=None)
+def test_any_bytes_end_in_a_response_or_a_close_never_a_crash(data: bytes) -> None:
+    async def main() -> None:
+        client_end, server_end = trio.testing.memory_stream_pair()
+
+        async def serve() -> None:
+            async with server_end:
+                await serve_http(server_end, ROUTER, SMALL)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            await client_end.send_all(data)
+            await client_end.send_eof()
+            with trio.fail_after(30):
+                while await client_end.receive_some(65536):
+                    pass
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from doors._http import Limits, ServerConnection
 from doors._http._server_conn import BodyEnd, Head, Malformed, NeedData
 
@@ -69,3 +72,17 @@ def test_partial_head_needs_data_then_bodyless_request_ends() -> None:
     conn.receive_data(b"st: x\r\n\r\n")
     assert isinstance(conn.next_event(), Head)
     assert isinstance(conn.next_event(), BodyEnd)
+
+
+@given(st.binary(max_size=4096), st.integers(min_value=1, max_value=64))
+@settings(max_examples=300, deadline=None)
+def test_any_bytes_give_events_never_an_exception(data: bytes, piece: int) -> None:
+    conn = ServerConnection(Limits(max_header_bytes=1024), "fs")
+    for start in range(0, len(data), piece):
+        conn.receive_data(data[start:start + piece])
+        event = conn.next_event()
+        if isinstance(event, Malformed):
+            assert event.response.status in (400, 414, 431) and event.response.close
+            return
+        while isinstance(event, Head | BodyEnd):
+            event = conn.next_event()
