@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import grp
+import json
 import os
 import pwd
 import secrets
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from launcher.commands import gc as gc_command
 from launcher.gc import collect
 from launcher.journal import JournalEntry
 from launcher.journal_removers import process_alive, process_name
@@ -248,3 +251,47 @@ def test_gc_names_what_it_could_not_remove(sessions_root: tuple[str, str]) -> No
     assert [(e.sid, e.kind, e.name) for e in report.errors] == [("0badf00d", "dir", "/etc/sh-never")]
     assert "outside the sharness roots" in report.errors[0].detail
     assert os.path.exists(f"{sessions}/0badf00d/journal")  # kept for the next gc or a person
+
+
+def _gc_cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    gc_command.register(parser.add_subparsers())
+    args = parser.parse_args(["gc", *argv])
+    result: int = args.func(args)
+    return result
+
+
+def _dead_journal(sessions: str, sid: str, *entries: tuple[str, str]) -> None:
+    os.makedirs(f"{sessions}/{sid}")
+    lines = [{"kind": "launcher", "name": "4194304:1"}] + [{"kind": k, "name": n} for k, n in entries]
+    Path(f"{sessions}/{sid}/journal").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+@pytest.mark.root
+def test_gc_command_prints_what_it_removed(
+    sessions_root: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sessions, run = sessions_root
+    os.makedirs(f"{run}/0badc0de/doors")
+    _dead_journal(sessions, "0badc0de", ("dir", f"{run}/0badc0de"))
+    assert _gc_cli("--sessions-dir", sessions, "--runtime-dir", run) == 0
+    out = capsys.readouterr().out
+    assert out == f"gc: removed 1 dead session(s): 0badc0de\n  dir: {run}/0badc0de\n"
+    assert _gc_cli("--sessions-dir", sessions, "--runtime-dir", run) == 0
+    assert capsys.readouterr().out == "gc: nothing to remove\n"
+
+
+@pytest.mark.root
+def test_gc_command_exits_1_naming_what_is_left(
+    sessions_root: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    sessions, run = sessions_root
+    _dead_journal(sessions, "0badc0de", ("file", "/etc/sh-never"), ("dir", f"{run}/0badc0de"))
+    assert _gc_cli("--json", "--sessions-dir", sessions, "--runtime-dir", run) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False and report["sessions_removed"] == []
+    assert report["removed"] == {"dir": [f"{run}/0badc0de"]}
+    assert [(e["kind"], e["name"]) for e in report["errors"]] == [("file", "/etc/sh-never")]
+    assert _gc_cli("--sessions-dir", sessions, "--runtime-dir", run) == 1
+    err = capsys.readouterr().err
+    assert "could not remove session 0badc0de: file /etc/sh-never: RemovalRefused: refusing" in err
