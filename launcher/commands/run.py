@@ -9,7 +9,6 @@ import os
 import sys
 
 EXIT_NOT_ROOT = 77
-EXIT_BAD_MANIFEST = 65
 EXIT_HASH = 125
 EXIT_UNHELD = 78
 CONFIRM_HEX = 12
@@ -44,29 +43,23 @@ def _confirm_on_terminal(manifest, plan_text: str) -> bool:  # type: ignore[no-u
 
 
 def run(args: argparse.Namespace) -> int:
-    from launcher.manifest import ManifestError, load_manifest
+    from launcher.commands import CommandError, expected_hash, fail, read_manifest
 
     if os.geteuid() != 0:
         _err("the launcher must run as root (it creates users, namespaces and cgroups): use sudo; nothing was created")
         return EXIT_NOT_ROOT
     try:
-        with open(args.manifest, "rb") as handle:
-            raw = handle.read(2 * 1024 * 1024)
-    except OSError as exc:
-        _err(f"cannot read {args.manifest}: {exc.strerror}")
-        return EXIT_BAD_MANIFEST
-    try:
-        manifest = load_manifest(raw)
-    except ManifestError as exc:
-        _err(f"{args.manifest}: {exc}")
-        return EXIT_BAD_MANIFEST
+        manifest = read_manifest(args.manifest)
+        want = expected_hash(args.expect_hash) if args.expect_hash is not None else None
+    except CommandError as error:
+        return fail(args, error)
 
     from launcher.plan import build_plan, render_plan
     from launcher.probe import probe_kernel
 
     facts = probe_kernel()
     plan = build_plan(manifest, facts)
-    if args.expect_hash is None:
+    if want is None:
         if not sys.stdin.isatty():
             _err("no --expect-hash and stdin is not a terminal: approve the hash from `sharness-launch check "
                  f"{args.manifest}` and pass it with --expect-hash; nothing was created")
@@ -74,16 +67,17 @@ def run(args: argparse.Namespace) -> int:
         if not _confirm_on_terminal(manifest, render_plan(plan)):
             _err("the typed characters do not match the manifest hash; nothing was created")
             return EXIT_HASH
-    elif not hmac.compare_digest(args.expect_hash.strip().lower(), manifest.sha256):
-        _err(f"hash mismatch: expected {args.expect_hash}, the manifest is {manifest.sha256}; nothing was created")
+    elif not hmac.compare_digest(want, manifest.sha256):
+        _err(f"hash mismatch: expected {want}, the manifest is {manifest.sha256}; nothing was created")
         return EXIT_HASH
 
     unheld = [row for row in plan.rows if not row.held]
     if unheld and not args.best_effort:
-        _err(f"{len(unheld)} row(s) cannot be held on this machine; nothing was created:")
+        _err(f"{len(unheld)} row(s) cannot be held here; nothing was created:")
         for row in unheld:
-            _err(f"  {row.row_id}: {row.why_unheld}")
-        _err("change the manifest, or run with --best-effort to run them unheld")
+            who = "this kernel cannot hold it" if not row.kernel_can_hold else "not built yet"
+            _err(f"  {row.component}: {row.row_id} ({who}): {row.why_unheld}")
+        _err("change the manifest, or run with --best-effort to run those rows unheld")
         return EXIT_UNHELD
 
     from launcher import gc
@@ -97,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         "sid": result.sid,
         "exit_code": result.exit_code,
         "reason": result.reason,
-        "unheld_rows": [row.row_id for row in unheld],
+        "unheld_rows": [f"{row.component}:{row.row_id}" for row in unheld],
         "audit_dir": result.audit_dir,
         "audit_public_key": result.audit_public_key,
         "timings_ms": result.timings_ms,
@@ -106,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     _err(f"session {result.sid} ended: {result.reason}")
     _err(f"audit log {result.audit_dir}; session public key:\n{result.audit_public_key.strip()}")
     if unheld:
-        _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {', '.join(r.row_id for r in unheld)}")
+        _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {', '.join(summary['unheld_rows'])}")  # type: ignore[arg-type]
     for error in result.teardown_errors:
         _err(f"teardown could not remove: {error} (run `sharness-launch gc`)")
     if args.json:
