@@ -9,6 +9,8 @@ import resource
 import secrets
 import signal
 import socket
+import subprocess
+import threading
 import time
 from dataclasses import replace
 
@@ -225,3 +227,18 @@ def test_a_confined_child_dies_with_its_parent() -> None:
         else:
             os.kill(child, signal.SIGKILL)
             pytest.fail("the confined child outlived its parent: the parent-death signal was not armed")
+
+
+@pytest.mark.root
+def test_threads_and_subprocesses_still_start_under_the_filter() -> None:
+    """clone3 gets ENOSYS: glibc must fall back to clone for pthread_create and posix_spawn."""
+
+    def start_both() -> list[int]:
+        seen: list[int] = []
+        worker = threading.Thread(target=lambda: seen.append(threading.get_native_id()))
+        worker.start()
+        worker.join()
+        return [len(seen), subprocess.run(["/usr/bin/true"], check=False).returncode]
+
+    with scratch_user() as user:
+        assert confined(make_spec(user, seccomp_deny_inet=True), start_both).report == {"value": [1, 0]}
