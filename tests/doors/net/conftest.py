@@ -96,6 +96,8 @@ def namespaces() -> Iterator[Names]:
                 netns.ip("-n", ns, "addr", "add", addr, "dev", dev)
             netns.ip("-n", ns, "addr", "add", f"{DOOR_V6 if ns == names.door else WAN_V6}/64", "dev", dev, "nodad")
             netns.ip("-n", ns, "link", "set", dev, "up")
+        netns.wait_up(names.door, veth_door)
+        netns.wait_up(names.wan, veth_wan)
         # A neighbour nobody answers for: SYNs to it vanish, so a dial there times out.
         netns.ip("-n", names.door, "neigh", "add", BLACKHOLE_V4, "lladdr", "02:00:5e:00:00:99", "dev", veth_door,
                  "nud", "permanent")

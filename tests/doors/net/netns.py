@@ -9,6 +9,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 
 import cffi
@@ -54,10 +55,25 @@ def socket_in(name: str, family: int = socket.AF_INET, kind: int = socket.SOCK_S
         return socket.socket(family, kind)
 
 
+def wait_up(name: str, device: str, timeout_s: float = 5.0) -> None:
+    """Wait until `device` in netns `name` reports LOWER_UP (veth carrier comes up asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        shown = subprocess.run(["ip", "-n", name, "-o", "link", "show", "dev", device],
+                               capture_output=True, text=True, check=False).stdout
+        if "LOWER_UP" in shown and "state UP" in shown:
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"{device} in {name} did not come up within {timeout_s} s")
+
+
 def add(name: str) -> None:
     """Create netns `name` with its loopback up."""
     ip("netns", "add", name)
     ip("-n", name, "link", "set", "lo", "up")
+    # No duplicate address detection: a new link's IPv6 addresses are usable at once.
+    for scope in ("all", "default"):
+        ip("netns", "exec", name, "sysctl", "-qw", f"net.ipv6.conf.{scope}.accept_dad=0")
 
 
 def remove(name: str) -> None:
