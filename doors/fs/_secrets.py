@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_MARKERS: tuple[tuple[str, re.Pattern[bytes]], ...] = (
-    ("PEM private key", re.compile(rb"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY")),
-    ("PuTTY private key", re.compile(rb"PuTTY-User-Key-File-[0-9]")),
-    ("OpenSSH private key", re.compile(rb"b3BlbnNzaC1rZXktdjE")),  # base64("openssh-key-v1")
+# (kind, a literal every match contains, the pattern). The literal is searched first (bytes.find runs at
+# memory speed); the regular expression runs only on windows that hold it.
+_MARKERS: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = (
+    ("PEM private key", b"BEGIN ", re.compile(rb"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY")),
+    ("PuTTY private key", b"PuTTY-User-Key-File-", re.compile(rb"PuTTY-User-Key-File-[0-9]")),
+    ("OpenSSH private key", b"b3BlbnNzaC1rZXktdjE", re.compile(rb"b3BlbnNzaC1rZXktdjE")),  # "openssh-key-v1"
 )
 # Longest possible marker minus one: enough history that a match ending in new data is always whole.
 CARRY = 5 + 1 + 6 + 40 + len("PRIVATE KEY") - 1
@@ -30,7 +32,9 @@ class Finding:
 
 def _first_match(window: bytes, min_end: int) -> tuple[str, int] | None:
     best: tuple[str, int] | None = None
-    for kind, pattern in _MARKERS:
+    for kind, literal, pattern in _MARKERS:
+        if literal not in window:
+            continue
         for match in pattern.finditer(window):
             if match.end() > min_end and (best is None or match.end() < best[1]):
                 best = (kind, match.end())

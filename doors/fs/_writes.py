@@ -102,7 +102,8 @@ class WriteHandlers(FsHandlers):
         located = await self.locate_parent(call)
         with ExitStack() as stack:
             stack.callback(os.close, located.parent_fd)
-            temp_fd, temp_name = self._create_temp(call, located)
+            # Creating a file can wait on the file system's journal: never in the event loop.
+            temp_fd, temp_name = await trio.to_thread.run_sync(self._create_temp, call, located)
             stack.callback(self.workspace.discard_temp, located.parent_fd, temp_name)
             stack.callback(os.close, temp_fd)
             received = await self._receive(request, call, lambda chunk: self.workspace.write_all(temp_fd, chunk))

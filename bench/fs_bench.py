@@ -1,0 +1,309 @@
+"""fs door figures: small-file writes/s and large-file MB/s through the door against direct local writes.
+
+The door runs in its own process (mutual TLS over a Unix socket, the real routes and dispatch); the client
+is the app's blocking DoorClient on one kept-alive connection. Direct baselines run in this process on the
+same file system in the same run: a plain open/write/close, and the same atomic sequence the door does
+(temporary file, fsync, rename, fsync of the directory). As root it also measures what the ownership
+options cost (an fchown per write; Landlock on the writer), for docs/decisions/fs.md.
+
+    python -m bench.fs_bench [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+RATIOS = (
+    ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_atomic"),
+    ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_plain"),
+    ("fs_large_write_mb_per_s_door", "fs_large_write_mb_per_s_direct"),
+    ("fs_large_read_mb_per_s_door", "fs_large_read_mb_per_s_direct"),
+)
+SMALL_BYTES = 4096
+MB = 1024 * 1024
+
+
+def _serve(directory: str, workspace: str) -> None:
+    """The door process: serve the fs routes over mTLS on DIR/fs.sock until killed."""
+    import trio
+
+    from doors._http import Limits, Router
+    from doors._transport._server import serve_mtls, unix_listener
+    from doors._transport._tls import server_context_from_file
+    from doors.fs import build
+    from pki.edges import DEFAULT_EDGES, EdgePolicy
+    from pki.spiffe import SessionIdentity
+
+    with open(os.path.join(directory, "meta.json")) as source:
+        meta = json.load(source)
+    rows = {"workspace": workspace, "max_file_bytes": 1 << 40, "max_total_bytes": 1 << 50, "max_files": 1 << 40}
+    api = build(rows, lambda event: None)
+    with open(os.path.join(directory, "bundle.pem"), "rb") as source:
+        bundle = source.read()
+    ctx = server_context_from_file(bundle, os.path.join(directory, "fs.svid.pem"))
+    identity = SessionIdentity(meta["trust_domain"], meta["session_id"], "fs")
+    listener = unix_listener(os.path.join(directory, "fs.sock"))
+    serve = functools.partial(serve_mtls, [listener], ctx, identity, EdgePolicy(DEFAULT_EDGES),
+                              Router("fs", api.routes()), lambda event: None, limits=Limits(idle_timeout_s=600))
+    trio.run(serve)
+
+
+class _DoorProcess:
+    """A door process and a kept-alive app client to it."""
+
+    def __init__(self, directory: str, workspace: str) -> None:
+        from doors.client import DoorClient
+        from pki.testing import SessionPKI
+
+        pki = SessionPKI.create()
+        with open(os.path.join(directory, "meta.json"), "w") as out:
+            json.dump({"trust_domain": pki.trust_domain, "session_id": pki.session_id}, out)
+        bundle = os.path.join(directory, "bundle.pem")
+        with open(bundle, "wb") as out:
+            out.write(pki.bundle_pem())
+        pki.write_svid("fs", directory)
+        app_svid = pki.write_svid("app", directory)
+        self.process = subprocess.Popen([sys.executable, "-m", "bench.fs_bench", "--serve", directory, workspace],
+                                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        socket_path = os.path.join(directory, "fs.sock")
+        deadline = time.monotonic() + 30
+        while not os.path.exists(socket_path):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("the bench's fs door did not start")
+            time.sleep(0.02)
+        self.client = DoorClient("fs", socket_path, app_svid, bundle, pki.trust_domain, pki.session_id,
+                                 client_role="app", timeout_s=300)
+
+    def close(self) -> None:
+        self.client.close()
+        self.process.kill()
+        self.process.wait()
+
+
+def _rate(count: int, action: Callable[[int], None]) -> float:
+    start = time.perf_counter()
+    for number in range(count):
+        action(number)
+    return count / (time.perf_counter() - start)
+
+
+def _direct_plain(directory: str, payload: bytes, number: int) -> None:
+    with open(os.path.join(directory, f"p{number}"), "wb") as out:
+        out.write(payload)
+
+
+def _direct_atomic(directory: str, payload: bytes, number: int) -> None:
+    temp = os.path.join(directory, f".t{number}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, payload)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, os.path.join(directory, f"a{number}"))
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _through_door(door: _DoorProcess, payload: bytes, number: int) -> None:
+    response = door.client.request("PUT", f"/v0/fs/files/d{number}", body=payload)
+    if response.status != 201:
+        raise RuntimeError(f"the door refused a bench write: {response.status} {response.body[:200]!r}")
+
+
+def _mb_per_s(size: int, action: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    action()
+    return size / MB / (time.perf_counter() - start)
+
+
+def _large(root: str, door: _DoorProcess, size: int) -> dict[str, float]:
+    payload = os.urandom(size)
+    direct_path = os.path.join(root, "direct", "large")
+
+    def direct_write() -> None:
+        with open(direct_path, "wb") as out:
+            out.write(payload)
+            out.flush()
+            os.fsync(out.fileno())
+
+    def door_write() -> None:
+        if door.client.request("PUT", "/v0/fs/files/large", body=payload).status not in (200, 201):
+            raise RuntimeError("the door refused the large bench write")
+
+    def direct_read() -> None:
+        with open(direct_path, "rb") as source:
+            source.read()
+
+    def door_read() -> None:
+        if len(door.client.request("GET", "/v0/fs/files/large").body) != size:
+            raise RuntimeError("the door returned a short read")
+
+    return {
+        "fs_large_write_mb_per_s_direct": round(_mb_per_s(size, direct_write), 1),
+        "fs_large_write_mb_per_s_door": round(_mb_per_s(size, door_write), 1),
+        "fs_large_read_mb_per_s_direct": round(_mb_per_s(size, direct_read), 1),
+        "fs_large_read_mb_per_s_door": round(_mb_per_s(size, door_read), 1),
+    }
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _small(root: str, door: _DoorProcess, count: int, rounds: int) -> dict[str, Any]:
+    """Writes per second of each method, as the median of `rounds` interleaved rounds (fsync times wander)."""
+    payload = os.urandom(SMALL_BYTES)
+    direct = os.path.join(root, "direct")
+    methods = {
+        "fs_small_writes_per_s_direct_plain": functools.partial(_direct_plain, direct, payload),
+        "fs_small_writes_per_s_direct_atomic": functools.partial(_direct_atomic, direct, payload),
+        "fs_small_writes_per_s_door": functools.partial(_through_door, door, payload),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in methods}
+    per_round = max(1, count // rounds)
+    for round_number in range(rounds):
+        order = list(methods)[round_number % 3:] + list(methods)[: round_number % 3]
+        for name in order:
+            base = round_number * per_round
+            rates[name].append(_rate(per_round, lambda number, act=methods[name], base=base: act(base + number)))
+    return {name: round(_median(values)) for name, values in rates.items()}
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """The fs figures (flat keys, `fs_` prefix), with ratios door/direct."""
+    small_count, rounds = (300, 3) if quick else (3000, 5)
+    large_size = (16 if quick else 128) * MB
+    root = tempfile.mkdtemp(prefix="sharness-fs-bench-")
+    door: _DoorProcess | None = None
+    try:
+        for name in ("direct", "workspace", "door"):
+            os.mkdir(os.path.join(root, name))
+        door = _DoorProcess(os.path.join(root, "door"), os.path.join(root, "workspace"))
+        figures: dict[str, Any] = {"fs_small_file_bytes": SMALL_BYTES, "fs_small_writes_count": small_count,
+                                   "fs_large_file_mb": large_size // MB}
+        figures.update(_small(root, door, small_count, rounds))
+        large = [_large(root, door, large_size) for _ in range(rounds)]
+        figures.update({key: _median([sample[key] for sample in large]) for key in large[0]})
+        for figure, baseline in RATIOS:
+            name = f"{figure}_over_{baseline.rsplit('_', 1)[-1]}_ratio"
+            figures[name] = round(figures[figure] / figures[baseline], 3)
+        if os.geteuid() == 0:
+            figures.update(measure_ownership(os.path.join(root, "own"), 200 if quick else 1000))
+        return figures
+    finally:
+        if door is not None:
+            door.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+OWNER_UID = 61234  # a numeric uid no account uses: the "workspace owner" of the ownership measurement
+
+
+def _workspace_writes(directory: str, count: int, chown_to: tuple[int, int] | None) -> float:
+    """Microseconds per atomic small write through doors.fs.Workspace (no HTTP): the door's own I/O."""
+    from doors.fs._ops import Workspace
+
+    root_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY)
+    workspace = Workspace(root_fd, chown_to=chown_to)
+    payload = os.urandom(SMALL_BYTES)
+    start = time.perf_counter()
+    for number in range(count):
+        temp_fd, temp_name = workspace.create_temp(root_fd)
+        workspace.write_all(temp_fd, payload)
+        workspace.commit_write(root_fd, temp_fd, temp_name, f"f{number}", 0o644)
+        os.close(temp_fd)
+    elapsed = time.perf_counter() - start
+    os.close(root_fd)
+    return elapsed / count * 1e6
+
+
+def _in_child(directory: str, count: int, *, as_owner: bool, landlock: bool,
+              chown_to: tuple[int, int] | None) -> float:
+    """Run the write loop in a forked child, confined as asked; return its microseconds per write."""
+    os.makedirs(directory)
+    os.chown(directory, OWNER_UID, OWNER_UID)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: confine, measure, report, exit without running the parent's cleanups
+        try:
+            os.close(read_fd)
+            if landlock:
+                from launcher.landlock import LandlockRules, apply_landlock
+
+                project = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+                apply_landlock(LandlockRules(read=("/usr", "/proc", sys.prefix, project), write=(directory,)), 7)
+            if as_owner:
+                os.setgroups([])
+                os.setgid(OWNER_UID)
+                os.setuid(OWNER_UID)
+            os.write(write_fd, json.dumps(_workspace_writes(directory, count, chown_to)).encode())
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as reader:
+        result = reader.read()
+    os.waitpid(pid, 0)
+    if not result:
+        raise RuntimeError("the ownership measurement child failed")
+    return float(json.loads(result))
+
+
+def measure_ownership(root: str, count: int) -> dict[str, float]:
+    """What each ownership option costs per small atomic write (root only; see docs/decisions/fs.md)."""
+    os.makedirs(root, exist_ok=True)
+    os.chmod(os.path.dirname(root), 0o711)  # the owner uid must reach its directory
+    os.chmod(root, 0o711)
+    owner = _in_child(os.path.join(root, "a"), count, as_owner=True, landlock=False, chown_to=None)
+    owner_landlock = _in_child(os.path.join(root, "b"), count, as_owner=True, landlock=True, chown_to=None)
+    privileged = _in_child(os.path.join(root, "c"), count, as_owner=False, landlock=False, chown_to=None)
+    with_chown = _in_child(os.path.join(root, "d"), count, as_owner=False, landlock=False,
+                           chown_to=(OWNER_UID, OWNER_UID))
+    return {
+        "fs_own_write_us_owner_uid": round(owner, 1),
+        "fs_own_write_us_owner_uid_landlock": round(owner_landlock, 1),
+        "fs_own_write_us_privileged": round(privileged, 1),
+        "fs_own_write_us_privileged_fchown": round(with_chown, 1),
+        "fs_own_fchown_us_per_write": round(with_chown - privileged, 1),
+        "fs_own_landlock_overhead_ratio": round(owner_landlock / owner, 3),
+    }
+
+
+def _table(figures: dict[str, Any]) -> str:
+    width = max(len(key) for key in figures)
+    return "\n".join(f"{key:<{width}}  {value}" for key, value in figures.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.fs_bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--serve", nargs=2, metavar=("DIR", "WORKSPACE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        _serve(*args.serve)
+        return 0
+    figures = run(args.quick)
+    print(json.dumps(figures, indent=1))
+    print(_table(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
