@@ -165,6 +165,10 @@ def _median(values: list[float]) -> float:
     return ordered[len(ordered) // 2]
 
 
+def _offset(action: Callable[[int], None], base: int, number: int) -> None:
+    action(base + number)
+
+
 def _small(root: str, door: _DoorProcess, count: int, rounds: int) -> dict[str, Any]:
     """Writes per second of each method, as the median of `rounds` interleaved rounds (fsync times wander)."""
     payload = os.urandom(SMALL_BYTES)
@@ -180,7 +184,7 @@ def _small(root: str, door: _DoorProcess, count: int, rounds: int) -> dict[str, 
         order = list(methods)[round_number % 3:] + list(methods)[: round_number % 3]
         for name in order:
             base = round_number * per_round
-            rates[name].append(_rate(per_round, lambda number, act=methods[name], base=base: act(base + number)))
+            rates[name].append(_rate(per_round, functools.partial(_offset, methods[name], base)))
     return {name: round(_median(values)) for name, values in rates.items()}
 
 
