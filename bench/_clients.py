@@ -12,6 +12,8 @@ import time
 
 from OpenSSL import SSL
 
+from doors._http import ClientConnection
+
 REQUEST = b"x" * 64
 
 
@@ -97,3 +99,39 @@ def warm_pyopenssl(address: str, ctx: SSL.Context, count: int) -> list[float]:
         return warm_round_trips(tls, count)
     finally:
         sock.close()
+
+
+def http_get(tls: ssl.SSLSocket, http: ClientConnection, target: str = "/v0/hello") -> None:
+    """One GET on ``tls`` framed by the project's sans-IO client connection; fail unless 200."""
+    tls.sendall(http.request_bytes("GET", target))
+    while (response := http.next_response()) is None:
+        http.receive_data(tls.recv(65536))
+    if response.status != 200:
+        raise RuntimeError(f"bench: the door answered {response.status}: {response.body[:200]!r}")
+    http.next_cycle()
+
+
+def fresh_http(address: str, ctx: ssl.SSLContext, count: int, resume: bool = False) -> list[float]:
+    """Blocking stdlib client against a door: connect + handshake + GET /v0/hello, ``count`` times."""
+    samples: list[float] = []
+    session: ssl.SSLSession | None = None
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        with ctx.wrap_socket(connect(address), session=session) as tls:
+            http_get(tls, ClientConnection("door"))
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+            if resume:
+                session = tls.session
+    return samples
+
+
+def warm_http(address: str, ctx: ssl.SSLContext, count: int) -> list[float]:
+    """Blocking stdlib client: GET /v0/hello again and again on one kept-alive connection."""
+    samples: list[float] = []
+    with ctx.wrap_socket(connect(address)) as tls:
+        http = ClientConnection("door")
+        for _ in range(count):
+            start = time.perf_counter_ns()
+            http_get(tls, http)
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples

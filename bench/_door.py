@@ -27,6 +27,7 @@ class DoorSpec:
     bundle_path: str
     trust_domain: str
     session_id: str
+    num_tickets: int = -1  # -1: leave the transport's context as it is (the study sets 0 or 1)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -46,6 +47,8 @@ async def serve(spec: DoorSpec) -> None:
     """Listen, say ready, and serve until killed; events (refusals, requests) are dropped."""
     with open(spec.bundle_path, "rb") as bundle:
         ctx = server_context_from_file(bundle.read(), spec.svid_path)
+    if spec.num_tickets >= 0:
+        ctx.num_tickets = spec.num_tickets
     identity = SessionIdentity(spec.trust_domain, spec.session_id, spec.role)
     if spec.address.startswith("tcp:"):
         listeners = await trio.open_tcp_listeners(int(spec.address[4:]), host="127.0.0.1")

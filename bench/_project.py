@@ -14,9 +14,11 @@ import trio
 
 from bench._door import DoorSpec
 from bench._load import LoadSpec
-from bench._procs import REPO, server_process
-from bench._stats import percentile, rate_per_s, summarize
-from doors._transport import AsyncDoorClient, Dial, client_context_from_file, fresh_exchange
+from bench._procs import REPO, Series, server_process, summary_with_cpu, timed
+from bench._stats import percentile, rate_per_s
+from doors._http import ClientConnection
+from doors._transport import AsyncDoorClient, Dial, client_context_from_file, connect, exchange, fresh_exchange
+from doors.client import DoorClient, fresh_request
 
 if TYPE_CHECKING:
     from bench.handshake import Counts, SessionFiles
@@ -27,8 +29,8 @@ HELLO = "/v0/hello"
 
 def _dial(files: SessionFiles, address: str) -> Dial:
     ctx = client_context_from_file(files.pki.bundle_pem(), files.client.cert)
-    where: str | tuple[str, int] = ("127.0.0.1", int(address[4:])) if address.startswith("tcp:") else address
-    return Dial(files.server_role, where, ctx, files.pki.trust_domain, files.pki.session_id, files.client_role)
+    return Dial(files.server_role, _address(address), ctx, files.pki.trust_domain, files.pki.session_id,
+                files.client_role)
 
 
 async def _fresh(dial: Dial, count: int, resume: bool) -> list[float]:
@@ -48,6 +50,69 @@ async def _warm(dial: Dial, count: int) -> list[float]:
         for _ in range(count):
             start = time.perf_counter_ns()
             await client.request("GET", HELLO)
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+async def _fresh_tuned(dial: Dial, count: int, resume: bool) -> list[float]:
+    """The proposed client fix: read the TLS session once (from the first connection) and offer that
+    one ticket on every later connection, instead of reading ``ssl_object.session`` every time."""
+    samples: list[float] = []
+    session = None
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        tls = await connect(dial, tls_session=session)
+        try:
+            await exchange(tls, ClientConnection(dial.role), dial, "GET", HELLO)
+            if resume and session is None:
+                session = tls.ssl_object.session
+        finally:
+            await tls.aclose()
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+async def _warm_tuned(dial: Dial, count: int) -> list[float]:
+    """Kept-alive GETs through the transport's connect/exchange without the client's per-request work."""
+    samples: list[float] = []
+    tls = await connect(dial)
+    http = ClientConnection(dial.role)
+    try:
+        for _ in range(count):
+            start = time.perf_counter_ns()
+            await exchange(tls, http, dial, "GET", HELLO)
+            http.next_cycle()
+            samples.append((time.perf_counter_ns() - start) / 1e6)
+    finally:
+        await tls.aclose()
+    return samples
+
+
+def _address(address: str) -> str | tuple[str, int]:
+    return ("127.0.0.1", int(address[4:])) if address.startswith("tcp:") else address
+
+
+def _fresh_sync(files: SessionFiles, address: str, count: int) -> list[float]:
+    """The app's blocking client: ``doors.client.fresh_request`` with one reused context."""
+    ctx = client_context_from_file(files.pki.bundle_pem(), files.client.cert)
+    samples: list[float] = []
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        fresh_request(_address(address), ctx, role=files.server_role, trust_domain=files.pki.trust_domain,
+                      session_id=files.pki.session_id)
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+def _warm_sync(files: SessionFiles, address: str, count: int) -> list[float]:
+    """The app's blocking DoorClient: GET /v0/hello again and again on its kept-alive connection."""
+    ctx = client_context_from_file(files.pki.bundle_pem(), files.client.cert)
+    samples: list[float] = []
+    with DoorClient(files.server_role, _address(address), "", "", files.pki.trust_domain, files.pki.session_id,
+                    client_role=files.client_role, ctx=ctx) as client:
+        for _ in range(count):
+            start = time.perf_counter_ns()
+            client.request("GET", HELLO)
             samples.append((time.perf_counter_ns() - start) / 1e6)
     return samples
 
@@ -80,35 +145,46 @@ def _concurrency(files: SessionFiles, address: str, seconds: float) -> dict[str,
     return figures
 
 
-def _one_transport(files: SessionFiles, address: str, counts: Counts) -> tuple[list[float], list[float]]:
-    with server_process("bench._door", _door_spec(files, address).to_json(), address) as reachable:
-        dial = _dial(files, reachable)
-        fresh = trio.run(_fresh, dial, counts.fresh + counts.warmup, False)[counts.warmup :]
-        resumed = trio.run(_fresh, dial, counts.fresh + counts.warmup, True)[counts.warmup :]
-    return fresh, resumed
+def _one_transport(files: SessionFiles, address: str, counts: Counts) -> dict[str, Series]:
+    total = counts.fresh + counts.warmup
+    with server_process("bench._door", _door_spec(files, address).to_json(), address) as server:
+        dial = _dial(files, server.address)
+        return {
+            "fresh": timed(server, counts.warmup, lambda: trio.run(_fresh, dial, total, False)),
+            "resumed": timed(server, counts.warmup, lambda: trio.run(_fresh, dial, total, True)),
+            "sync": timed(server, counts.warmup, lambda: _fresh_sync(files, server.address, total)),
+        }
+
+
+def _kept_alive(files: SessionFiles, address: str, counts: Counts) -> dict[str, Any]:
+    total = counts.warm + counts.warmup
+    with server_process("bench._door", _door_spec(files, address).to_json(), address) as server:
+        dial = _dial(files, server.address)
+        warm = timed(server, counts.warmup, lambda: trio.run(_warm, dial, total))
+        warm_sync = timed(server, counts.warmup, lambda: _warm_sync(files, server.address, total))
+        throughput = _concurrency(files, server.address, counts.load_seconds)
+    return {**summary_with_cpu("request_warm", warm), **summary_with_cpu("request_warm_sync", warm_sync), **throughput,
+            "samples": {"kept-alive request": {"project async client GET /v0/hello, unix": warm.samples,
+                                               "project sync DoorClient GET /v0/hello, unix": warm_sync.samples}}}
 
 
 def measure(files: SessionFiles, workdir: Path, counts: Counts) -> dict[str, Any]:
     """Fresh and resumed connections over Unix and TCP, kept-alive requests, and throughput under load."""
     unix = str(workdir / "sh-bench-door.sock")
-    unix_fresh, unix_resumed = _one_transport(files, unix, counts)
+    on_unix = _one_transport(files, unix, counts)
     Path(unix).unlink()
-    tcp_fresh, tcp_resumed = _one_transport(files, "tcp:0", counts)
-    with server_process("bench._door", _door_spec(files, unix).to_json(), unix) as reachable:
-        warm = trio.run(_warm, _dial(files, reachable), counts.warm + counts.warmup)[counts.warmup :]
-        throughput = _concurrency(files, reachable, counts.load_seconds)
-    figures: dict[str, Any] = {
-        **summarize("handshake_fresh_unix", unix_fresh),
-        **summarize("handshake_fresh_tcp", tcp_fresh),
-        **summarize("handshake_resumed_unix", unix_resumed),
-        **summarize("handshake_resumed_tcp", tcp_resumed),
-        **summarize("request_warm", warm),
-        **throughput,
-    }
+    on_tcp = _one_transport(files, "tcp:0", counts)
+    Path(unix).unlink(missing_ok=True)
+    figures: dict[str, Any] = {}
+    for transport, series in (("unix", on_unix), ("tcp", on_tcp)):
+        figures.update(summary_with_cpu(f"handshake_fresh_{transport}", series["fresh"]))
+        figures.update(summary_with_cpu(f"handshake_resumed_{transport}", series["resumed"]))
+        figures.update(summary_with_cpu(f"handshake_fresh_sync_{transport}", series["sync"]))
     figures["handshake_fresh_p99_ms"] = figures["handshake_fresh_unix_p99_ms"]
-    figures["samples"] = {
-        "fresh handshake": {"project, unix": unix_fresh, "project, tcp": tcp_fresh,
-                            "project resumed, unix": unix_resumed},
-        "kept-alive request": {"project GET /v0/hello, unix": warm},
+    figures.update(_kept_alive(files, unix, counts))
+    figures["samples"]["fresh handshake"] = {
+        "project async, unix": on_unix["fresh"].samples, "project async, tcp": on_tcp["fresh"].samples,
+        "project async resumed, unix": on_unix["resumed"].samples,
+        "project sync client, unix": on_unix["sync"].samples,
     }
     return figures

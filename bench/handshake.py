@@ -15,9 +15,8 @@ from typing import Any
 from bench import _mint, _openssl, _project
 from bench._certs import CertFiles
 from bench._clients import fresh_stdlib, warm_stdlib
-from bench._procs import server_process
+from bench._procs import Series, server_process, summary_with_cpu, timed
 from bench._servers import ServerSpec
-from bench._stats import summarize
 from bench._tls import TlsOptions, stdlib_context
 from pki.testing import SessionPKI
 
@@ -40,11 +39,18 @@ REQUIRED_KEYS = (
 RATIOS: tuple[tuple[str, str], ...] = (
     ("handshake_fresh_unix_p50_ms", "baseline_stdlib_fresh_unix_p50_ms"),
     ("handshake_fresh_unix_p50_ms", "target_handshake_fresh_p50_ms"),
+    ("handshake_fresh_unix_server_cpu_ms", "baseline_stdlib_fresh_unix_server_cpu_ms"),
+    ("handshake_fresh_unix_client_cpu_ms", "baseline_stdlib_fresh_unix_client_cpu_ms"),
+    ("handshake_resumed_unix_p50_ms", "target_handshake_fresh_p50_ms"),
+    ("handshake_fresh_sync_unix_p50_ms", "baseline_stdlib_fresh_unix_p50_ms"),
+    ("handshake_fresh_sync_unix_p50_ms", "target_handshake_fresh_p50_ms"),
     ("handshake_fresh_tcp_p50_ms", "baseline_stdlib_fresh_tcp_p50_ms"),
     ("handshake_fresh_tcp_p50_ms", "baseline_openssl_fresh_p50_ms"),
     ("handshake_fresh_p99_ms", "baseline_stdlib_fresh_unix_p99_ms"),
     ("request_warm_p50_ms", "baseline_stdlib_warm_p50_ms"),
     ("request_warm_p50_ms", "target_request_warm_p50_ms"),
+    ("request_warm_sync_p50_ms", "baseline_stdlib_warm_p50_ms"),
+    ("request_warm_sync_p50_ms", "target_request_warm_p50_ms"),
     ("ca_and_svids_ms", "pki_in_process_ms"),
 )
 
@@ -85,13 +91,13 @@ def session_files(directory: Path) -> SessionFiles:
     return SessionFiles(pki, CertFiles(server, server, bundle), CertFiles(client, client, bundle))
 
 
-def stdlib_pair(files: SessionFiles, address: str, counts: Counts) -> tuple[list[float], list[float]]:
+def stdlib_pair(files: SessionFiles, address: str, counts: Counts) -> tuple[Series, Series]:
     """Fresh handshakes and kept-alive round trips against a blocking stdlib server in its own process."""
     spec = ServerSpec("stdlib", address, str(files.server.cert), str(files.server.key), str(files.server.bundle))
-    with server_process("bench._servers", spec.to_json(), address) as reachable:
+    with server_process("bench._servers", spec.to_json(), address) as server:
         ctx = stdlib_context(files.client, server=False, options=TlsOptions())
-        fresh = fresh_stdlib(reachable, ctx, counts.fresh + counts.warmup)[counts.warmup :]
-        warm = warm_stdlib(reachable, ctx, counts.warm + counts.warmup)[counts.warmup :]
+        fresh = timed(server, counts.warmup, lambda: fresh_stdlib(server.address, ctx, counts.fresh + counts.warmup))
+        warm = timed(server, counts.warmup, lambda: warm_stdlib(server.address, ctx, counts.warm + counts.warmup))
     return fresh, warm
 
 
@@ -100,17 +106,17 @@ def _baselines(files: SessionFiles, workdir: Path, counts: Counts) -> dict[str, 
     tcp_fresh, _ = stdlib_pair(files, "tcp:0", counts)
     openssl = _openssl.measure(files.server, files.client, workdir, counts.openssl_seconds)
     figures: dict[str, Any] = {
-        **summarize("baseline_stdlib_fresh_unix", unix_fresh),
-        **summarize("baseline_stdlib_fresh_tcp", tcp_fresh),
-        **summarize("baseline_stdlib_warm", unix_warm),
+        **summary_with_cpu("baseline_stdlib_fresh_unix", unix_fresh),
+        **summary_with_cpu("baseline_stdlib_fresh_tcp", tcp_fresh),
+        **summary_with_cpu("baseline_stdlib_warm", unix_warm),
         "baseline_openssl_fresh_p50_ms": round(openssl.per_handshake_ms(), 4),
         "baseline_openssl_fresh_client_cpu_ms": round(openssl.client_cpu_ms(), 4),
         "baseline_openssl_fresh_n": openssl.connections,
     }
     figures["baseline_stdlib_fresh_p50_ms"] = figures["baseline_stdlib_fresh_unix_p50_ms"]
     figures["samples"] = {
-        "fresh handshake": {"stdlib pair, unix": unix_fresh, "stdlib pair, tcp": tcp_fresh},
-        "kept-alive request": {"stdlib pair, 64-byte echo, unix": unix_warm},
+        "fresh handshake": {"stdlib pair, unix": unix_fresh.samples, "stdlib pair, tcp": tcp_fresh.samples},
+        "kept-alive request": {"stdlib pair, 64-byte echo, unix": unix_warm.samples},
     }
     return figures
 
