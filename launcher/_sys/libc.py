@@ -5,19 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import cffi
+from launcher._sys._ffi import ffi
 
-ffi = cffi.FFI()
-ffi.cdef(
-    """
-    long syscall(long number, ...);
-    int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5);
-    int setns(int fd, int nstype);
-    int unshare(int flags);
-    int lckpwdf(void);
-    int ulckpwdf(void);
-    """
-)
 _libc: Any = ffi.dlopen(None)
 
 # Syscalls numbered 424 and above are the same on every architecture (asm-generic unification).

@@ -6,29 +6,7 @@ import functools
 import os
 from typing import Any
 
-import cffi
-
-ffi = cffi.FFI()
-ffi.cdef(
-    """
-    typedef void *scmp_filter_ctx;
-    typedef uint64_t scmp_datum_t;
-    struct scmp_arg_cmp {
-        unsigned int arg;
-        int op;
-        scmp_datum_t datum_a;
-        scmp_datum_t datum_b;
-    };
-    scmp_filter_ctx seccomp_init(uint32_t def_action);
-    void seccomp_release(scmp_filter_ctx ctx);
-    int seccomp_attr_set(scmp_filter_ctx ctx, int attr, uint32_t value);
-    int seccomp_syscall_resolve_name(const char *name);
-    int seccomp_rule_add_array(scmp_filter_ctx ctx, uint32_t action, int syscall,
-                               unsigned int arg_cnt, const struct scmp_arg_cmp *arg_array);
-    int seccomp_load(scmp_filter_ctx ctx);
-    int seccomp_export_pfc(scmp_filter_ctx ctx, int fd);
-    """
-)
+from launcher._sys._ffi import ffi
 
 ACT_KILL_PROCESS = 0x80000000
 ACT_ALLOW = 0x7FFF0000
