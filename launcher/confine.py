@@ -7,6 +7,7 @@ contract → clean environment → cwd.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import resource
@@ -89,6 +90,16 @@ def _pdeathsig(parent_pid: int | None) -> None:
         os._exit(EXIT_PARENT_GONE)
 
 
+def _setns(fd: int) -> None:
+    try:
+        libc.setns(fd, libc.CLONE_NEWNET)
+    except OSError as exc:
+        hint = ""
+        if exc.errno == errno.EINVAL:
+            hint = " (not a network namespace: was the fd overwritten, e.g. by place_fds?)"
+        raise ConfinementError("netns", f"setns(fd {fd}): {exc.strerror}{hint}") from exc
+
+
 def _rlimits(rlimits: Mapping[int, tuple[int, int]]) -> None:
     for res, (soft, hard) in rlimits.items():
         resource.setrlimit(res, (soft, hard))
@@ -135,7 +146,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     _step("setsid", os.setsid)
     _step("pdeathsig", _pdeathsig, spec.parent_pid)
     if spec.netns_fd is not None:
-        _step("netns", libc.setns, spec.netns_fd, libc.CLONE_NEWNET)
+        _step("netns", _setns, spec.netns_fd)
     if spec.cgroup is not None:
         _step("cgroup", spec.cgroup.join, 0)
     _step("rlimits", _rlimits, spec.rlimits)

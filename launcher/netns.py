@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import socket
@@ -28,12 +29,20 @@ def _path(name: str) -> str:
     return os.path.join(NETNS_DIR, name)
 
 
+FD_FLOOR = 100
+"""netns_fd() numbers are >= this: clear of the fd contract (3, 4, 5…) that place_fds fills before setns."""
+
+
 def netns_fd(name: str) -> int:
-    """An O_RDONLY fd on /run/netns/<name>, for setns (close it when done)."""
+    """An O_RDONLY, close-on-exec fd on /run/netns/<name>, numbered >= FD_FLOOR, for setns (close it)."""
     try:
-        return os.open(_path(name), os.O_RDONLY | os.O_CLOEXEC)
+        low = os.open(_path(name), os.O_RDONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise NetnsError(f"netns {name} cannot be opened: {exc.strerror}") from exc
+    try:
+        return fcntl.fcntl(low, fcntl.F_DUPFD_CLOEXEC, FD_FLOOR)
+    finally:
+        os.close(low)
 
 
 def setns(fd: int, nstype: int = libc.CLONE_NEWNET) -> None:

@@ -128,6 +128,9 @@ def test_a_failing_step_is_named() -> None:
         assert result.report["confine"] == "cwd"
         result = confined_raw(make_spec(user, netns_fd=9999), lambda: 0)
         assert result.report["confine"] == "netns" and "Bad file descriptor" in result.report["detail"]
+        with open("/dev/null") as not_a_netns:
+            result = confined_raw(make_spec(user, netns_fd=not_a_netns.fileno()), lambda: 0)
+        assert result.report["confine"] == "netns" and "not a network namespace" in result.report["detail"]
 
 
 def _connect(host: str, port: int) -> int:

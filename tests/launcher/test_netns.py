@@ -30,6 +30,7 @@ def test_lifecycle_loopback_and_listener() -> None:
         fd = netns.netns_fd(up)
         try:
             assert os.fstat(fd).st_ino != os.stat("/proc/self/ns/net").st_ino
+            assert fd >= netns.FD_FLOOR and not os.get_inheritable(fd)
         finally:
             os.close(fd)
         listener = netns.tcp_listener_in_netns(up, "127.0.0.1", 0)
