@@ -160,7 +160,7 @@ def _transaction(edit: Callable[[AccountFiles], AccountFiles], order: tuple[str,
     try:
         libc.lckpwdf()
     except OSError as exc:
-        raise UserError(f"cannot lock the account files (lckpwdf): {exc.strerror}; is useradd running?") from exc
+        raise UserError(f"cannot lock the account files (lckpwdf): {exc.strerror} (root? useradd running?)") from exc
     try:
         paths = dict(zip(("group", "gshadow", "shadow", "passwd"), DB_FILES, strict=True))
         old = AccountFiles(**{kind: _read(path) for kind, path in paths.items()})
@@ -191,6 +191,9 @@ def _login_defs_range() -> tuple[int, int]:
 
 def create_accounts(users: Iterable[str], groups: Mapping[str, Iterable[str]]) -> dict[str, int]:
     """Create every user (own group, uid == gid) and group in one locked transaction; name → id."""
+    users, groups = list(users), {g: list(m) for g, m in groups.items()}
+    for name in [*users, *groups, *(m for members in groups.values() for m in members)]:
+        _check_name(name)  # before the lock: a bad name never waits on, or needs, root
     ids: dict[str, int] = {}
     days = int(time.time() // 86400)
 
@@ -206,6 +209,8 @@ def create_accounts(users: Iterable[str], groups: Mapping[str, Iterable[str]]) -
 def delete_accounts(names: Iterable[str]) -> None:
     """Remove users and groups (absent ones are success) in one locked transaction."""
     doomed = list(names)
+    for name in doomed:
+        _check_name(name)
     _transaction(lambda files: remove_accounts(files, doomed), ("passwd", "shadow", "group", "gshadow"))
 
 
