@@ -94,7 +94,8 @@ class ReadHandlers(FsHandlers):
         except BaseException:
             os.close(fd)
             raise
-        return _file_response(fd, target, bounds, partial=wanted is not None, size=size)
+        # An empty file has no byte to range over: it is answered whole.
+        return _file_response(fd, target, bounds, partial=wanted is not None and size > 0, size=size)
 
 
 def _file_response(fd: int, target: Target, bounds: tuple[int, int], *, partial: bool, size: int) -> Response:
@@ -104,7 +105,7 @@ def _file_response(fd: int, target: Target, bounds: tuple[int, int], *, partial:
     if target.etag:
         headers.append(("etag", target.etag))
     if partial:
-        headers.append(("content-range", f"bytes {offset}-{offset + max(length, 1) - 1}/{size}"))
+        headers.append(("content-range", f"bytes {offset}-{offset + length - 1}/{size}"))
     status = 206 if partial else 200
     if length <= SMALL_READ:
         try:

@@ -52,7 +52,9 @@ def parse_range(header: str | None, offset: str | None, length: str | None) -> B
     start = int(offset or "0")
     if length is None:
         return ByteRange(start)
-    return ByteRange(start, start + int(length) - 1) if int(length) > 0 else ByteRange(start, start - 1)
+    if int(length) == 0:
+        return "length must be at least 1"
+    return ByteRange(start, start + int(length) - 1)
 
 
 def parse_flag(value: str | None) -> bool | None:

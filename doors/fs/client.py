@@ -16,6 +16,8 @@ from urllib.parse import quote
 
 from doors.client import ClientResponse, DoorClient, DoorRefused
 
+READ_PIECE = 16 * 1024 * 1024  # under the blocking client's response cap (64 MiB)
+
 
 class FsRefused(DoorRefused):
     """The fs door (or the kernel under it) refused: `row` is the manifest row, `status` the HTTP status."""
@@ -69,13 +71,28 @@ class FsClient:
         return _checked(self.door.request(method, target, json=json_value, body=body, headers=headers))
 
     def read(self, path: str, *, offset: int | None = None, length: int | None = None) -> bytes:
-        """The file's bytes (or `length` bytes from `offset`)."""
-        headers: tuple[tuple[str, str], ...] = ()
+        """The file's bytes (or `length` bytes from `offset`); large files come in READ_PIECE ranges."""
         if offset is not None or length is not None:
             start = offset or 0
             end = "" if length is None else str(start + length - 1)
-            headers = (("range", f"bytes={start}-{end}"),)
-        return self._call("GET", _url("files", path), headers=headers).body
+            return self._call("GET", _url("files", path), headers=(("range", f"bytes={start}-{end}"),)).body
+        pieces: list[bytes] = []
+        start, total, etag = 0, None, None
+        while total is None or start < total:
+            response = self._call("GET", _url("files", path),
+                                  headers=(("range", f"bytes={start}-{start + READ_PIECE - 1}"),))
+            if response.status == 200:  # an empty file: no range to give
+                return response.body
+            if etag is not None and response.header("etag") != etag:
+                raise FsRefused(409, "fs", f"{path} changed while it was read in pieces", "read it again",
+                                "changed")
+            etag = response.header("etag")
+            total = int((response.header("content-range") or "/0").rsplit("/", 1)[1])
+            pieces.append(response.body)
+            start += len(response.body)
+            if not response.body:
+                break
+        return b"".join(pieces)
 
     def stat(self, path: str) -> dict[str, Any]:
         """kind, size, etag and executable of `path`."""
