@@ -1,0 +1,197 @@
+"""The audit log's format and its verification. Pure: bytes in, a verdict out (no files, no clock).
+
+Line i (1-based) is one JSON object with `seq` = i and `prev` = sha256 hex of line i-1's bytes (without its
+newline); line 1's `prev` is the hash of a genesis value naming the session. `audit.sig` signs the head
+(session, number of lines, hash of the last line) with the session's Ed25519 key.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import dataclass
+
+import rfc8785
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+FORMAT = "sharness-audit-v1"
+OPEN_EVENT = "audit.open"
+CLOSE_EVENT = "audit.close"
+
+
+def genesis_hash(sid: str) -> str:
+    """The `prev` of line 1: binds the chain to its session."""
+    return hashlib.sha256(f"{FORMAT}\x00genesis\x00{sid}".encode()).hexdigest()
+
+
+def line_hash(line: bytes) -> str:
+    """sha256 hex of one line's bytes, newline excluded."""
+    return hashlib.sha256(line).hexdigest()
+
+
+def head_message(sid: str, seq: int, head: str) -> bytes:
+    """The bytes the session key signs: RFC 8785 canonical JSON, with the format as domain separation."""
+    return rfc8785.dumps({"format": f"{FORMAT}/head", "sid": sid, "seq": seq, "head": head})
+
+
+def key_fingerprint(public_key: Ed25519PublicKey) -> str:
+    """`sha256:<hex>` of the raw 32-byte public key."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+@dataclass(frozen=True)
+class AuditVerdict:
+    intact: bool
+    broken_at: int | None
+    reason: str
+    lines: int = 0
+    signer: str | None = None
+
+    def describe(self) -> str:
+        """`intact (N lines, signed by <fingerprint>)` or `broken at line N: <reason>`."""
+        if self.intact:
+            return f"intact ({self.lines} lines, signed by {self.signer})"
+        return f"broken at line {self.broken_at}: {self.reason}"
+
+
+class _Broken(Exception):
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line = line
+        self.reason = reason
+
+
+def verify_audit(
+    log_bytes: bytes, sig_bytes: bytes | None, pub_pem: bytes | None, *, trusted_pub_pem: bytes | None = None
+) -> AuditVerdict:
+    """Check the chain, then the signed head; `trusted_pub_pem` (the session record's) must sign."""
+    try:
+        sid, lines = _walk_chain(log_bytes)
+        signer = _check_signature(sid, lines, sig_bytes, pub_pem, trusted_pub_pem)
+    except _Broken as broken:
+        return AuditVerdict(False, broken.line, broken.reason)
+    return AuditVerdict(True, None, "intact", lines=len(lines), signer=signer)
+
+
+def _walk_chain(log_bytes: bytes) -> tuple[str, list[bytes]]:
+    """(session id, lines) of a log whose every line chains to the one before."""
+    if not log_bytes:
+        raise _Broken(1, "the log is empty (the launcher writes an audit.open line first)")
+    lines = log_bytes.split(b"\n")
+    if lines[-1]:
+        raise _Broken(len(lines), "the last line has no newline (torn write, or edited)")
+    lines.pop()
+    sid = ""
+    expected_prev = ""
+    for number, line in enumerate(lines, start=1):
+        record = _parse_line(number, line)
+        if number == 1:
+            sid = _opening_sid(record)
+            expected_prev = genesis_hash(sid)
+        if record.get("prev") != expected_prev:
+            if number == 1:
+                raise _Broken(1, f"line 1 does not chain from the genesis of session {sid}")
+            raise _Broken(
+                number - 1,
+                f"its hash is not the prev that line {number} recorded (line {number - 1} was edited)",
+            )
+        expected_prev = line_hash(line)
+    return sid, lines
+
+
+def _parse_line(number: int, line: bytes) -> dict[str, object]:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        raise _Broken(number, "not a JSON line") from None
+    if not isinstance(record, dict):
+        raise _Broken(number, "not a JSON object")
+    seq = record.get("seq")
+    if seq != number:
+        raise _Broken(number, f"seq is {seq!r}, not {number} (a line was deleted or inserted before it)")
+    return record
+
+
+def _opening_sid(record: dict[str, object]) -> str:
+    sid = record.get("sid")
+    if record.get("event") != OPEN_EVENT or not isinstance(sid, str):
+        raise _Broken(1, f"line 1 is not the {OPEN_EVENT} line naming the session (the head was deleted?)")
+    return sid
+
+
+def _check_signature(
+    sid: str, lines: list[bytes], sig_bytes: bytes | None, pub_pem: bytes | None, trusted_pem: bytes | None
+) -> str:
+    """The signer's fingerprint, once the signature holds and covers exactly this log."""
+    last = len(lines)
+    if sig_bytes is None:
+        raise _Broken(last, "no signature: audit.sig was removed (or the session never closed its log)")
+    signed = _parse_signature(last, sig_bytes)
+    key = _signing_key(pub_pem, trusted_pem, last)
+    fingerprint = key_fingerprint(key)
+    try:
+        key.verify(signed.signature, head_message(signed.sid, signed.seq, signed.head))
+    except InvalidSignature:
+        reason = f"audit.sig does not verify with key {fingerprint} (signature forged or edited)"
+        raise _Broken(last, reason) from None
+    if signed.sid != sid:
+        raise _Broken(1, f"the signature is for session {signed.sid}, the log for session {sid}")
+    if signed.seq > last:
+        raise _Broken(last + 1, f"tail deleted: the signed head is line {signed.seq}, the log ends at {last}")
+    if signed.seq < last:
+        raise _Broken(signed.seq + 1, f"lines appended after the signed head (line {signed.seq})")
+    if signed.head != line_hash(lines[-1]):
+        reason = "the chain does not end at the signed head (a re-forged chain, or this line edited)"
+        raise _Broken(last, reason)
+    return fingerprint
+
+
+@dataclass(frozen=True)
+class _SignedHead:
+    sid: str
+    seq: int
+    head: str
+    signature: bytes
+
+
+def _parse_signature(last: int, sig_bytes: bytes) -> _SignedHead:
+    try:
+        doc = json.loads(sig_bytes)
+        signed = _SignedHead(
+            sid=str(doc["sid"]),
+            seq=int(doc["seq"]),
+            head=str(doc["head"]),
+            signature=base64.b64decode(doc["signature"], validate=True),
+        )
+    except (ValueError, KeyError, TypeError):
+        raise _Broken(last, "audit.sig is not a signature document") from None
+    if doc.get("format") != FORMAT or doc.get("alg") != "Ed25519":
+        raise _Broken(last, f"audit.sig is not a {FORMAT} Ed25519 signature")
+    return signed
+
+
+def _load_key(pem: bytes, what: str, last: int) -> Ed25519PublicKey:
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except ValueError:
+        raise _Broken(last, f"{what} is not a PEM public key") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise _Broken(last, f"{what} is not an Ed25519 key")
+    return key
+
+
+def _signing_key(pub_pem: bytes | None, trusted_pem: bytes | None, last: int) -> Ed25519PublicKey:
+    if trusted_pem is not None:
+        trusted = _load_key(trusted_pem, "the --pubkey file", last)
+        beside = None if pub_pem is None else _load_key(pub_pem, "audit.pub", last)
+        if beside is not None and key_fingerprint(beside) != key_fingerprint(trusted):
+            reason = "audit.pub is not the session's key given with --pubkey: the log may be re-forged"
+            raise _Broken(1, reason)
+        return trusted
+    if pub_pem is None:
+        raise _Broken(last, "no public key: audit.pub is missing (give the session's key with --pubkey)")
+    return _load_key(pub_pem, "audit.pub", last)

@@ -1,0 +1,60 @@
+"""`sharness-launch verify-audit DIR`: says whether a session's audit log is intact, or where it breaks."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+
+from launcher.audit import LOG_NAME, PUB_NAME, SIG_NAME
+from launcher.audit_verify import verify_audit
+
+EXIT_INTACT = 0
+EXIT_BROKEN = 1
+EXIT_NO_INPUT = 66  # EX_NOINPUT: the log or the --pubkey file cannot be read
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `verify-audit` subcommand."""
+    parser = subparsers.add_parser("verify-audit", help="check an audit log: intact, or broken at line N")
+    parser.add_argument("directory", metavar="DIR", help=f"the audit dir ({LOG_NAME}, {SIG_NAME}, {PUB_NAME})")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    parser.add_argument(
+        "--pubkey",
+        metavar="FILE",
+        help="the session's public key as the launcher printed it (without it DIR/audit.pub is trusted, "
+        "so a replaced key goes unnoticed)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _read(path: str, *, required: bool) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        if required:
+            raise
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the verdict; exit 0 intact, 1 broken, 66 when the log or the key file cannot be read."""
+    try:
+        log_bytes = _read(os.path.join(args.directory, LOG_NAME), required=True)
+        trusted = _read(args.pubkey, required=True) if args.pubkey else None
+        sig_bytes = _read(os.path.join(args.directory, SIG_NAME), required=False)
+        pub_pem = _read(os.path.join(args.directory, PUB_NAME), required=False)
+    except OSError as exc:
+        print(f"sharness-launch verify-audit: cannot read {exc.filename}: {exc.strerror}", file=sys.stderr)
+        print(f"  hint: DIR is the session's audit directory, holding {LOG_NAME}", file=sys.stderr)
+        return EXIT_NO_INPUT
+    assert log_bytes is not None
+    verdict = verify_audit(log_bytes, sig_bytes, pub_pem, trusted_pub_pem=trusted)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(verdict), indent=2))
+    else:
+        print(verdict.describe())
+    return EXIT_INTACT if verdict.intact else EXIT_BROKEN
