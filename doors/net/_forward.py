@@ -50,6 +50,8 @@ async def _send_request(proxy: Proxy, client: h11.Connection, upstream: trio.Soc
                         exchange: Exchange) -> None:
     """The request head and body, client → upstream; bad chunking from the client is a 400."""
     data = client.send(first) or b""
+    if conn.client_is_waiting_for_100_continue:  # answer for the upstream, which never sees Expect's wait
+        await stream.send_all(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
     while True:
         try:
             event = await _next(conn, stream, proxy.config.idle_timeout_s)

@@ -77,24 +77,30 @@ class Proxy:
 
     async def handle(self, stream: trio.SocketStream, role: str) -> None:
         """One client connection: requests in order (keep-alive, pipelining), or one tunnel."""
-        buf = b""
         async with stream:
-            while True:
-                parsed, buf = await self._read_request(stream, buf)
-                if parsed is None:
-                    return
-                if isinstance(parsed, FramingError):
-                    self._refuse_unparsed(role, parsed)
-                    await send_refusal(stream, None, refusal.bad_request(parsed.reason, parsed.detail))
-                    return
-                conn, request = parsed
-                if request.method == b"CONNECT":
-                    await tunnel(self, stream, conn, request, role)
-                    return
-                leftover = await forward(self, stream, conn, request, role)
-                if leftover is None:
-                    return
-                buf = leftover
+            try:
+                await self._requests_on(stream, role)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+                return  # the client went away; its request's audit event is already out
+
+    async def _requests_on(self, stream: trio.SocketStream, role: str) -> None:
+        buf = b""
+        while True:
+            parsed, buf = await self._read_request(stream, buf)
+            if parsed is None:
+                return
+            if isinstance(parsed, FramingError):
+                self._refuse_unparsed(role, parsed)
+                await send_refusal(stream, None, refusal.bad_request(parsed.reason, parsed.detail))
+                return
+            conn, request = parsed
+            if request.method == b"CONNECT":
+                await tunnel(self, stream, conn, request, role)
+                return
+            leftover = await forward(self, stream, conn, request, role)
+            if leftover is None:
+                return
+            buf = leftover
 
     async def _read_request(self, stream: trio.SocketStream, buf: bytes) -> tuple[Any, bytes]:
         """(h11 state + request | FramingError | None when the client left or stalled, bytes so far)."""

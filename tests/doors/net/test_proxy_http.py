@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import struct
 
 import pytest
 import trio
@@ -156,3 +158,25 @@ async def test_stalled_head_closed_without_audit(net: TestNet) -> None:
     assert await stream.receive_some(100) == b""
     await trio.sleep(0.05)
     assert net.audit == []
+
+
+async def test_expect_100_continue_answered_by_the_door(net: TestNet) -> None:
+    stream = await net.client()
+    await stream.send_all(b"POST http://plain.sharness.test/e HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                          b"Expect: 100-continue\r\n\r\n")
+    interim = b""
+    while b"\r\n\r\n" not in interim:
+        interim += await stream.receive_some(1)
+    assert interim.startswith(b"HTTP/1.1 100 ")
+    [reply] = await http(stream, b"hello")
+    assert reply is not None and reply.status == 200 and reply.json()["body_len"] == 5
+
+
+async def test_client_gone_before_the_answer_does_not_stop_the_door(net: TestNet) -> None:
+    for _ in range(3):
+        stream = await net.client()
+        await stream.send_all(b"CONNECT raw.sharness.test:7 HTTP/1.1\r\nHost: x\r\n\r\n")
+        stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await stream.aclose()  # RST, maybe before the proxy answers
+    status, _, _ = await one(net, get("http://plain.sharness.test/still-here"))
+    assert status == 200
