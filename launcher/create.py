@@ -72,8 +72,7 @@ class SessionBuilder:
 
     def build(self) -> Resources:
         self.make_runtime_dirs()
-        self.make_users()
-        self.make_groups()
+        self.make_accounts()
         self.make_private_dirs()
         self.make_netns()
         self.make_cgroups()
@@ -86,22 +85,25 @@ class SessionBuilder:
         _mkdir(self.journal, self.layout.runtime_dir, 0o711)
         _mkdir(self.journal, self.layout.doors_dir, 0o711)
 
-    def make_users(self) -> None:
-        for role in self.manifest.roles:
-            name = self.layout.user(role)
+    def make_accounts(self) -> None:
+        """Every user (with its own group) and every door's clients group, in one locked transaction."""
+        roles = self.manifest.roles
+        user_names = {role: self.layout.user(role) for role in roles}
+        clients = door_client_groups(self.manifest.edges, roles)
+        group_members = {
+            self.layout.clients_group(door): [user_names[role] for role in sorted(clients[door])]
+            for door in sorted(clients)
+        }
+        for name in user_names.values():
             self.journal.record("user", name)
-            # create_user also creates the user's own group of the same name; removing it is its job.
-            uid = users.create_user(name)
-            self.resources.uids[role] = uid
-            self.resources.gids[role] = users.gid_of(name)
-
-    def make_groups(self) -> None:
-        clients = door_client_groups(self.manifest.edges, self.manifest.roles)
-        for door in sorted(clients):
-            name = self.layout.clients_group(door)
+        for name in group_members:
             self.journal.record("group", name)
-            members = [self.layout.user(role) for role in sorted(clients[door])]
-            self.resources.door_gids[door] = users.create_group(name, members)
+        ids = users.create_accounts(list(user_names.values()), group_members)
+        for role, name in user_names.items():
+            self.resources.uids[role] = ids[name]
+            self.resources.gids[role] = ids[name]  # each user's own group has the same id
+        for door in clients:
+            self.resources.door_gids[door] = ids[self.layout.clients_group(door)]
 
     def make_private_dirs(self) -> None:
         for role in self.manifest.roles:

@@ -78,7 +78,11 @@ def hello_manifest(workspace: str) -> Manifest:
             "files": {"read": [], "exec": []},
             "process": {"max_memory_mb": APP_MEMORY_MB, "max_pids": APP_PIDS},
         },
-        "doors": {"fs": {}, "keys": {}},
+        "doors": {
+            "fs": {"read_only": [".git"], "refuse_secrets": True, "max_file_bytes": 1048576,
+                   "max_total_bytes": 16777216, "max_files": 1000},
+            "keys": {},
+        },
         "edges": [["app", "fs"]],
     }
     return load_manifest(json.dumps(document).encode())

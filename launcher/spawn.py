@@ -4,6 +4,7 @@ the app through execve. The parent keeps only the pid, a pidfd and its end of th
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 from collections.abc import Callable, Mapping
@@ -23,6 +24,20 @@ class Spawned:
     pid: int
     pidfd: int
     status: socket.socket | None  # door → launcher messages; None for the app
+
+
+def _reset_signals(for_exec: bool) -> None:
+    """The launcher's signal handlers and wake-up fd must not leak into a child (trio installs its own).
+
+    A door keeps running Python, so it gets Python's start-up dispositions (SIGPIPE ignored, SIGINT raising
+    KeyboardInterrupt); a program about to be exec'd gets the defaults, as subprocess does.
+    """
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL if for_exec else signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_DFL if for_exec else signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
 def _child_fail(role: str, code: int, detail: str) -> None:
@@ -47,6 +62,7 @@ def spawn_door(
     pid = os.fork()
     if pid == 0:  # child
         try:
+            _reset_signals(for_exec=False)
             parent_end.close()
             place_fds({0: os.open("/dev/null", os.O_RDONLY), 1: os.open("/dev/null", os.O_WRONLY), **mapping})
             apply_confinement(spec)
@@ -72,6 +88,7 @@ def spawn_app(
     pid = os.fork()
     if pid == 0:  # child
         try:
+            _reset_signals(for_exec=True)
             place_fds(dict(stdio))
             apply_confinement(spec)
         except ConfinementError as exc:

@@ -19,8 +19,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the `gc` subcommand."""
     parser = subparsers.add_parser("gc", help="remove what dead sessions left (users, netns, cgroups, files)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--sessions-dir", default=SESSIONS_DIR, help=f"journals to read (default {SESSIONS_DIR})")
-    parser.add_argument("--runtime-dir", default=RUNTIME_DIR, help=f"session runtime dirs (default {RUNTIME_DIR})")
+    parser.add_argument("--sessions-dir", default=SESSIONS_DIR, help="the journals (default: %(default)s)")
+    parser.add_argument("--runtime-dir", default=RUNTIME_DIR, help="runtime dirs (default: %(default)s)")
     parser.set_defaults(func=run)
 
 
@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
         for error in report.errors:
             print(f"sharness-launch gc: could not remove {error}", file=sys.stderr)
         if report.errors:
-            print("  hint: fix the cause, then run `sharness-launch gc` again: the journal keeps what is left",
-                  file=sys.stderr)
+            hint = "fix the cause, then run `sharness-launch gc` again: the journal keeps what is left"
+            print(f"  hint: {hint}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_LEFT_SOMETHING
 
 

@@ -31,7 +31,11 @@ def basic_manifest(workspace: Path, argv: list[str], **extra: object) -> dict[st
         "session": {"name": "test", "trust_domain": "test.sharness.test", "ttl_s": 600},
         "workspace": str(workspace),
         "app": {"argv": argv, "files": {"read": [], "exec": []}, "process": {"max_memory_mb": 256, "max_pids": 64}},
-        "doors": {"fs": {}, "keys": {}},
+        "doors": {
+            "fs": {"read_only": [".git"], "refuse_secrets": True, "max_file_bytes": 1048576,
+                   "max_total_bytes": 16777216, "max_files": 1000},
+            "keys": {},
+        },
         "edges": [["app", "fs"]],
     }
     document.update(extra)

@@ -127,7 +127,7 @@ def test_a_door_that_dies_ends_the_session(tmp_path: Path, workspace: Path, audi
         assert fs_pid is not None, "the fs door never appeared"
         time.sleep(0.5)  # let the app start too
         os.kill(fs_pid, signal.SIGKILL)
-        out, err = launcher.communicate(timeout=30)
+        _, err = launcher.communicate(timeout=30)
     finally:
         if launcher.poll() is None:
             launcher.kill()
