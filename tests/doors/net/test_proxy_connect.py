@@ -202,15 +202,18 @@ async def test_non_tls_on_a_tls_row_refused_raw_row_relays(net: TestNet) -> None
 
 
 async def test_tunnel_limit_429(net: TestNet) -> None:
-    _, port = await net.start_proxy(max_tunnels=1)
+    proxy, port = await net.start_proxy(max_tunnels=1)
     first = await net.client(port)
     assert (await connect(first, "raw.sharness.test:7")).status == 200
+    assert dict(proxy.statistics().open_by_role) == {"app": 1}
     second = await net.client(port)
     reply = await connect(second, "raw.sharness.test:7")
     assert reply.status == 429 and reply.headers["retry-after"] == "1"
     assert reply.refusal == "too-many-tunnels; row=doors.net.limits"
     await first.aclose()
     await wait_for_audit(net, 2)
+    stats = proxy.statistics()
+    assert (dict(stats.open_by_role), stats.requests, stats.refused) == ({}, 2, 1)
     third = await net.client(port)
     assert (await connect(third, "raw.sharness.test:7")).status == 200
 
