@@ -241,3 +241,18 @@ async def test_self_connection_by_literal_refused(net: TestNet) -> None:
     stream = await net.client()
     reply = await connect(stream, "127.0.0.1:3128")
     assert reply.status == 403 and reply.refusal.startswith("ip-literal-not-allowed")
+
+
+@pytest.mark.parametrize(("sni", "decision"), [(b"ok.sharness.test", "allow"), (b"evil.sharness.test", "refuse")])
+async def test_client_hello_in_the_connect_segment(net: TestNet, sni: bytes, decision: str) -> None:
+    wire = hellos.client_hello(sni)
+    stream = await net.client()
+    await stream.send_all(b"CONNECT ok.sharness.test:443 HTTP/1.1\r\nHost: x\r\n\r\n" + wire)  # one write
+    await stream.send_eof()
+    received = b""
+    while data := await stream.receive_some(65536):
+        received += data
+    assert received.startswith(b"HTTP/1.1 200 ")
+    await wait_for_audit(net, 1)
+    assert net.audit[0]["decision"] == decision
+    assert net.audit[0]["bytes_up"] == (len(wire) if decision == "allow" else 0)
