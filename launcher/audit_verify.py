@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 FORMAT = "sharness-audit-v1"
+LOG_NAME, SIG_NAME, PUB_NAME = "audit.jsonl", "audit.sig", "audit.pub"
 OPEN_EVENT = "audit.open"
 CLOSE_EVENT = "audit.close"
 
