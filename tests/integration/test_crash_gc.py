@@ -42,7 +42,7 @@ def _journal_kinds(sid_dir: Path) -> list[str]:
     return kinds
 
 
-def _kill_at(stage: str, launcher: subprocess.Popen[bytes], timeout_s: float = 30) -> tuple[str, set[int]]:
+def _kill_at(stage: str, launcher: subprocess.Popen[bytes], stderr: Path, timeout_s: float = 30) -> tuple[str, set[int]]:
     """Watch the newest session journal and SIGKILL the launcher when it reaches `stage`."""
     deadline = time.monotonic() + timeout_s
     sid_dir: Path | None = None
@@ -62,7 +62,7 @@ def _kill_at(stage: str, launcher: subprocess.Popen[bytes], timeout_s: float = 3
                 launcher.wait()
                 return sid_dir.name, uids | session_uids(sid_dir.name)
         if launcher.poll() is not None:
-            raise AssertionError(f"the launcher ended before stage {stage}")
+            raise AssertionError(f"the launcher ended before stage {stage}: {stderr.read_text(errors='replace')[-2000:]}")
         time.sleep(0.0005)
     raise AssertionError(f"stage {stage} never reached")
 
@@ -76,12 +76,15 @@ def test_sigkill_at_each_stage_then_gc_leaves_nothing(stage: str, tmp_path: Path
     manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/sleep", "60"]))
     digest = manifest_hash(manifest)
     before = leftovers()
-    launcher = subprocess.Popen(
-        [*LAUNCHER, "run", str(manifest), "--expect-hash", digest, "--audit-dir", str(tmp_path / "audit")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    stderr = tmp_path / "stderr"
+    with stderr.open("wb") as stderr_file:
+        launcher = subprocess.Popen(
+            [*LAUNCHER, "run", str(manifest), "--expect-hash", digest, "--audit-dir", str(tmp_path / "audit"),
+             "--best-effort"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr_file,
+        )
     try:
-        sid, uids = _kill_at(stage, launcher)
+        sid, uids = _kill_at(stage, launcher, stderr)
     finally:
         if launcher.poll() is None:
             launcher.kill()
@@ -94,3 +97,4 @@ def test_sigkill_at_each_stage_then_gc_leaves_nothing(stage: str, tmp_path: Path
     while pids_with_uids(uids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids_with_uids(uids) == []
+

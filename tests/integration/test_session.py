@@ -43,7 +43,7 @@ def audit_dir(tmp_path: Path) -> Path:
 
 def _run(manifest: Path, *extra: str, audit_dir: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*LAUNCHER, "run", str(manifest), "--audit-dir", str(audit_dir), *extra],
+        [*LAUNCHER, "run", str(manifest), "--audit-dir", str(audit_dir), "--best-effort", *extra],
         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )
 
@@ -108,11 +108,30 @@ def test_not_root_exits_77(tmp_path: Path, workspace: Path, audit_dir: Path) -> 
     assert "root" in done.stderr
 
 
+def test_unheld_rows_exit_78_naming_them_and_create_nothing(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    from launcher.manifest import load_manifest
+    from launcher.plan import build_plan
+    from launcher.probe import probe_kernel
+
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
+    unheld = [row for row in build_plan(load_manifest(manifest.read_bytes()), probe_kernel()).rows if not row.held]
+    if not unheld:
+        pytest.skip("every row of this manifest is held on this machine: no unheld row to refuse")
+    before = leftovers()
+    done = subprocess.run(
+        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir)],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 78, done.stderr
+    assert unheld[0].row_id in done.stderr and "--best-effort" in done.stderr
+    assert leftovers() == before
+
+
 def test_a_door_that_dies_ends_the_session(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
     manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/sleep", "60"]))
     launcher = subprocess.Popen(
         [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir),
-         "--json"],
+         "--json", "--best-effort"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )
     try:
@@ -140,7 +159,8 @@ def test_a_door_that_dies_ends_the_session(tmp_path: Path, workspace: Path, audi
 def test_sigterm_ends_the_session_in_order(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
     manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/sleep", "60"]))
     launcher = subprocess.Popen(
-        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir)],
+        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir),
+         "--best-effort"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )
     try:
