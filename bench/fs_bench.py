@@ -217,29 +217,28 @@ def run(quick: bool) -> dict[str, Any]:
 OWNER_UID = 61234  # a numeric uid no account uses: the "workspace owner" of the ownership measurement
 
 
-def _workspace_writes(directory: str, count: int, chown_to: tuple[int, int] | None) -> float:
-    """Microseconds per atomic small write through doors.fs.Workspace (no HTTP): the door's own I/O."""
-    from doors.fs._ops import Workspace
+def _per_call_us(count: int, action: Callable[[], None]) -> float:
+    """The median over 5 batches of microseconds per call (CPU-bound: no journal, no fsync)."""
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(count):
+            action()
+        samples.append((time.perf_counter() - start) / count * 1e6)
+    return _median(samples)
+
+
+def _resolve_us(directory: str, count: int) -> float:
+    """Microseconds per openat2 resolution of a 4-level path beneath the workspace fd (+ close)."""
+    from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 
     root_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY)
-    workspace = Workspace(root_fd, chown_to=chown_to)
-    payload = os.urandom(SMALL_BYTES)
-    start = time.perf_counter()
-    for number in range(count):
-        temp_fd, temp_name = workspace.create_temp(root_fd)
-        workspace.write_all(temp_fd, payload)
-        workspace.commit_write(root_fd, temp_fd, temp_name, f"f{number}", 0o644)
-        os.close(temp_fd)
-    elapsed = time.perf_counter() - start
-    os.close(root_fd)
-    return elapsed / count * 1e6
+    flags = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS
+    return _per_call_us(count, lambda: os.close(openat2(root_fd, "a/b/c/file", os.O_PATH, 0, flags)))
 
 
-def _in_child(directory: str, count: int, *, as_owner: bool, landlock: bool,
-              chown_to: tuple[int, int] | None) -> float:
-    """Run the write loop in a forked child, confined as asked; return its microseconds per write."""
-    os.makedirs(directory)
-    os.chown(directory, OWNER_UID, OWNER_UID)
+def _in_child(directory: str, count: int, *, landlock: bool) -> float:
+    """Measure `_resolve_us` in a forked child as the owner uid, with or without Landlock."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: confine, measure, report, exit without running the parent's cleanups
@@ -250,11 +249,10 @@ def _in_child(directory: str, count: int, *, as_owner: bool, landlock: bool,
 
                 project = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
                 apply_landlock(LandlockRules(read=("/usr", "/proc", sys.prefix, project), write=(directory,)), 7)
-            if as_owner:
-                os.setgroups([])
-                os.setgid(OWNER_UID)
-                os.setuid(OWNER_UID)
-            os.write(write_fd, json.dumps(_workspace_writes(directory, count, chown_to)).encode())
+            os.setgroups([])
+            os.setgid(OWNER_UID)
+            os.setuid(OWNER_UID)
+            os.write(write_fd, json.dumps(_resolve_us(directory, count)).encode())
         except BaseException:
             import traceback
 
@@ -271,22 +269,29 @@ def _in_child(directory: str, count: int, *, as_owner: bool, landlock: bool,
 
 
 def measure_ownership(root: str, count: int) -> dict[str, float]:
-    """What each ownership option costs per small atomic write (root only; see docs/decisions/fs.md)."""
-    os.makedirs(root, exist_ok=True)
+    """What the ownership options add per operation (root only; see docs/decisions/fs.md).
+
+    (b) adds an fchown to every created file; (a) adds Landlock to every path resolution.
+    """
+    os.makedirs(os.path.join(root, "a", "b", "c"))
+    with open(os.path.join(root, "a", "b", "c", "file"), "wb"):
+        pass
+    for directory, _, files in os.walk(root):
+        for name in (directory, *(os.path.join(directory, f) for f in files)):
+            os.chown(name, OWNER_UID, OWNER_UID)
     os.chmod(os.path.dirname(root), 0o711)  # the owner uid must reach its directory
-    os.chmod(root, 0o711)
-    owner = _in_child(os.path.join(root, "a"), count, as_owner=True, landlock=False, chown_to=None)
-    owner_landlock = _in_child(os.path.join(root, "b"), count, as_owner=True, landlock=True, chown_to=None)
-    privileged = _in_child(os.path.join(root, "c"), count, as_owner=False, landlock=False, chown_to=None)
-    with_chown = _in_child(os.path.join(root, "d"), count, as_owner=False, landlock=False,
-                           chown_to=(OWNER_UID, OWNER_UID))
+    fd = os.open(os.path.join(root, "a", "b", "c", "file"), os.O_RDONLY)
+    try:
+        fchown = _per_call_us(count * 10, lambda: os.fchown(fd, OWNER_UID, OWNER_UID))
+    finally:
+        os.close(fd)
+    plain = _in_child(root, count * 10, landlock=False)
+    fenced = _in_child(root, count * 10, landlock=True)
     return {
-        "fs_own_write_us_owner_uid": round(owner, 1),
-        "fs_own_write_us_owner_uid_landlock": round(owner_landlock, 1),
-        "fs_own_write_us_privileged": round(privileged, 1),
-        "fs_own_write_us_privileged_fchown": round(with_chown, 1),
-        "fs_own_fchown_us_per_write": round(with_chown - privileged, 1),
-        "fs_own_landlock_overhead_ratio": round(owner_landlock / owner, 3),
+        "fs_own_fchown_us": round(fchown, 2),
+        "fs_own_resolve_us_owner_uid": round(plain, 2),
+        "fs_own_resolve_us_owner_uid_landlock": round(fenced, 2),
+        "fs_own_landlock_resolve_overhead_ratio": round(fenced / plain, 3),
     }
 
 

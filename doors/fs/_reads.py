@@ -15,7 +15,7 @@ from doors.fs._prelude import FsHandlers, Refused, json_ok, query_value, target_
 from doors.fs._request import ByteRange, parse_range
 from doors.fs._rules import Facts, Op, Target, is_hidden, refuse
 
-READ_CHUNK = 64 * 1024
+READ_CHUNK = 256 * 1024
 SMALL_READ = 256 * 1024  # files up to this size are answered in one piece
 
 
