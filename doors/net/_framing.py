@@ -97,7 +97,7 @@ def check_head(head: bytes) -> FramingError | None:
 
 def parse_absolute_target(target: bytes) -> tuple[str, bytes]:
     """Split `http://authority/path?query` into authority and origin-form path; ValueError if not."""
-    text = target.decode("ascii", errors="strict")
+    text = target.decode("utf-8", errors="strict")  # a host may arrive as UTF-8; _host judges it
     scheme, sep, rest = text.partition("://")
     if not sep or scheme.lower() != "http":
         raise ValueError("the target is not an absolute http:// URI (use CONNECT for https)")

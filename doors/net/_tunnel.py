@@ -72,7 +72,7 @@ async def tunnel(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, 
 async def _tunnel(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, request: h11.Request,
                   role: str, exchange: Exchange) -> None:
     config = proxy.config
-    target = decide_target(config.allowlist, role, request.target.decode("ascii", "replace"), None)
+    target = decide_target(config.allowlist, role, request.target.decode("utf-8", "replace"), None)
     if isinstance(target, Refusal):
         return await _refuse(proxy, stream, conn, exchange, target)
     exchange.host, exchange.port = str(target.host), target.port

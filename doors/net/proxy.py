@@ -122,7 +122,7 @@ class Proxy:
         """A fresh audit record for one request."""
         self._requests += 1
         return Exchange(role=role, started=trio.current_time(), method=method.decode("ascii", "replace"),
-                        requested=requested.decode("ascii", "replace"))
+                        requested=requested.decode("utf-8", "replace"))
 
     def finish(self, exchange: Exchange) -> None:
         """Emit the one audit event of this request."""

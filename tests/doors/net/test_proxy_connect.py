@@ -48,6 +48,10 @@ async def refused_connect(net: TestNet, authority: str, port: int | None = None)
         ("198.51.100.3:443", 403, "ip-literal-not-allowed; row=doors.net.allow"),
         ("3329754114:443", 403, "non-canonical-number; row=doors.net.allow"),
         ("0xc6.51.100.2:443", 403, "non-canonical-number; row=doors.net.allow"),
+        # Unicode digits and dots on the wire: h11 refuses non-ASCII in the request line (400) before the
+        # host check would (403, tests/doors/net/test_host.py).
+        ("１９８.51.100.2:443", 400, "bad-request; row=doors.net.framing"),
+        ("198。51.100.2:443", 400, "bad-request; row=doors.net.framing"),
         ("private.sharness.test:443", 403, "private; row=doors.net.public_addresses"),
         ("loop.sharness.test:443", 403, "loopback; row=doors.net.public_addresses"),
         ("mixed.sharness.test:443", 403, "mixed-answers-private; row=doors.net.public_addresses"),
@@ -67,6 +71,15 @@ async def test_refusals(net: TestNet, authority: str, status: int, refusal: str)
     [event] = net.audit
     assert event["decision"] == "refuse" and event["status"] == status
     assert net.logs["private-https"].connections == 0 and net.logs["private-http"].connections == 0
+
+
+async def test_host_normalised_before_matching(net: TestNet) -> None:
+    stream = await net.client()
+    assert (await connect(stream, "OK.Sharness.Test.:443")).status == 200
+    assert (await https_get(stream, net.tls_context(), "ok.sharness.test")).status == 200
+    await stream.aclose()
+    await wait_for_audit(net, 1)
+    assert net.audit[0]["host"] == "ok.sharness.test" and net.audit[0]["requested"] == "OK.Sharness.Test.:443"
 
 
 async def test_refusal_body_names_row_and_hint(net: TestNet) -> None:
