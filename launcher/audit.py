@@ -202,15 +202,19 @@ def _build_logger(fd: int, chain: _Chain, known: set[str]) -> Any:
 
 
 def _make_private_dir(path: str) -> None:
-    """mkdir -p with every directory this creates at 0700 (audit logs are root's alone)."""
-    parent = os.path.dirname(path)
-    if parent != path and not os.path.isdir(parent):
-        _make_private_dir(parent)
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        return
-    os.chmod(path, 0o700)
+    """mkdir -p whatever the umask: missing parents 0755 (others live beside, e.g. /var/lib/sharness/hello),
+    the leaf 0700."""
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for index, directory in enumerate(reversed(missing)):
+        mode = 0o700 if index == len(missing) - 1 else 0o755
+        try:
+            os.mkdir(directory, mode)
+        except FileExistsError:
+            continue
+        os.chmod(directory, mode)
 
 
 def _write_file(path: str, data: bytes, mode: int) -> None:

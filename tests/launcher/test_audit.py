@@ -37,9 +37,13 @@ def test_lines_chain_from_a_genesis_naming_the_session(tmp_path: Path) -> None:
 
 def test_files_are_roots_alone_and_the_private_key_is_never_written(tmp_path: Path) -> None:
     directory = tmp_path / "a" / "b"
-    log = AuditLog.create(str(directory), SID)
+    old_umask = os.umask(0o077)
+    try:
+        log = AuditLog.create(str(directory), SID)
+    finally:
+        os.umask(old_umask)
     assert os.stat(directory).st_mode & 0o777 == 0o700
-    assert os.stat(tmp_path / "a").st_mode & 0o777 == 0o700
+    assert os.stat(tmp_path / "a").st_mode & 0o777 == 0o755  # a shared parent stays traversable
     assert os.stat(log.path).st_mode & 0o777 == 0o600
     assert (directory / "audit.pub").read_text() == log.public_key_pem
     sig_path, public_pem = log.close()

@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from launcher.journal import Journal, JournalEntry, JournalError, RemovalError, parse_journal
+from launcher.journal import Journal, JournalEntry, JournalError, RemovalError, encode_entry, parse_journal
 from launcher.journal_removers import (
     RemovalRefused,
     Remover,
@@ -244,3 +246,15 @@ def test_pid_removal_spares_a_process_with_another_start_time(sleeper: subproces
 def test_starttime_survives_a_hostile_command_name() -> None:
     fields = " ".join(["S"] + ["0"] * 18 + ["4242"] + ["0"] * 10)
     assert parse_starttime(f"77 (evil) 1 2 3 ) {fields}".encode()) == 4242
+
+
+@given(
+    names=st.lists(st.text(min_size=1, max_size=12).filter(lambda n: "\x00" not in n), min_size=1, max_size=6),
+    data=st.data(),
+)
+def test_a_crash_at_any_byte_leaves_a_prefix_of_the_entries(names: list[str], data: st.DataObject) -> None:
+    journal = encode_entry("launcher", "7:9") + b"".join(encode_entry("user", name) for name in names)
+    cut = data.draw(st.integers(0, len(journal)))
+    owner, entries = parse_journal(journal[:cut])
+    assert entries == [JournalEntry("user", name) for name in names][: len(entries)]
+    assert owner in (None, "7:9")
