@@ -220,7 +220,7 @@ def test_gc_after_the_launcher_died_at_each_stage_of_creation(
 
 
 @pytest.mark.root
-def test_gc_sweeps_debris_it_can_prove_is_a_sessions(sessions_root: tuple[str, str]) -> None:
+def test_gc_sweeps_debris_it_can_prove_is_from_a_session(sessions_root: tuple[str, str]) -> None:
     sessions, run = sessions_root
     os.makedirs(f"{run}/0123abcd/doors")
     os.makedirs(f"{run}/sh-not-a-session")
