@@ -69,6 +69,7 @@ def fresh_pyopenssl(address: str, ctx: SSL.Context, count: int, resume: bool = F
         samples.append((time.perf_counter_ns() - start) / 1e6)
         if resume:
             session = tls.get_session()
+        tls.shutdown()  # close_notify: without it OpenSSL marks the session not resumable when freed
         sock.close()
     return samples
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ssl
 from dataclasses import asdict, dataclass
 
-from cryptography.hazmat.primitives.asymmetric import ec
 from OpenSSL import SSL
+from OpenSSL._util import lib as _lib
 
 from bench._certs import CertFiles
 
@@ -17,7 +17,7 @@ _GROUP_CURVES = {"P-256": "prime256v1", "P-384": "secp384r1"}
 class TlsOptions:
     """What a variant changes: key-exchange group, TLS 1.3 suite, tickets per handshake."""
 
-    group: str = ""  # "" = library default (X25519 first), else "P-256" or "P-384"
+    group: str = ""  # "" = library default (3.0: X25519; 4.0: X25519MLKEM768), or X25519, P-256, P-384
     ciphersuite: str = ""  # "" = library default; pyOpenSSL only (stdlib 3.11 cannot set 1.3 suites)
     num_tickets: int = -1  # -1 = library default (2); stdlib server only
 
@@ -34,11 +34,18 @@ def stdlib_context(files: CertFiles, server: bool, options: TlsOptions) -> ssl.S
     ctx.check_hostname = False  # SVIDs carry a URI SAN, no DNS name: the role check is the caller's
     ctx.load_cert_chain(str(files.cert), str(files.key))
     ctx.load_verify_locations(cafile=str(files.bundle))
-    if options.group:
+    if options.group and options.group != "X25519":  # X25519 is 3.0's first group; 3.11 cannot name it
         ctx.set_ecdh_curve(_GROUP_CURVES[options.group])
     if server and options.num_tickets >= 0:
         ctx.num_tickets = options.num_tickets
     return ctx
+
+
+def _set_groups(ctx: SSL.Context, group: str) -> None:
+    """pyOpenSSL has no groups setter; its bindings do carry SSL_CTX_set1_curves_list (same call)."""
+    name = {"P-256": "P-256", "P-384": "P-384"}.get(group, group).encode()
+    if _lib.SSL_CTX_set1_curves_list(ctx._context, name) != 1:
+        raise ValueError(f"bench: the bundled OpenSSL refused the key-exchange group {group!r}")
 
 
 def pyopenssl_context(files: CertFiles, server: bool, options: TlsOptions) -> SSL.Context:
@@ -52,10 +59,8 @@ def pyopenssl_context(files: CertFiles, server: bool, options: TlsOptions) -> SS
     ctx.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT)
     if server:
         ctx.set_session_id(b"sharness-bench")  # OpenSSL refuses to resume a verified session without it
-    if options.group == "P-256":
-        ctx.set_tmp_ecdh(ec.SECP256R1())
-    elif options.group == "P-384":
-        ctx.set_tmp_ecdh(ec.SECP384R1())
+    if options.group:
+        _set_groups(ctx, options.group)
     if options.ciphersuite:
         ctx.set_tls13_ciphersuites(options.ciphersuite.encode())
     return ctx

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from bench import _clients, _machine, _project
+from bench import _clients, _inproc, _machine, _project, _pyossl
 from bench._certs import CertFiles, write_bench_pki
 from bench._door import DoorSpec
 from bench._procs import Server, server_process
@@ -42,6 +42,7 @@ class Variant:
     options: TlsOptions = field(default_factory=TlsOptions)
     resume: bool = False
     context_per_connection: bool = False
+    backend: str = "stdlib"  # project door and async clients on "pyopenssl" (bench._pyossl prototype)
 
 
 VARIANTS = (
@@ -76,12 +77,24 @@ VARIANTS = (
             options=TlsOptions(num_tickets=1), resume=True),
     Variant("project door 2 tickets/async client, tuned, one ticket reused", "project", "async-tuned",
             resume=True),
+    Variant("project on pyOpenSSL (X25519MLKEM768)/async on pyOpenSSL", "project", "async-tuned",
+            backend="pyopenssl"),
+    Variant("project on pyOpenSSL X25519/async on pyOpenSSL", "project", "async-tuned", backend="pyopenssl",
+            options=TlsOptions(group="X25519")),
+    Variant("project on pyOpenSSL X25519/async on pyOpenSSL, one ticket reused", "project", "async-tuned",
+            backend="pyopenssl", options=TlsOptions(group="X25519"), resume=True),
+    Variant("project on pyOpenSSL X25519/blocking stdlib+h11 client", "project", "http", backend="pyopenssl",
+            options=TlsOptions(group="X25519")),
+    Variant("project on pyOpenSSL X25519/blocking stdlib+h11 client, resumed", "project", "http",
+            backend="pyopenssl", options=TlsOptions(group="X25519"), resume=True),
     Variant("warm: stdlib/stdlib 64-byte echo", "stdlib", "stdlib", mode="warm"),
     Variant("warm: pyopenssl/pyopenssl 64-byte echo", "pyopenssl", "pyopenssl", mode="warm"),
     Variant("warm: trio SSLStream server/stdlib echo", "trio", "stdlib", mode="warm"),
     Variant("warm: project door/blocking stdlib+h11 GET", "project", "http", mode="warm"),
     Variant("warm: project door/project async client GET", "project", "async", mode="warm"),
     Variant("warm: project door/async connect+exchange GET (tuned)", "project", "async-tuned", mode="warm"),
+    Variant("warm: project on pyOpenSSL/async on pyOpenSSL GET (tuned)", "project", "async-tuned", mode="warm",
+            backend="pyopenssl", options=TlsOptions(group="X25519")),
 )
 
 
@@ -101,6 +114,19 @@ Loop = Callable[[str], list[float]]
 
 
 def _client_loop(variant: Variant, client: CertFiles, session: SessionFiles, count: int) -> Loop:
+    """The variant's client loop; async clients on the pyOpenSSL backend install it around the loop."""
+    loop = _plain_client_loop(variant, client, session, count)
+    if variant.backend != "pyopenssl" or not variant.client.startswith("async"):
+        return loop
+
+    def on_pyopenssl(address: str) -> list[float]:
+        with _pyossl.installed(client, False, variant.options):
+            return loop(address)
+
+    return on_pyopenssl
+
+
+def _plain_client_loop(variant: Variant, client: CertFiles, session: SessionFiles, count: int) -> Loop:
     warm = variant.mode == "warm"
     if variant.client == "async-tuned":
         if warm:
@@ -135,7 +161,8 @@ def _server_spec(variant: Variant, session: SessionFiles, server: CertFiles, add
     if variant.server == "project":
         return "bench._door", DoorSpec("fs", address, str(server.cert), str(server.bundle),
                                        session.pki.trust_domain, session.pki.session_id,
-                                       variant.options.num_tickets).to_json()
+                                       variant.options.num_tickets, variant.backend,
+                                       variant.options.group).to_json()
     return "bench._servers", ServerSpec(variant.server, address, str(server.cert), str(server.key),
                                         str(server.bundle), variant.options.to_dict()).to_json()
 
@@ -192,12 +219,36 @@ def _line(row: dict[str, Any]) -> str:
             f"  cpu srv {row['server_cpu_ms']:6.3f} cli {row['client_cpu_ms']:6.3f} ms  n={row['n']}")
 
 
+def inproc_main(count: int, rounds: int) -> int:
+    """Both ends in this process over memory BIOs: the TLS library's CPU per handshake, best of rounds."""
+    load_before = _machine.other_load()
+    with tempfile.TemporaryDirectory(prefix="sharness-bench-") as tmp:
+        workdir = Path(tmp)
+        session = session_files(workdir)
+        sets = {"session PKI (P-256)": (session.server, session.client)}
+        for key_type in ("ed25519", "rsa2048"):
+            directory = workdir / key_type
+            directory.mkdir()
+            files = write_bench_pki(directory, ("fs", "app"), key_type)
+            sets[key_type] = (files["fs"], files["app"])
+        rows = _inproc.study(sets, count, rounds)
+    for row in rows:
+        print(f"{row['certs']:<20} {row['variant']:<52} {row['cpu_ms_both_sides']:6.3f} ms CPU", flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    write_json(RESULTS / "explore-inproc.json", {"rows": rows, "machine": _machine.facts(),
+                                                 "load_before": load_before, "load_after": _machine.other_load()})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.explore", description=__doc__)
     parser.add_argument("--count", type=int, default=500, help="samples per fresh variant (x4 for warm)")
     parser.add_argument("--only", default="", help="run only variants whose name contains this")
     parser.add_argument("--rounds", type=int, default=5, help="round-robin passes over the variants")
+    parser.add_argument("--inproc", action="store_true", help="only the in-process handshake CPU study")
     args = parser.parse_args(argv)
+    if args.inproc:
+        return inproc_main(args.count, args.rounds)
     rows: list[dict[str, Any]] = []
     load_before = _machine.other_load()
     chosen = [variant for variant in VARIANTS if args.only in variant.name]
