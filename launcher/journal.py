@@ -34,15 +34,22 @@ REMOVERS: Mapping[str, Remover] = removers_for(DEFAULT_ROOTS)
 
 __all__ = [
     "DEFAULT_ROOTS",
+    "JOURNAL_NAME",
     "KINDS",
     "REMOVERS",
+    "RUNTIME_DIR",
     "SESSIONS_DIR",
+    "STAGING_PREFIX",
     "Journal",
     "JournalEntry",
     "JournalError",
     "RemovalError",
     "RemovalRefused",
+    "Remover",
+    "encode_entry",
     "parse_journal",
+    "process_name",
+    "valid_sid",
 ]
 
 _SID = re.compile(r"^[0-9a-f]{8}$")
