@@ -5,6 +5,7 @@ One chokepoint per request: decide with the pure cores, then act, then audit (on
 
 from __future__ import annotations
 
+import errno
 from collections import Counter
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -24,6 +25,8 @@ from doors.net._respond import send_refusal
 from doors.net._tunnel import tunnel
 
 RECEIVE = 64 * 1024
+ACCEPT_PAUSE_S = 0.1
+_ACCEPT_PAUSE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class ProxyConfig:
     idle_timeout_s: float = 300.0
     head_timeout_s: float = 30.0
     max_tunnels: int = 64
+    max_connections: int = 256
     max_hello: int = DEFAULT_MAX_HELLO
     retry_after_s: int = 1
 
@@ -68,12 +72,31 @@ class Proxy:
 
     async def serve(self, listener: trio.SocketListener, role: str,
                     *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Accept on `listener` forever; every connection on it speaks for `role`."""
+        """Accept on `listener` forever; every connection on it speaks for `role`.
+
+        At most `max_connections` are served at once; more wait in the kernel's backlog. Running out
+        of fds pauses accepting instead of ending the door.
+        """
+        slots = trio.Semaphore(self.config.max_connections)
         async with trio.open_nursery() as nursery:
             task_status.started()
             while True:
-                stream = await listener.accept()
-                nursery.start_soon(self.handle, stream, role)
+                await slots.acquire()
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    slots.release()
+                    if exc.errno not in _ACCEPT_PAUSE:
+                        raise
+                    await trio.sleep(ACCEPT_PAUSE_S)
+                    continue
+                nursery.start_soon(self._handle_in_slot, stream, role, slots)
+
+    async def _handle_in_slot(self, stream: trio.SocketStream, role: str, slots: trio.Semaphore) -> None:
+        try:
+            await self.handle(stream, role)
+        finally:
+            slots.release()
 
     async def handle(self, stream: trio.SocketStream, role: str) -> None:
         """One client connection: requests in order (keep-alive, pipelining), or one tunnel."""

@@ -23,8 +23,9 @@ from doors.net.proxy import Proxy, ProxyConfig
 
 PROXY_FD_PREFIX = "proxy."
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
-HELD_ROWS = frozenset({"allow", "max_tunnels", "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s"})
-_LIMIT_ROWS = ("max_tunnels", "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s")
+HELD_ROWS = frozenset({"allow", "max_tunnels", "max_connections", "connect_timeout_s", "idle_timeout_s",
+                       "resolve_timeout_s"})
+_LIMIT_ROWS = ("max_tunnels", "max_connections", "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s")
 
 
 def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPAddress, int]],

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import select
 import socket
 import struct
 
 import pytest
 import trio
+import trio.testing
 
 from .client import http
 from .conftest import TestNet
@@ -180,3 +182,16 @@ async def test_client_gone_before_the_answer_does_not_stop_the_door(net: TestNet
         await stream.aclose()  # RST, maybe before the proxy answers
     status, _, _ = await one(net, get("http://plain.sharness.test/still-here"))
     assert status == 200
+
+
+async def test_connections_beyond_the_cap_wait_in_the_backlog(net: TestNet) -> None:
+    _, port = await net.start_proxy(max_connections=1)
+    first = await net.client(port)
+    second = await net.client(port)  # the kernel completes the handshake; the proxy does not accept yet
+    await second.send_all(get("http://plain.sharness.test/second", "Connection: close"))
+    await trio.testing.wait_all_tasks_blocked()
+    readable, _, _ = select.select([second.socket.fileno()], [], [], 0)
+    assert readable == [], "served beyond max_connections"
+    await first.aclose()
+    [reply] = await http(second, b"")
+    assert reply is not None and reply.status == 200
