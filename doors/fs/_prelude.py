@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -78,11 +79,14 @@ class FsHandlers:
             detail = f"{call.dest if as_dest else call.path} leads through a symlink to {real}: {names.detail}"
             raise Refused(self.dispatch.refused(call, refuse(names.status, names.row, detail, names.hint)))
 
-    async def locate_parent(self, call: Call, *, as_dest: bool = False) -> Located:
-        """Resolve the parent of the call's path (or its destination) beneath the root, then re-judge."""
+    def locate_parent_sync(self, call: Call, *, as_dest: bool = False) -> Located:
+        """Resolve the parent of the call's path (or its destination) beneath the root, then re-judge.
+
+        Blocking (run it in a worker thread); refusals are audited and raised as Refused.
+        """
         path = call.dest if as_dest and call.dest is not None else call.path
         try:
-            located = await trio.to_thread.run_sync(self.workspace.locate_parent, path)
+            located = self.workspace.locate_parent(path)
         except FsRefused as refused:
             raise Refused(self.dispatch.refused(call, refused.decision)) from None
         try:
@@ -91,6 +95,10 @@ class FsHandlers:
             os.close(located.parent_fd)
             raise
         return located
+
+    async def locate_parent(self, call: Call, *, as_dest: bool = False) -> Located:
+        """`locate_parent_sync` in a worker thread."""
+        return await trio.to_thread.run_sync(functools.partial(self.locate_parent_sync, call, as_dest=as_dest))
 
     @staticmethod
     async def run(handler: Callable[[], Awaitable[Response]]) -> Response:

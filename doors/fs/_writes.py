@@ -24,7 +24,10 @@ from doors.fs._prelude import FsHandlers, Refused, json_ok, query_value
 from doors.fs._request import parse_flag, parse_length
 from doors.fs._rules import Facts, Op, Target, refuse
 from doors.fs._secrets import CARRY, SecretScanner, scan
-from doors.fs._spool import Spool
+from doors.fs._spool import SPOOL_MEMORY, Spool
+
+SMALL_BODY = 64 * 1024  # bodies up to this size are received whole, then handled in one worker call
+assert SMALL_BODY <= SPOOL_MEMORY
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,13 @@ class Received:
 class WriteHandlers(FsHandlers):
     """write, append, mkdir, delete, rename."""
 
-    def _precheck(self, call: Call, request: Request) -> None:
+    def _precheck(self, call: Call, request: Request) -> bool:
+        """Refuse a declared size the rows refuse; True when the body is small enough to take whole."""
         declared = parse_length(request.header("content-length"))
         decision = precheck_size(call.op, self.rows, self.dispatch.meter.usage, declared)
         if not decision.allowed:
             raise Refused(self.dispatch.refused(call, decision, byte_count=declared or 0))
+        return declared is not None and declared <= SMALL_BODY
 
     def _facts(self, request: Request, target: Target, located: Located, received: Received) -> Facts:
         return Facts(
@@ -98,7 +103,10 @@ class WriteHandlers(FsHandlers):
                 )
             )
         call = self.begin(request, Op.WRITE, request.rest, want_exec=want_exec)
-        self._precheck(call, request)
+        if self._precheck(call, request):
+            whole = bytearray()  # a small body: received first, then everything in one worker call
+            received = await self._receive(request, call, whole.extend)
+            return await trio.to_thread.run_sync(self._write_whole, request, call, bytes(whole), received)
         located = await self.locate_parent(call)
         with ExitStack() as stack:
             stack.callback(os.close, located.parent_fd)
@@ -110,6 +118,17 @@ class WriteHandlers(FsHandlers):
             return await trio.to_thread.run_sync(
                 self._commit_write, request, call, located, temp_fd, temp_name, received
             )
+        raise AssertionError("unreachable")
+
+    def _write_whole(self, request: Request, call: Call, whole: bytes, received: Received) -> Response:
+        located = self.locate_parent_sync(call)
+        with ExitStack() as stack:
+            stack.callback(os.close, located.parent_fd)
+            temp_fd, temp_name = self._create_temp(call, located)
+            stack.callback(self.workspace.discard_temp, located.parent_fd, temp_name)
+            stack.callback(os.close, temp_fd)
+            self.workspace.write_all(temp_fd, whole)
+            return self._commit_write(request, call, located, temp_fd, temp_name, received)
         raise AssertionError("unreachable")
 
     def _create_temp(self, call: Call, located: Located) -> tuple[int, str]:
@@ -141,7 +160,10 @@ class WriteHandlers(FsHandlers):
 
     async def _append(self, request: Request) -> Response:
         call = self.begin(request, Op.APPEND, request.rest)
-        self._precheck(call, request)
+        if self._precheck(call, request):
+            spool = Spool(-1)  # a small body stays in memory: no directory needed
+            received = await self._receive(request, call, spool.add)
+            return await trio.to_thread.run_sync(self._append_whole, request, call, spool, received)
         located = await self.locate_parent(call)
         with ExitStack() as stack:
             stack.callback(os.close, located.parent_fd)
@@ -150,6 +172,14 @@ class WriteHandlers(FsHandlers):
             received = await self._receive(request, call, spool.add)
             return await trio.to_thread.run_sync(self._commit_append, request, call, located, spool, received)
         raise AssertionError("unreachable")
+
+    def _append_whole(self, request: Request, call: Call, spool: Spool, received: Received) -> Response:
+        located = self.locate_parent_sync(call)
+        try:
+            return self._commit_append(request, call, located, spool, received)
+        finally:
+            os.close(located.parent_fd)
+            spool.close()
 
     def _commit_append(
         self, request: Request, call: Call, located: Located, spool: Spool, received: Received
