@@ -9,6 +9,7 @@ import os
 import queue
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -214,3 +215,25 @@ def test_curl_equivalents_in_the_readme_work(s: Session, workspace: str) -> None
         assert json.loads(curl("-X", "DELETE", "https://fs/v0/fs/files/log"))["error"] == "append_only"
         names = [entry["name"] for entry in json.loads(curl("https://fs/v0/fs/list"))["entries"]]
         assert names == ["log", "notes.md"]
+
+
+def test_the_shell_commands_put_get_append_ls_rm(s: Session, workspace: str) -> None:
+    with fs_door_in_thread(s, workspace) as path:
+        env = {**os.environ, "SHARNESS_SVID": s.svid_path("app"), "SHARNESS_BUNDLE": s.pem_path(
+            "bundle", s.pki.bundle_pem()), "SHARNESS_TRUST_DOMAIN": s.pki.trust_domain,
+            "SHARNESS_SESSION": s.pki.session_id, "SHARNESS_DOOR_FS": path}
+
+        def fs(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+            return subprocess.run([sys.executable, "-m", "doors.fs.cli", *args], input=stdin, env=env,
+                                  capture_output=True, timeout=60, check=False)
+
+        assert fs("put", "a.txt", stdin=b"hello\n").returncode == 0
+        assert fs("append", "log", stdin=b"one\n").returncode == 0
+        assert fs("get", "a.txt").stdout == b"hello\n"
+        assert fs("ls").stdout == b"a.txt\nlog\n"
+        refused = fs("rm", "log")
+        assert refused.returncode == 1 and b"append_only" in refused.stderr and b"hint:" in refused.stderr
+        assert fs("rm", "a.txt").returncode == 0
+        assert fs("get", "a.txt").returncode == 1
+        escape = fs("get", "../etc/passwd")
+        assert escape.returncode == 1 and b"refused by fs" in escape.stderr and escape.stdout == b""
