@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import h11
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from doors.net._framing import (
     FramingError,
@@ -145,3 +147,25 @@ def test_upstream_request_rewrites_host() -> None:
     plain = h11.Request(method="GET", target=b"/", headers=[(b"host", b"x")])
     default = upstream_request(plain, Host("a.example"), 80, b"/")
     assert (b"host", b"a.example") in list(default.headers)
+
+
+_FIELDS = st.sampled_from([b"Host: a", b"Content-Length: 5", b"content-length: 5", b"Transfer-Encoding: chunked",
+                           b"Transfer-Encoding: gzip", b"X: a\tb", b"X: \x00", b" folded", b"X:y", b"Content-Length:5"])
+
+
+@given(st.lists(_FIELDS, max_size=6), st.sampled_from([b"\r\n", b"\n"]))
+def test_accepted_heads_have_one_unambiguous_framing(fields: list[bytes], eol: bytes) -> None:
+    head = b"POST http://a/ HTTP/1.1" + eol + eol.join(fields) + (eol if fields else b"") + eol
+    result = start_request(head)
+    if result is None or isinstance(result, FramingError):
+        return
+    _, request = result
+    names = [name for name, _ in request.headers]
+    framing = [n for n in names if n in (b"content-length", b"transfer-encoding")]
+    assert len(framing) <= 1 and eol == b"\r\n"
+
+
+@given(st.binary(max_size=300))
+def test_random_bytes_never_raise(data: bytes) -> None:
+    result = start_request(data)
+    assert result is None or isinstance(result, FramingError | tuple)

@@ -159,3 +159,26 @@ def test_bad_ports(port: str) -> None:
 @given(st.integers(min_value=1, max_value=65535))
 def test_every_port(port: int) -> None:
     assert parse_port(str(port)) == port
+
+
+@given(st.text(max_size=80))
+def test_any_text_is_a_host_or_a_host_error(raw: str) -> None:
+    try:
+        host = normalise_host(raw)
+    except HostError:
+        return
+    assert host.name.isascii() and host.name == host.name.lower() and not host.name.endswith(".")
+    assert normalise_host(str(host)) == host  # the normal form is a fixed point
+
+
+@given(st.text(alphabet="0123456789xX.abcdef:[]%@", max_size=30))
+def test_numeric_looking_authorities_never_slip_through(raw: str) -> None:
+    try:
+        host, _ = parse_authority(raw, 443)
+    except HostError:
+        return
+    if host.ip is None:
+        last = host.name.rsplit(".", 1)[-1]
+        assert not last.isdigit() and not last.startswith("0x")
+    elif host.ip.version == 4:
+        assert raw.split(":")[0] == str(host.ip)  # only the canonical quad itself
