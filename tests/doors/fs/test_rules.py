@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from doors.fs._paths import WorkspacePath, parse_path
 from doors.fs._rules import FsRows, Op, decide_names, is_hidden
@@ -105,3 +107,27 @@ def test_describe_round_trips_the_rows() -> None:
     described = ROWS.describe()
     assert described["read_only"] == [".git", "vendor/lib"] and described["within_root"] is True
     assert FsRows.from_rows(described) == ROWS
+
+
+NAMES = st.sampled_from([".git", "vendor", "lib", "log", "journal", "x", ".env", "secret", "dir", "bin", "a"])
+PATHS = st.lists(NAMES, min_size=0, max_size=4).map(lambda parts: WorkspacePath(tuple(parts)))
+
+
+@given(st.sampled_from(list(Op)), PATHS, PATHS)
+def test_no_op_ever_touches_a_hidden_path_or_writes_a_read_only_one(op: Op, path: WorkspacePath,
+                                                                    dest: WorkspacePath) -> None:
+    decision = decide_names(op, path, ROWS, dest=dest if op is Op.RENAME else None)
+    if not decision.allowed:
+        return
+    for hidden in ROWS.hidden:
+        assert not path.is_within(hidden)
+        if op in (Op.DELETE, Op.RENAME):
+            assert not hidden.is_within(path)
+    if op in (Op.WRITE, Op.APPEND, Op.MKDIR, Op.DELETE, Op.RENAME):
+        assert not any(path.is_within(prefix) for prefix in ROWS.read_only)
+    if op in (Op.DELETE, Op.RENAME):
+        for protected in (*ROWS.read_only, *ROWS.append_only):
+            assert not protected.is_within(path) and not path.is_within(protected)
+    if op is Op.RENAME:
+        for protected in (*ROWS.read_only, *ROWS.append_only, *ROWS.hidden):
+            assert not dest.is_within(protected) and not protected.is_within(dest)
