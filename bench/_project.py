@@ -1,4 +1,4 @@
-"""The project transport measured: serve_mtls in its own process, the project's clients in this one."""
+"""The project transport measured: the real door process (``python -m doors``), the project's clients here."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bench._door import DoorSpec
 from bench._load import LoadSpec
-from bench._procs import REPO, Series, server_process, summary_with_cpu, timed
+from bench._procs import REPO, Series, summary_with_cpu, timed
+from bench._realdoor import real_door
 from bench._stats import percentile, rate_per_s
 from doors._http import ClientConnection
 from doors._transport import AsyncDoorClient, Dial, client_context_from_file, connect, exchange, fresh_exchange
@@ -117,11 +117,6 @@ def _warm_sync(files: SessionFiles, address: str, count: int) -> list[float]:
     return samples
 
 
-def _door_spec(files: SessionFiles, address: str) -> DoorSpec:
-    return DoorSpec(files.server_role, address, str(files.server.cert), str(files.server.bundle),
-                    files.pki.trust_domain, files.pki.session_id)
-
-
 def _load(files: SessionFiles, address: str, clients: int, seconds: float) -> dict[str, Any]:
     spec = LoadSpec(address, clients, seconds, files.server_role, files.client_role, str(files.client.cert),
                     str(files.client.bundle), files.pki.trust_domain, files.pki.session_id)
@@ -147,7 +142,7 @@ def _concurrency(files: SessionFiles, address: str, seconds: float) -> dict[str,
 
 def _one_transport(files: SessionFiles, address: str, counts: Counts) -> dict[str, Series]:
     total = counts.fresh + counts.warmup
-    with server_process("bench._door", _door_spec(files, address).to_json(), address) as server:
+    with real_door(files.pki, files.server_role, address) as server:
         dial = _dial(files, server.address)
         return {
             "fresh": timed(server, counts.warmup, lambda: trio.run(_fresh, dial, total, False)),
@@ -158,7 +153,7 @@ def _one_transport(files: SessionFiles, address: str, counts: Counts) -> dict[st
 
 def _kept_alive(files: SessionFiles, address: str, counts: Counts) -> dict[str, Any]:
     total = counts.warm + counts.warmup
-    with server_process("bench._door", _door_spec(files, address).to_json(), address) as server:
+    with real_door(files.pki, files.server_role, address) as server:
         dial = _dial(files, server.address)
         warm = timed(server, counts.warmup, lambda: trio.run(_warm, dial, total))
         warm_sync = timed(server, counts.warmup, lambda: _warm_sync(files, server.address, total))
