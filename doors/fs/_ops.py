@@ -55,6 +55,8 @@ _KERNEL_ERRORS: dict[int, tuple[int, str, str]] = {
     errno.ENOSPC: (507, "disk", "the file system is full"),
     errno.EDQUOT: (507, "disk", "the disk quota is spent"),
     errno.EROFS: (403, "permission", "the file system is read-only"),
+    errno.EINVAL: (409, "invalid", "the kernel refused it as invalid (a directory moved into itself?)"),
+    errno.EBUSY: (409, "busy", "it is in use (a mount point?)"),
 }
 _HINTS = {
     "within_root": "name a path inside the workspace that does not go through a symlink leading out",
@@ -121,7 +123,8 @@ class Workspace:
     def real_of(self, fd: int, path: WorkspacePath) -> WorkspacePath:
         """Where the open `fd` really is, relative to the workspace; refuse when that is unknowable."""
         link = self._proc_path(fd)
-        root = self._root_real
+        # Read the root's place again: the person may have moved the workspace during the session.
+        root = self._proc_path(self.root_fd) or self._root_real
         if link is None or root is None:
             return path
         if link == root:

@@ -178,3 +178,27 @@ def test_path_locks_serialise_and_clean_up(ws: Workspace) -> None:
     with ws.lock(p("a")):
         assert ws._locks["a"].users == 1
     assert ws._locks == {}
+
+
+def test_real_paths_follow_a_workspace_moved_during_the_session(ws: Workspace, workspace: str) -> None:
+    moved = workspace + "-moved"
+    os.mkdir(os.path.join(workspace, "d"))
+    os.rename(workspace, moved)
+    try:
+        located = ws.locate_parent(p("d/x"))
+        os.close(located.parent_fd)
+        assert located.real == p("d/x")
+    finally:
+        os.rename(moved, workspace)
+
+
+def test_moving_a_directory_into_itself_is_a_named_conflict(ws: Workspace, workspace: str) -> None:
+    os.mkdir(os.path.join(workspace, "d"))
+    source, dest = ws.locate_parent(p("d")), ws.locate_parent(p("d/inner"))
+    try:
+        with pytest.raises(OSError) as caught:
+            ws.rename(source, dest)
+        assert kernel_refusal(caught.value, p("d")).row == "invalid"
+    finally:
+        os.close(source.parent_fd)
+        os.close(dest.parent_fd)
