@@ -15,6 +15,7 @@ from launcher.layout import HOST_NETWORK, PROXY_PORT, SessionLayout
 SYSTEM_READ = ("/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu")
 SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
 WRITE_DEVICES = ("/dev/null",)
+DNS_PORT = 53
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Allowance:
     tcp_bind: tuple[int, ...]
     tcp_connect: tuple[int, ...]
     deny_inet: bool
+    allow_udp: bool = False
 
 
 def egress_ports(manifest_rows: dict[str, object], role: str) -> tuple[int, ...]:
@@ -59,8 +61,10 @@ def door_allowance(
         write=(*WRITE_DEVICES, *write),
         exec=(),
         tcp_bind=(),
-        tcp_connect=egress_ports(rows, role) if host else (),
+        # The egress doors resolve names: UDP and TCP to port 53 for their resolver.
+        tcp_connect=tuple(sorted({*egress_ports(rows, role), DNS_PORT})) if host else (),
         deny_inet=not host and role != "shell",
+        allow_udp=host,
     )
 
 

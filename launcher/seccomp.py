@@ -14,6 +14,8 @@ AF_INET, AF_INET6, AF_PACKET = 2, 10, 17
 SOCK_STREAM = 1
 SOCK_TYPE_MASK = 0xF  # the low bits of socket()'s type; SOCK_NONBLOCK/SOCK_CLOEXEC sit above them
 IPPROTO_TCP = 6
+IPPROTO_UDP = 17
+SOCK_DGRAM = 2
 _INT = 0xFFFFFFFF  # int arguments: compare the low 32 bits only, as the kernel reads them
 
 
@@ -50,16 +52,27 @@ class Rule:
     cmps: tuple[tuple[int, int, int, int], ...] = ()
 
 
-def _socket_rules(deny_inet: bool) -> list[Rule]:
+def _only_protocol(family: int, sock_type: int, allowed: int) -> list[Rule]:
+    """Refuse (family, sock_type) sockets whose protocol is neither 0 nor `allowed`."""
+    kind = _int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, sock_type)
+    rules = [Rule("socket", errno.EPERM, (*kind, (2, scmp.CMP_GT, allowed, 0)))]
+    rules += [Rule("socket", errno.EPERM, (*kind, _int_eq(2, proto))) for proto in range(1, allowed)]
+    return rules
+
+
+def _socket_rules(deny_inet: bool, allow_udp: bool = False) -> list[Rule]:
     rules = [Rule("socket", errno.EPERM, (_int_eq(0, AF_PACKET),))]
     for family in (AF_INET, AF_INET6):
         if deny_inet:
             rules.append(Rule("socket", errno.EPERM, (_int_eq(0, family),)))
             continue
         # Only TCP leaves (through the net door): every other socket type, and stream sockets whose
-        # protocol is not 0/IPPROTO_TCP (SCTP, MPTCP), are refused.
+        # protocol is not 0/IPPROTO_TCP (SCTP, MPTCP), are refused. The egress doors (allow_udp) also
+        # keep plain UDP, which their resolver needs; raw and ICMP datagram sockets stay refused.
         for sock_type in range(SOCK_TYPE_MASK + 1):
-            if sock_type != SOCK_STREAM:
+            if sock_type == SOCK_DGRAM and allow_udp:
+                rules += _only_protocol(family, SOCK_DGRAM, IPPROTO_UDP)
+            elif sock_type != SOCK_STREAM:
                 fam_type = (_int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, sock_type))
                 rules.append(Rule("socket", errno.EPERM, fam_type))
         stream = _int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, SOCK_STREAM)
@@ -69,13 +82,13 @@ def _socket_rules(deny_inet: bool) -> list[Rule]:
     return rules
 
 
-def deny_rules(deny_inet: bool) -> tuple[Rule, ...]:
+def deny_rules(deny_inet: bool, allow_udp: bool = False) -> tuple[Rule, ...]:
     """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, and sockets."""
     rules = [Rule(name, errno.EPERM) for name in DENIED_SYSCALLS]
     rules += [Rule("clone", errno.EPERM, ((0, scmp.CMP_MASKED_EQ, f, f),)) for f in _NS_FLAGS.values()]
     # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone().
     rules.append(Rule("clone3", errno.ENOSYS))
-    rules += _socket_rules(deny_inet)
+    rules += _socket_rules(deny_inet, allow_udp)
     return tuple(rules)
 
 
@@ -86,12 +99,12 @@ class SeccompError(RuntimeError):
 class PreparedFilter:
     """A built, not yet loaded, filter: build it before Landlock hides libseccomp, load it after."""
 
-    def __init__(self, deny_inet: bool) -> None:
+    def __init__(self, deny_inet: bool, allow_udp: bool = False) -> None:
         self._filter = scmp.Filter(scmp.ACT_ALLOW)
         self.denied: list[str] = []
         try:
             self._filter.set_badarch(scmp.ACT_KILL_PROCESS)
-            for rule in deny_rules(deny_inet):
+            for rule in deny_rules(deny_inet, allow_udp):
                 added = self._filter.add(scmp.act_errno(rule.errno), rule.syscall, rule.cmps)
                 if added and rule.syscall not in self.denied:
                     self.denied.append(rule.syscall)
@@ -121,6 +134,6 @@ def denied_syscalls(deny_inet: bool) -> list[str]:
     return list(prepared.denied)
 
 
-def apply_seccomp(deny_inet: bool) -> list[str]:
+def apply_seccomp(deny_inet: bool, allow_udp: bool = False) -> list[str]:
     """Build and load the deny filter on the calling thread; return the syscalls it restricts."""
-    return PreparedFilter(deny_inet).load()
+    return PreparedFilter(deny_inet, allow_udp).load()

@@ -97,11 +97,24 @@ class Session:
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
-        record = {"event": event, **fields}
+        record = {**fields, "event": event, "t_ms": round((time.monotonic() - self._t0) * 1000, 1)}
         if self._audit_log is None:
             self._pending_audit.append(record)
         else:
+            self._write_audit(record)
+
+    def _write_audit(self, record: dict[str, object]) -> None:
+        assert self._audit_log is not None
+        role = str(record.get("role", ""))
+        try:
             self._audit_log.append(record)
+        except audit_mod.AuditRefused as refused:
+            # A door's event that would put a secret (or a forged chain field) in the log is replaced, not lost.
+            self._audit_log.append({"event": "audit.refused", "role": role,
+                                    "where": refused.where, "rule": refused.rule})
+        except (TypeError, ValueError) as exc:
+            self._audit_log.append({"event": "audit.refused", "role": role,
+                                    "where": "event", "rule": type(exc).__name__})
 
     def _progress(self, text: str) -> None:
         if self.options.progress is not None:
@@ -156,9 +169,9 @@ class Session:
 
     def _open_audit_log(self) -> None:
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)
-        for record in self._pending_audit:
-            self._audit_log.append(record)
-        self._pending_audit.clear()
+        pending, self._pending_audit = self._pending_audit, []
+        for record in pending:
+            self._write_audit(record)
 
     def _finish(
         self,
@@ -226,6 +239,7 @@ class Session:
             landlock=_rules(allowance),
             landlock_abi=self.facts.landlock_abi,
             seccomp_deny_inet=allowance.deny_inet,
+            seccomp_allow_udp=allowance.allow_udp,
             keep_fds=keep_fds,
             env=env,
             cwd=self.layout.private_dir(role),

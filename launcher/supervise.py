@@ -138,7 +138,8 @@ class Supervisor:
             self._ready.add(role)
             self._on_audit("door.ready", {"role": role, "pid": self._processes[role].pid})
         elif kind == "audit" and isinstance(decoded.get("event"), dict):
-            self._on_audit("door.event", {"role": role, **decoded["event"]})
+            # The door's fields first: it may not overwrite which role the launcher says sent them.
+            self._on_audit("door.event", {**decoded["event"], "role": role})
         elif kind == "fatal":
             self._on_audit("door.fatal", {"role": role, "detail": str(decoded.get("detail", ""))[:500]})
         else:

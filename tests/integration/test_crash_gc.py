@@ -54,7 +54,7 @@ def _kill_at(stage: str, launcher: subprocess.Popen[bytes], stderr: Path, timeou
         if sid_dir is not None:
             uids |= session_uids(sid_dir.name)
             kinds = _journal_kinds(sid_dir)
-            wanted = kinds.count("pid") >= 3 if stage == "app" else bool(kinds) and kinds[-1] == stage
+            wanted = kinds.count("pid") >= 3 if stage == "app" else stage in kinds
             if wanted:
                 if stage == "app":
                     time.sleep(0.3)

@@ -31,12 +31,12 @@ def sys_call(name: str, *args: int) -> int:
     return result
 
 
-def seccomp_only(deny_inet: bool) -> Callable[[int], None]:
+def seccomp_only(deny_inet: bool, allow_udp: bool = False) -> Callable[[int], None]:
     """A setup that stays root and loads only the filter: proves the errno is seccomp's, not a lack of caps."""
 
     def setup(_wfd: int) -> None:
         libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
-        apply_seccomp(deny_inet)
+        apply_seccomp(deny_inet, allow_udp)
 
     return setup
 
@@ -160,6 +160,24 @@ def test_without_deny_inet_only_tcp_streams_are_allowed() -> None:
     ]
     for family, kind, proto in refused:
         result = run_child(seccomp_only(False), partial(_sock, family, kind, proto))
+        assert result.errno == errno.EPERM, (family, kind, proto, result.report)
+
+
+@pytest.mark.root
+def test_egress_doors_keep_plain_udp_for_their_resolver_and_nothing_more() -> None:
+    allowed: list[tuple[int, int, int]] = [
+        (socket.AF_INET, socket.SOCK_STREAM, 0), (socket.AF_INET, socket.SOCK_DGRAM, 0),
+        (socket.AF_INET6, socket.SOCK_DGRAM, 17), (socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 0),
+    ]
+    for family, kind, proto in allowed:
+        result = run_child(seccomp_only(False, allow_udp=True), partial(_sock, family, kind, proto))
+        assert result.report == {"value": 0}, (family, kind, proto, result.report)
+    refused: list[tuple[int, int, int]] = [
+        (socket.AF_INET, socket.SOCK_DGRAM, 1), (socket.AF_INET6, socket.SOCK_DGRAM, 58),
+        (socket.AF_INET, socket.SOCK_RAW, 17), (AF_PACKET, socket.SOCK_DGRAM, 0), (socket.AF_INET, socket.SOCK_STREAM, 132),
+    ]
+    for family, kind, proto in refused:
+        result = run_child(seccomp_only(False, allow_udp=True), partial(_sock, family, kind, proto))
         assert result.errno == errno.EPERM, (family, kind, proto, result.report)
 
 
