@@ -281,14 +281,15 @@ class Workspace:
         """renameat2 with RENAME_NOREPLACE: an existing destination is an atomic 409."""
         renameat2(src.parent_fd, src.name, dst.parent_fd, dst.name, RENAME_NOREPLACE)
 
-    def list_dir(self, dir_fd: int) -> list[tuple[str, Target]]:
-        """Entries of an open directory (not following symlinks), without the door's temporary files."""
+    def list_dir(self, dir_fd: int, limit: int) -> tuple[list[tuple[str, Target]], bool]:
+        """Up to `limit` entries of an open directory, sorted, not following symlinks, without the door's
+        temporary files; and whether entries were left out."""
         fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, dir_fd=dir_fd)
         entries: list[tuple[str, Target]] = []
         try:
-            for name in sorted(os.listdir(fd)):
-                if not is_temp_name(name):
-                    entries.append((name, self.stat_at(fd, name)))
+            names = sorted(name for name in os.listdir(fd) if not is_temp_name(name))
+            for name in names[:limit]:
+                entries.append((name, self.stat_at(fd, name)))
         finally:
             os.close(fd)
-        return entries
+        return entries, len(names) > limit

@@ -17,6 +17,7 @@ from doors.fs._rules import Facts, Op, Target, is_hidden, refuse
 
 READ_CHUNK = 256 * 1024
 SMALL_READ = 256 * 1024  # files up to this size are answered in one piece
+MAX_LIST = 10_000  # entries in one listing (the answer says when more were left out)
 
 
 class ReadHandlers(FsHandlers):
@@ -47,12 +48,13 @@ class ReadHandlers(FsHandlers):
                 os.close(fd)
 
     def _listing(self, path: WorkspacePath, real: WorkspacePath, fd: int) -> Response:
+        listed, truncated = self.workspace.list_dir(fd, MAX_LIST)
         entries = [
             {"name": name, "kind": target.kind, "size": target.size, "etag": target.etag}
-            for name, target in self.workspace.list_dir(fd)
+            for name, target in listed
             if not is_hidden(path.child(name), self.rows) and not is_hidden(real.child(name), self.rows)
         ]
-        return json_ok({"path": path.text or ".", "entries": entries})
+        return json_ok({"path": path.text or ".", "entries": entries, "truncated": truncated})
 
     async def read(self, request: Request) -> Response:
         return await self.run(lambda: self._read(request))

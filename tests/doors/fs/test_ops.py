@@ -149,7 +149,11 @@ def test_temp_files_are_hidden_from_listings(ws: Workspace, workspace: str) -> N
     open(os.path.join(workspace, "seen"), "w").close()
     fd, _, _ = ws.locate(p(""))
     try:
-        assert [name for name, _ in ws.list_dir(fd)] == ["seen"]
+        entries, truncated = ws.list_dir(fd, 10)
+        assert [name for name, _ in entries] == ["seen"] and not truncated
+        open(os.path.join(workspace, "seen2"), "w").close()
+        entries, truncated = ws.list_dir(fd, 1)
+        assert [name for name, _ in entries] == ["seen"] and truncated
     finally:
         os.close(fd)
 
