@@ -104,7 +104,7 @@ class Dispatcher:
         """The audit event: role, op, path, bytes, decision, row. Never content."""
         event: dict[str, Any] = {
             "door": "fs",
-            "role": call.role if call else role,
+            "client_role": call.role if call else role,  # the launcher stamps "role" with the door's own
             "op": call.op.value if call else op,
             "path": call.path.text or "." if call else raw_path[:MAX_AUDIT_PATH],
             "bytes": byte_count,

@@ -181,7 +181,7 @@ async def test_every_operation_is_one_audit_event_without_content(door_factory: 
     await door.request("PUT", "/v0/fs/files/.git/x", b"hello-content")
     assert [(e["op"], e["path"], e["decision"], e["row"]) for e in door.events] == [
         ("write", "a", "allow", ""), ("read", "a", "allow", ""), ("write", ".git/x", "refuse", "read_only")]
-    assert door.events[0]["bytes"] == 13 and door.events[0]["role"] == "app"
+    assert door.events[0]["bytes"] == 13 and door.events[0]["client_role"] == "app"
     assert not any("hello-content" in json.dumps(event) for event in door.events)
 
 
