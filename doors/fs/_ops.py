@@ -264,9 +264,16 @@ class Workspace:
             view = view[written:]
 
     def mkdir(self, parent_fd: int, name: str, mode: int = 0o755) -> None:
-        os.mkdir(name, mode, dir_fd=parent_fd)
-        if self.chown_to is not None:
-            os.chown(name, *self.chown_to, dir_fd=parent_fd, follow_symlinks=False)
+        """mkdirat, then the exact mode whatever the umask; a setgid bit inherited from the parent stays
+        (it is the owner's group-sharing choice, and only directories carry it)."""
+        os.mkdir(name, 0o700, dir_fd=parent_fd)
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC, dir_fd=parent_fd)
+        try:
+            if self.chown_to is not None:
+                os.fchown(fd, *self.chown_to)
+            os.fchmod(fd, mode | (os.fstat(fd).st_mode & stat.S_ISGID))
+        finally:
+            os.close(fd)
 
     @staticmethod
     def delete(parent_fd: int, name: str, is_dir: bool) -> None:

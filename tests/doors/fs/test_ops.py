@@ -206,3 +206,12 @@ def test_moving_a_directory_into_itself_is_a_named_conflict(ws: Workspace, works
     finally:
         os.close(source.parent_fd)
         os.close(dest.parent_fd)
+
+
+def test_mkdir_gets_its_exact_mode_whatever_the_umask(ws: Workspace, workspace: str) -> None:
+    old = os.umask(0o077)
+    try:
+        ws.mkdir(ws.root_fd, "d")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(os.path.join(workspace, "d")).st_mode) == 0o755
