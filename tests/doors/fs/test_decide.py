@@ -71,9 +71,9 @@ def test_rename_onto_existing_is_409() -> None:
 
 @pytest.mark.parametrize("op", [Op.WRITE, Op.APPEND, Op.DELETE, Op.RENAME])
 def test_version_mismatch_is_409(op: Op) -> None:
-    kw = {"dest": p("b")} if op is Op.RENAME else {}
-    assert verdict(op, "a", Facts(target=FILE, if_match='"v0"'), **kw) == "409 version"
-    assert verdict(op, "a", Facts(target=FILE, if_match='"v1"'), **kw) == "allow"
+    dest = p("b") if op is Op.RENAME else None
+    assert verdict(op, "a", Facts(target=FILE, if_match='"v0"'), dest=dest) == "409 version"
+    assert verdict(op, "a", Facts(target=FILE, if_match='"v1"'), dest=dest) == "allow"
 
 
 def test_create_only() -> None:

@@ -130,9 +130,10 @@ async def test_concurrent_appends_lose_nothing_and_never_interleave(door_factory
     seen = set()
     for line in content.split(b">\n")[:-1]:
         assert line.startswith(b"<"), line[:40]
-        task, seq, size, payload = line[1:].split(b":", 3)
-        key = (int(task), int(seq))
-        assert payload == _record(*key, int(size))[len(b"<%s:%s:%s:" % (task, seq, size)):-2], key
+        task_field, seq_field, size_field, payload = line[1:].split(b":", 3)
+        key = (int(task_field), int(seq_field))
+        header = b"<%s:%s:%s:" % (task_field, seq_field, size_field)
+        assert payload == _record(*key, int(size_field))[len(header):-2], key
         assert key not in seen
         seen.add(key)
     assert seen == set(sizes)

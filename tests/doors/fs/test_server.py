@@ -68,7 +68,7 @@ def test_serve_runs_the_door_from_its_contract(s: Session, workspace: str) -> No
             fs.append("log", b"line\n")
             with pytest.raises(FsRefused):
                 fs.delete("log")
-        events = []
+        events: list[dict[str, Any]] = []
         while len(events) < 3:
             message = next(messages)
             if message["type"] == "audit" and "op" in message["event"]:
