@@ -46,7 +46,7 @@ class Exchange:
         return {
             "door": "net",
             "kind": "net.request",
-            "role": self.role,
+            "client_role": self.role,  # the launcher stamps "role" with the door's own (net)
             "method": self.method,
             "requested": self.requested[:MAX_REQUESTED],
             "host": self.host,

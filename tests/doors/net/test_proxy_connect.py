@@ -21,7 +21,7 @@ async def test_allowed_tunnel_reaches_the_host(net: TestNet) -> None:
     await stream.aclose()
     await wait_for_audit(net, 1)
     [event] = net.audit
-    assert event["decision"] == "allow" and event["role"] == "app" and event["host"] == "ok.sharness.test"
+    assert event["decision"] == "allow" and event["client_role"] == "app" and event["host"] == "ok.sharness.test"
     assert event["address"] == WAN_V4 and event["row"] == "doors.net.allow.app[0]"
     assert event["bytes_up"] > 0 and event["bytes_down"] > 0
 
