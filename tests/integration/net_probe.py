@@ -102,6 +102,19 @@ def connect_request(authority: str) -> bytes:
     return f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode()
 
 
+def net_hello() -> None:
+    """GET /v0/hello on the net door over mTLS (the edge app→net admits the app); report who answered."""
+    from doors.client import DoorClient
+
+    try:
+        with DoorClient.from_env("net") as client:
+            reply = client.hello()
+    except Exception as exc:  # any failure of the allowed path is what the test must see
+        report("net.hello", error=f"{type(exc).__name__}: {exc}")
+        return
+    report("net.hello", role=reply.get("role"), spiffe_id=reply.get("spiffe_id"))
+
+
 def kernel_probes() -> None:
     """Egress that does not go through the door: each must fail in the kernel, before any packet leaves."""
     curl("curl.noproxy.443", "--noproxy", "*", "https://192.0.2.1/")
@@ -112,6 +125,7 @@ def kernel_probes() -> None:
     try_socket("udp4", socket.AF_INET, socket.SOCK_DGRAM, None)
     try_socket("udp6", socket.AF_INET6, socket.SOCK_DGRAM, None)
     try_socket("control.proxy", socket.AF_INET, socket.SOCK_STREAM, PROXY)
+    net_hello()
     try_setns()
     report("env", proxy={name: os.environ.get(name) for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")})
 

@@ -114,6 +114,8 @@ def test_direct_egress_fails_in_the_kernel_not_at_the_door(tmp_path: Path, works
 
     assert probes["env"]["proxy"] == dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"), "http://127.0.0.1:3128")
     assert probes["control.proxy"] == {"probe": "control.proxy", "step": "connect", "errno": None}
+    hello = probes["net.hello"]  # control: with the edge, the door's mTLS socket answers the app
+    assert hello.get("role") == "net" and hello["spiffe_id"].endswith(f"/session/{summary['sid']}/net"), hello
     curl_443, curl_3128 = probes["curl.noproxy.443"], probes["curl.noproxy.3128"]
     assert curl_443["exit"] == 7 and any("192.0.2.1: Permission denied" in line for line in curl_443["trace"]), curl_443
     assert curl_3128["exit"] == 7 and any("Network is unreachable" in line for line in curl_3128["trace"]), curl_3128
