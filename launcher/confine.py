@@ -67,8 +67,9 @@ class ConfinementSpec:
     keep_fds: tuple[int, ...]  # 0, 1 and 2 are always kept
     env: Mapping[str, str]
     cwd: str
-    parent_pid: int | None = None
-    seccomp_allow_udp: bool = False  # the egress doors' resolvers need UDP (raw and ICMP stay refused)  # the launcher's pid taken before fork; None: orphaned means ppid 1
+    parent_pid: int | None = None  # the launcher's pid taken before fork; None: orphaned means ppid 1
+    seccomp_allow_udp: bool = False  # the egress doors' resolvers need UDP (raw and ICMP stay refused)
+    seccomp_extra: tuple[str, ...] = ()  # further syscalls denied outright (the fs door's metadata calls)
 
     def __post_init__(self) -> None:
         if self.uid == 0 or self.gid == 0 or 0 in self.groups:
@@ -141,7 +142,7 @@ def _environ(env: Mapping[str, str]) -> None:
 def apply_confinement(spec: ConfinementSpec) -> None:
     """Run every confinement step in order in this (forked, root, single-threaded) child."""
     try:  # built first: once Landlock is on, libseccomp may no longer be readable
-        prepared = seccomp.PreparedFilter(spec.seccomp_deny_inet, spec.seccomp_allow_udp)
+        prepared = seccomp.PreparedFilter(spec.seccomp_deny_inet, spec.seccomp_allow_udp, spec.seccomp_extra)
     except (OSError, RuntimeError) as exc:
         raise ConfinementError("seccomp", str(exc)) from exc
     _step("setsid", os.setsid)

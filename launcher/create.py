@@ -10,6 +10,7 @@ from launcher import cgroups, netns, users
 from launcher.journal import Journal
 from launcher.layout import LOOPBACK_ONLY, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups
 from launcher.manifest import Manifest
+from launcher.preflight import WorkspaceOwner
 from pki.ca import FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
 
 APP_SVID = "svid.pem"
@@ -64,10 +65,12 @@ def _mkdir(journal: Journal, path: str, mode: int, uid: int = 0, gid: int = 0) -
 class SessionBuilder:
     """Creates, in order, every resource of one session. Each step journals before it creates."""
 
-    def __init__(self, manifest: Manifest, layout: SessionLayout, journal: Journal) -> None:
+    def __init__(self, manifest: Manifest, layout: SessionLayout, journal: Journal,
+                 fs_owner: WorkspaceOwner | None = None) -> None:
         self.manifest = manifest
         self.layout = layout
         self.journal = journal
+        self.fs_owner = fs_owner
         self.resources = Resources()
 
     def build(self) -> Resources:
@@ -88,10 +91,11 @@ class SessionBuilder:
     def make_accounts(self) -> None:
         """Every user (with its own group) and every door's clients group, in one locked transaction."""
         roles = self.manifest.roles
-        user_names = {role: self.layout.user(role) for role in roles}
+        # The fs door runs as the workspace owner (docs/decisions/fs.md): it gets no session user.
+        user_names = {role: self.layout.user(role) for role in roles if role != "fs"}
         clients = door_client_groups(self.manifest.edges, roles)
         group_members = {
-            self.layout.clients_group(door): [user_names[role] for role in sorted(clients[door])]
+            self.layout.clients_group(door): [user_names[role] for role in sorted(clients[door]) if role in user_names]
             for door in sorted(clients)
         }
         for name in user_names.values():
@@ -102,6 +106,9 @@ class SessionBuilder:
         for role, name in user_names.items():
             self.resources.uids[role] = ids[name]
             self.resources.gids[role] = ids[name]  # each user's own group has the same id
+        if "fs" in roles:
+            assert self.fs_owner is not None, "a session with the fs door needs the workspace owner"
+            self.resources.uids["fs"], self.resources.gids["fs"] = self.fs_owner.uid, self.fs_owner.gid
         for door in clients:
             self.resources.door_gids[door] = ids[self.layout.clients_group(door)]
 

@@ -17,7 +17,8 @@ from launcher.session import RunOptions, Session, SessionInfo, SessionResult
 HELLO_ROOT = "/var/lib/sharness/hello"
 APP_MEMORY_MB = 128
 APP_PIDS = 32
-VICTIM_DOOR = "fs"
+VICTIM_DOOR = "keys"  # a door running as its own session user
+NOBODY = 65534
 OFF_EDGE_DOOR = "keys"
 
 
@@ -94,7 +95,7 @@ def _probe_targets(info: SessionInfo, workspace: str, manifest: Manifest) -> dic
         "pids": info.pids,
         "victim_door": VICTIM_DOOR,
         "off_edge_door": OFF_EDGE_DOOR,
-        "hello_door": VICTIM_DOOR,
+        "hello_door": "fs",
         "workspace": workspace,
         "runtime_dir": layout.runtime_dir,
         "journal": f"{layout.state_dir}/journal",
@@ -112,6 +113,7 @@ def run_hello(facts: KernelFacts, audit_root: str = AUDIT_ROOT) -> HelloReport:
     workspace = f"{HELLO_ROOT}/sh-hello-{secrets.token_hex(4)}"
     os.mkdir(workspace)
     os.chmod(workspace, 0o777)  # so that only Landlock, not DAC, can refuse the app's direct write
+    os.chown(workspace, NOBODY, NOBODY)  # the fs door runs as the workspace owner, never root
     output = os.memfd_create("sharness-hello-probe")
     null = os.open("/dev/null", os.O_RDONLY)
     try:

@@ -158,6 +158,22 @@ def _control_door_hello(role: str) -> None:
     _report(f"control.{role}_hello", attempt, True, "allowed, as it should be", f"answered as {reply!r}"[:200])
 
 
+def _control_fs_write(workspace: str) -> None:
+    attempt = "write probe-through-door.txt through the fs door"
+    try:
+        from doors.fs.client import FsClient
+
+        with FsClient.from_env() as fs:
+            fs.write("probe-through-door.txt", b"written by the fs door\n")
+            landed = fs.read("probe-through-door.txt")
+    except Exception as exc:  # noqa: BLE001 - any failure of the allowed path fails the control
+        _report("control.fs_write", attempt, False, "broken setup", f"{type(exc).__name__}: {exc}")
+        return
+    ok = landed == b"written by the fs door\n"
+    _report("control.fs_write", attempt, ok, "allowed, as it should be" if ok else "broken setup",
+            f"read back {len(landed)} bytes")
+
+
 def main() -> int:
     targets = json.loads(os.environ["SHARNESS_PROBE"])
     pids: dict[str, int] = targets["pids"]
@@ -166,6 +182,7 @@ def main() -> int:
     _control_private_write()
     if targets.get("hello_door"):
         _control_door_hello(targets["hello_door"])
+        _control_fs_write(targets["workspace"])
     kernel_ll = "kernel: Landlock"
     _expect_errno("workspace.write", f"create a file in the workspace {targets['workspace']} (mode 0777)",
                   _open_write(f"{targets['workspace']}/probe.txt"), errno.EACCES,

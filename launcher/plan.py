@@ -22,6 +22,9 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "memory", "pids", "proxy_env",
     # Issues #3 and #4: socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
+    # Issue #5: the fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
+    "fs.within_root", "fs.read_only", "fs.append_only", "fs.hidden", "fs.exec", "fs.refuse_secrets",
+    "fs.no_symlinks", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files",
 })
 # Where the holder of each row is being built (for the "not built yet" reason).
 _BUILT_IN = {"fs": "issue #5", "net": "issue #6", "edges": "issues #3 and #4", "keys": "the keys door's issue",
@@ -156,7 +159,11 @@ def _judge(component: str, spec: _Spec, facts: KernelFacts) -> PlanRow:
 
 def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     kernel = "the kernel"
-    yield _Spec("uid", f"runs as its own user sh-<sid>-{role}", BOUNDARY, f"{kernel} (credentials)", _root)
+    if role == "fs":
+        yield _Spec("uid", "runs as the workspace owner (never root, never the app's uid), fenced by Landlock and "
+                    "seccomp", BOUNDARY, f"{kernel} (credentials)", _root)
+    else:
+        yield _Spec("uid", f"runs as its own user sh-<sid>-{role}", BOUNDARY, f"{kernel} (credentials)", _root)
     if role in _OWN_NETNS:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,

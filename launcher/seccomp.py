@@ -82,13 +82,23 @@ def _socket_rules(deny_inet: bool, allow_udp: bool = False) -> list[Rule]:
     return rules
 
 
-def deny_rules(deny_inet: bool, allow_udp: bool = False) -> tuple[Rule, ...]:
-    """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, and sockets."""
-    rules = [Rule(name, errno.EPERM) for name in DENIED_SYSCALLS]
+# The fs door runs as the workspace owner's uid: it may not reach the owner's Unix sockets (ssh-agent, D-Bus)
+# nor change metadata of the owner's files by path, which Landlock does not fence (docs/decisions/fs.md).
+FS_DOOR_EXTRA = (
+    "socket", "chmod", "fchmodat", "fchmodat2", "chown", "lchown", "fchownat", "fchown",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "utime", "utimes", "futimesat", "utimensat",
+)
+
+
+def deny_rules(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> tuple[Rule, ...]:
+    """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, sockets, and `extra`."""
+    rules = [Rule(name, errno.EPERM) for name in (*DENIED_SYSCALLS, *extra)]
     rules += [Rule("clone", errno.EPERM, ((0, scmp.CMP_MASKED_EQ, f, f),)) for f in _NS_FLAGS.values()]
     # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone().
     rules.append(Rule("clone3", errno.ENOSYS))
-    rules += _socket_rules(deny_inet, allow_udp)
+    if "socket" not in extra:  # socket() denied outright needs no per-family rules
+        rules += _socket_rules(deny_inet, allow_udp)
     return tuple(rules)
 
 
@@ -99,12 +109,12 @@ class SeccompError(RuntimeError):
 class PreparedFilter:
     """A built, not yet loaded, filter: build it before Landlock hides libseccomp, load it after."""
 
-    def __init__(self, deny_inet: bool, allow_udp: bool = False) -> None:
+    def __init__(self, deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> None:
         self._filter = scmp.Filter(scmp.ACT_ALLOW)
         self.denied: list[str] = []
         try:
             self._filter.set_badarch(scmp.ACT_KILL_PROCESS)
-            for rule in deny_rules(deny_inet, allow_udp):
+            for rule in deny_rules(deny_inet, allow_udp, extra):
                 added = self._filter.add(scmp.act_errno(rule.errno), rule.syscall, rule.cmps)
                 if added and rule.syscall not in self.denied:
                     self.denied.append(rule.syscall)
@@ -134,6 +144,6 @@ def denied_syscalls(deny_inet: bool) -> list[str]:
     return list(prepared.denied)
 
 
-def apply_seccomp(deny_inet: bool, allow_udp: bool = False) -> list[str]:
+def apply_seccomp(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
     """Build and load the deny filter on the calling thread; return the syscalls it restricts."""
-    return PreparedFilter(deny_inet, allow_udp).load()
+    return PreparedFilter(deny_inet, allow_udp, extra).load()

@@ -21,6 +21,8 @@ from launcher.journal import Journal, RemovalError
 from launcher.landlock import LandlockRules
 from launcher.layout import AUDIT_ROOT, DOOR_ORDER, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups, groups_of
 from launcher.manifest import Manifest
+from launcher.preflight import workspace_owner
+from launcher.seccomp import FS_DOOR_EXTRA
 from launcher.probe_facts import KernelFacts
 from launcher.spawn import Spawned, spawn_app, spawn_door
 from launcher.supervise import Ending, Supervisor
@@ -124,6 +126,8 @@ class Session:
         self._timings[name] = round((time.monotonic() - self._t0) * 1000, 2)
 
     def run(self) -> SessionResult:
+        """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
+        fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
         result = SessionResult(sid=self.layout.sid, exit_code=70, reason="")
@@ -133,7 +137,7 @@ class Session:
         try:
             self.audit("session.start", {"sid": self.layout.sid, "manifest": self.manifest.sha256,
                                          "roles": list(self.manifest.roles)})
-            resources = SessionBuilder(self.manifest, self.layout, journal).build()
+            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner).build()
             self._mark("created")
             supervisor = Supervisor(self.audit)
             ending = self._start(resources, supervisor, journal)
@@ -228,6 +232,8 @@ class Session:
 
     def _spec(self, role: str, resources: Resources, allowance: Allowance, env: dict[str, str],
               keep_fds: tuple[int, ...], nofile: int) -> ConfinementSpec:
+        # The fs door runs as the workspace owner: its cwd is /, and it loses socket() and metadata calls.
+        fs_door = role == "fs"
         clients = door_client_groups(self.manifest.edges, self.manifest.roles)
         return ConfinementSpec(
             uid=resources.uids[role],
@@ -242,8 +248,9 @@ class Session:
             seccomp_allow_udp=allowance.allow_udp,
             keep_fds=keep_fds,
             env=env,
-            cwd=self.layout.private_dir(role),
+            cwd="/" if fs_door else self.layout.private_dir(role),
             parent_pid=os.getpid(),
+            seccomp_extra=FS_DOOR_EXTRA if fs_door else (),
         )
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:

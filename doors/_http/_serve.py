@@ -108,8 +108,11 @@ async def serve_http(
             response, body = await _respond(reader, router, request, head, gate)
             if on_exchange is not None:
                 on_exchange(request, response.status)
-            await _send_response(stream, conn, response)
             body_done = body.done if body is not None and (body.done or body.received) else _bodyless(conn)
+            if not body_done:
+                # Answered before the body was read: say the connection closes, so no client reuses it.
+                response = replace(response, close=True)
+            await _send_response(stream, conn, response)
             if not body_done:
                 await _linger(stream)
                 return

@@ -84,9 +84,16 @@ def run(args: argparse.Namespace) -> int:
     from launcher.layout import AUDIT_ROOT
     from launcher.session import RunOptions, Session
 
+    from launcher.preflight import PreflightError
+
     gc.collect()
     options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)
-    result = Session(manifest, facts, options).run()
+    try:
+        result = Session(manifest, facts, options).run()
+    except PreflightError as error:
+        _err(f"{error.message}; nothing was created")
+        _err(f"  hint: {error.hint} (manifest row: {error.row})")
+        return EXIT_UNHELD
     summary = {
         "sid": result.sid,
         "exit_code": result.exit_code,

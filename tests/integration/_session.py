@@ -26,6 +26,7 @@ def manifest_hash(path: Path) -> str:
 
 
 def basic_manifest(workspace: Path, argv: list[str], **extra: object) -> dict[str, object]:
+    os.chown(workspace, 65534, 65534)  # the fs door runs as the workspace owner, never root
     document: dict[str, object] = {
         "sharness": "manifest/v0",
         "session": {"name": "test", "trust_domain": "test.sharness.test", "ttl_s": 600},
