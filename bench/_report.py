@@ -63,9 +63,9 @@ def plot(path: Path, samples: Mapping[str, Mapping[str, list[float]]]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib import pyplot
+    from matplotlib import pyplot, ticker
 
-    panels = [(title, series) for title, series in samples.items() if series]
+    panels = [(title, samples[title]) for title in sorted(samples) if samples[title]]
     if not panels:
         return
     figure, axes = pyplot.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
@@ -75,6 +75,7 @@ def plot(path: Path, samples: Mapping[str, Mapping[str, list[float]]]) -> None:
             heights = [(i + 1) / len(ordered) for i in range(len(ordered))]
             axis.step(ordered, heights, where="post", label=f"{name} (n={len(ordered)})")
         axis.set_xscale("log")
+        axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
         axis.set_xlabel("milliseconds (log)")
         axis.set_ylabel("fraction of samples at or below")
         axis.set_title(title)

@@ -21,6 +21,7 @@ from bench import _clients, _inproc, _machine, _project, _pyossl
 from bench._certs import CertFiles, write_bench_pki
 from bench._door import DoorSpec
 from bench._procs import Server, server_process
+from bench._realdoor import real_door
 from bench._report import write_json
 from bench._servers import ServerSpec
 from bench._stats import summarize
@@ -35,7 +36,7 @@ class Variant:
     """One configuration: which server and client, which certificates, which TLS options."""
 
     name: str
-    server: str  # stdlib | pyopenssl | trio | project
+    server: str  # stdlib | pyopenssl | trio | project (bench._door) | realdoor (python -m doors)
     client: str  # stdlib | pyopenssl | http | async
     mode: str = "fresh"  # fresh | warm
     certs: str = "pki"  # pki (the session PKI) | p256 | ed25519 (bench-minted)
@@ -69,6 +70,8 @@ VARIANTS = (
     Variant("project door/blocking stdlib+h11 client", "project", "http"),
     Variant("project door/blocking stdlib+h11 client, resumed", "project", "http", resume=True),
     Variant("project door/project async client", "project", "async"),
+    Variant("real door (python -m doors)/project async client", "realdoor", "async"),
+    Variant("real door/app's DoorClient-style blocking stdlib+h11", "realdoor", "http"),
     Variant("project door/project async client, resumed", "project", "async", resume=True),
     Variant("project door/async client, tuned (no .session per connection)", "project", "async-tuned"),
     Variant("project door 0 tickets/async client, tuned", "project", "async-tuned",
@@ -77,6 +80,8 @@ VARIANTS = (
             options=TlsOptions(num_tickets=1), resume=True),
     Variant("project door 2 tickets/async client, tuned, one ticket reused", "project", "async-tuned",
             resume=True),
+    Variant("project door 1 ticket/blocking stdlib+h11 client, one ticket reused", "project", "http",
+            options=TlsOptions(num_tickets=1), resume=True),
     Variant("project on pyOpenSSL (X25519MLKEM768)/async on pyOpenSSL", "project", "async-tuned",
             backend="pyopenssl"),
     Variant("project on pyOpenSSL X25519/async on pyOpenSSL", "project", "async-tuned", backend="pyopenssl",
@@ -92,6 +97,7 @@ VARIANTS = (
     Variant("warm: trio SSLStream server/stdlib echo", "trio", "stdlib", mode="warm"),
     Variant("warm: project door/blocking stdlib+h11 GET", "project", "http", mode="warm"),
     Variant("warm: project door/project async client GET", "project", "async", mode="warm"),
+    Variant("warm: real door/project async client GET", "realdoor", "async", mode="warm"),
     Variant("warm: project door/async connect+exchange GET (tuned)", "project", "async-tuned", mode="warm"),
     Variant("warm: project on pyOpenSSL/async on pyOpenSSL GET (tuned)", "project", "async-tuned", mode="warm",
             backend="pyopenssl", options=TlsOptions(group="X25519")),
@@ -196,8 +202,11 @@ def run_all(variants: list[Variant], session: SessionFiles, workdir: Path, count
         for index, variant in enumerate(variants):
             server_files, client_files = _files(variant, session, workdir)
             address = str(workdir / f"sh-bench-explore-{index}.sock")
-            module, spec_json = _server_spec(variant, session, server_files, address)
-            server = stack.enter_context(server_process(module, spec_json, address))
+            if variant.server == "realdoor":
+                server = stack.enter_context(real_door(session.pki, "fs", address))
+            else:
+                module, spec_json = _server_spec(variant, session, server_files, address)
+                server = stack.enter_context(server_process(module, spec_json, address))
             per_round = max(1, count * (4 if variant.mode == "warm" else 1) // rounds)
             running.append((variant, server, _client_loop(variant, client_files, session, per_round + 5)))
         for _ in range(rounds):
@@ -243,7 +252,7 @@ def inproc_main(count: int, rounds: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.explore", description=__doc__)
     parser.add_argument("--count", type=int, default=500, help="samples per fresh variant (x4 for warm)")
-    parser.add_argument("--only", default="", help="run only variants whose name contains this")
+    parser.add_argument("--only", default="", help="run only variants whose name contains one of these ('|'-separated)")
     parser.add_argument("--rounds", type=int, default=5, help="round-robin passes over the variants")
     parser.add_argument("--inproc", action="store_true", help="only the in-process handshake CPU study")
     args = parser.parse_args(argv)
@@ -251,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         return inproc_main(args.count, args.rounds)
     rows: list[dict[str, Any]] = []
     load_before = _machine.other_load()
-    chosen = [variant for variant in VARIANTS if args.only in variant.name]
+    wanted = args.only.split("|")
+    chosen = [variant for variant in VARIANTS if any(part in variant.name for part in wanted)]
     with tempfile.TemporaryDirectory(prefix="sharness-bench-") as tmp:
         workdir = Path(tmp)
         session = session_files(workdir)
