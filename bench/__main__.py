@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     _report.write_json(args.out / "latest.json", document)
     _report.plot(args.out / "latest.png", collected.samples)
-    print(_report.table(collected.figures, collected.ratios))
+    print(_report.table(collected.figures, collected.ratios, collected.keys_by_part))
     print(f"\nwrote {args.out / 'latest.json'} and {args.out / 'latest.png'} in {run['seconds']} s")
     return 0
 

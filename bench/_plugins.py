@@ -28,6 +28,7 @@ class Collected:
     samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     ratios: list[tuple[str, str]] = field(default_factory=list)
     parts: dict[str, Any] = field(default_factory=dict)
+    keys_by_part: dict[str, list[str]] = field(default_factory=dict)
 
 
 def merge(collected: Collected, name: str, result: dict[str, Any], ratios: Iterable[tuple[str, str]]) -> None:
@@ -40,6 +41,7 @@ def merge(collected: Collected, name: str, result: dict[str, Any], ratios: Itera
         raise ValueError(f"bench part {name!r} returns keys another part already gave: {clash}")
     collected.figures.update(result)
     collected.ratios.extend(ratios)
+    collected.keys_by_part[name] = list(result)
 
 
 def run_all(quick: bool, names: Iterable[str] | None = None, directory: Path = _HERE,

@@ -35,15 +35,22 @@ def _baselines_by_figure(ratios: Iterable[tuple[str, str]]) -> dict[str, list[st
     return grouped
 
 
-def table(figures: Mapping[str, Any], ratios: Iterable[tuple[str, str]]) -> str:
-    """One line per figure (counts left out), then one per baseline it is compared with, with the ratio."""
+def table(figures: Mapping[str, Any], ratios: Iterable[tuple[str, str]],
+          sections: Mapping[str, list[str]] | None = None) -> str:
+    """One line per figure (counts left out), then one per baseline it is compared with, with the ratio;
+    a heading before each part's figures when ``sections`` names them."""
     baselines = _baselines_by_figure(ratios)
     numeric = [k for k, v in figures.items() if not isinstance(v, str) and not k.endswith(_UNPRINTED)]
     width = max((len(k) for k in numeric), default=10)
     base_width = max((len(b) for group in baselines.values() for b in group), default=8)
     header = f"{'figure':<{width}}  {'value':>9}  {'compared with':<{base_width}}  {'value':>9}  {'ratio':>7}"
     lines = [header, "-" * len(header)]
+    printed = set(numeric)
+    firsts = {name: next((k for k in keys if k in printed), None) for name, keys in (sections or {}).items()}
+    heading_before = {first: name for name, first in firsts.items() if first is not None}
     for key in numeric:
+        if key in heading_before:
+            lines.append(f"[{heading_before[key]}]")
         value = figures[key]
         group = baselines.get(key) or [""]
         for index, base_key in enumerate(group):

@@ -41,3 +41,10 @@ def test_plot_without_samples_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "latest.png"
     plot(path, {})
     assert not path.exists()
+
+
+def test_each_part_gets_a_heading_before_its_first_printed_figure() -> None:
+    figures = {"a_n": 3, "a_ms": 1.0, "b_note": "x", "b_ms": 2.0}
+    lines = table(figures, [], {"alpha": ["a_n", "a_ms"], "beta": ["b_note", "b_ms"]}).splitlines()
+    assert lines[2] == "[alpha]" and lines[3].startswith("a_ms")
+    assert lines[4] == "[beta]" and lines[5].startswith("b_ms")
