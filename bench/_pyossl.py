@@ -126,8 +126,11 @@ class PyOpenSSLTlsStream(TlsStream):
 
 def install(files: CertFiles, server_side: bool, options: TlsOptions) -> None:
     """Make this process's transport use pyOpenSSL with ``files`` for the given side (until uninstall)."""
-    py_ctx = pyopenssl_context(files, server_side, options)
-    py_ctx.get_cert_store().set_flags(crypto.X509StoreFlags.X509_STRICT)  # type: ignore[union-attr]
+    install_context(pyopenssl_context(files, server_side, options), server_side)
+
+
+def install_context(py_ctx: SSL.Context, server_side: bool) -> None:
+    """Make this process's transport use ``py_ctx`` for the given side (until uninstall)."""
     if server_side:
         _CONTEXTS.server = py_ctx
         transport_server.TlsStream = PyOpenSSLTlsStream  # type: ignore[misc]

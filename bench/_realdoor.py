@@ -73,8 +73,12 @@ def _place(fds: dict[int, int]) -> None:
 
 
 @contextmanager
-def real_door(pki: SessionPKI, role: str, address: str) -> Iterator[Server]:
-    """Start the generic door for ``role`` on ``address`` (Unix path or ``tcp:0``); yield where it is."""
+def real_door(pki: SessionPKI, role: str, address: str, argv: tuple[str, ...] = ("-m", "doors")) -> Iterator[Server]:
+    """Start the generic door for ``role`` on ``address`` (Unix path or ``tcp:0``); yield where it is.
+
+    ``argv`` (after the interpreter) may name another entry with the same contract, e.g. the study's
+    ``-m bench._pyossl_door X25519``.
+    """
     listener = listen(address)
     reachable = f"tcp:{listener.getsockname()[1]}" if address.startswith("tcp:") else address
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -84,7 +88,7 @@ def real_door(pki: SessionPKI, role: str, address: str) -> Iterator[Server]:
                             listen_fds={"door": LISTEN_FD})
     env = {**os.environ, CONTRACT_ENV: contract.to_json(), "PYTHONPATH": str(REPO)}
     fds = {STATUS_FD: theirs.fileno(), SVID_FD: svid, LISTEN_FD: listener.fileno()}
-    proc = subprocess.Popen([sys.executable, "-m", "doors"], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, *argv], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, pass_fds=tuple(fds),
                             preexec_fn=lambda: _place(fds))
     os.close(svid)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import ssl
 from dataclasses import asdict, dataclass
 
-from OpenSSL import SSL
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from OpenSSL import SSL, crypto
 from OpenSSL._util import lib as _lib
 
 from bench._certs import CertFiles
@@ -50,12 +52,21 @@ def _set_groups(ctx: SSL.Context, group: str) -> None:
 
 def pyopenssl_context(files: CertFiles, server: bool, options: TlsOptions) -> SSL.Context:
     """The same recipe on pyOpenSSL, whose wheel bundles its own (newer) OpenSSL."""
+    svid_pem = files.key.read_bytes() + (b"" if files.cert == files.key else files.cert.read_bytes())
+    return pyopenssl_context_from_pem(svid_pem, files.bundle.read_bytes(), server, options)
+
+
+def pyopenssl_context_from_pem(svid_pem: bytes, bundle_pem: bytes, server: bool, options: TlsOptions) -> SSL.Context:
+    """pyOpenSSL context from PEM bytes (key and leaf, then the bundle): no file needed, like a memfd."""
     ctx = SSL.Context(SSL.TLS_METHOD)
     ctx.set_min_proto_version(SSL.TLS1_3_VERSION)
     ctx.set_max_proto_version(SSL.TLS1_3_VERSION)
-    ctx.use_certificate_file(str(files.cert))
-    ctx.use_privatekey_file(str(files.key))
-    ctx.load_verify_locations(str(files.bundle))
+    ctx.use_certificate(x509.load_pem_x509_certificate(svid_pem))
+    ctx.use_privatekey(serialization.load_pem_private_key(svid_pem, None))  # type: ignore[arg-type]
+    store = ctx.get_cert_store()
+    assert store is not None
+    store.add_cert(crypto.X509.from_cryptography(x509.load_pem_x509_certificate(bundle_pem)))
+    store.set_flags(crypto.X509StoreFlags.X509_STRICT)
     ctx.set_verify(SSL.VERIFY_PEER | SSL.VERIFY_FAIL_IF_NO_PEER_CERT)
     if server:
         ctx.set_session_id(b"sharness-bench")  # OpenSSL refuses to resume a verified session without it

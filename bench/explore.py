@@ -92,6 +92,11 @@ VARIANTS = (
             options=TlsOptions(group="X25519")),
     Variant("project on pyOpenSSL X25519/blocking stdlib+h11 client, resumed", "project", "http",
             backend="pyopenssl", options=TlsOptions(group="X25519"), resume=True),
+    Variant("real door on pyOpenSSL X25519/async on pyOpenSSL, one ticket reused", "realdoor", "async-tuned",
+            backend="pyopenssl", options=TlsOptions(group="X25519"), resume=True),
+    Variant("real door on pyOpenSSL X25519/blocking stdlib+h11 client, one ticket reused", "realdoor", "http",
+            backend="pyopenssl", options=TlsOptions(group="X25519"), resume=True),
+    Variant("real door/blocking stdlib+h11 client, one ticket reused", "realdoor", "http", resume=True),
     Variant("warm: stdlib/stdlib 64-byte echo", "stdlib", "stdlib", mode="warm"),
     Variant("warm: pyopenssl/pyopenssl 64-byte echo", "pyopenssl", "pyopenssl", mode="warm"),
     Variant("warm: trio SSLStream server/stdlib echo", "trio", "stdlib", mode="warm"),
@@ -203,7 +208,9 @@ def run_all(variants: list[Variant], session: SessionFiles, workdir: Path, count
             server_files, client_files = _files(variant, session, workdir)
             address = str(workdir / f"sh-bench-explore-{index}.sock")
             if variant.server == "realdoor":
-                server = stack.enter_context(real_door(session.pki, "fs", address))
+                argv = ("-m", "bench._pyossl_door", variant.options.group) if variant.backend == "pyopenssl" else (
+                    "-m", "doors")
+                server = stack.enter_context(real_door(session.pki, "fs", address, argv))
             else:
                 module, spec_json = _server_spec(variant, session, server_files, address)
                 server = stack.enter_context(server_process(module, spec_json, address))

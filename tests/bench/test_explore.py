@@ -17,6 +17,8 @@ VARIANTS = [
     explore.Variant("door on pyopenssl, tuned", "project", "async-tuned", backend="pyopenssl", resume=True,
                     options=TlsOptions(group="X25519")),
     explore.Variant("warm door", "project", "http", mode="warm"),
+    explore.Variant("real door on pyopenssl", "realdoor", "http", backend="pyopenssl", resume=True,
+                    options=TlsOptions(group="X25519")),
 ]
 
 
