@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from bench import _pyossl
 from bench._load import LoadSpec
 from bench._procs import REPO, Series, summary_with_cpu, timed
 from bench._realdoor import real_door
 from bench._stats import percentile, rate_per_s
+from bench._tls import TlsOptions
 from doors._http import ClientConnection
 from doors._transport import AsyncDoorClient, Dial, client_context_from_file, connect, exchange, fresh_exchange
 from doors.client import DoorClient, fresh_request
@@ -163,6 +165,17 @@ def _kept_alive(files: SessionFiles, address: str, counts: Counts) -> dict[str, 
                                                "project sync DoorClient GET /v0/hello, unix": warm_sync.samples}}}
 
 
+def _study(files: SessionFiles, address: str, counts: Counts) -> Series:
+    """The best configuration the option study found (docs/decisions/bench.md): the real door and the
+    async client on the pyOpenSSL prototype with X25519, the client reusing one ticket."""
+    total = counts.fresh + counts.warmup
+    options = TlsOptions(group="X25519")
+    with real_door(files.pki, files.server_role, address, ("-m", "bench._pyossl_door", "X25519")) as server:
+        dial = _dial(files, server.address)
+        with _pyossl.installed(files.client, False, options):
+            return timed(server, counts.warmup, lambda: trio.run(_fresh_tuned, dial, total, True))
+
+
 def measure(files: SessionFiles, workdir: Path, counts: Counts) -> dict[str, Any]:
     """Fresh and resumed connections over Unix and TCP, kept-alive requests, and throughput under load."""
     unix = str(workdir / "sh-bench-door.sock")
@@ -177,7 +190,11 @@ def measure(files: SessionFiles, workdir: Path, counts: Counts) -> dict[str, Any
         figures.update(summary_with_cpu(f"handshake_fresh_sync_{transport}", series["sync"]))
     figures["handshake_fresh_p99_ms"] = figures["handshake_fresh_unix_p99_ms"]
     figures.update(_kept_alive(files, unix, counts))
+    Path(unix).unlink(missing_ok=True)
+    study = _study(files, unix, counts)
+    figures.update(summary_with_cpu("study_pyopenssl_x25519_one_ticket_unix", study))
     figures["samples"]["fresh handshake"] = {
+        "study: pyOpenSSL X25519, one ticket reused, unix": study.samples,
         "project async, unix": on_unix["fresh"].samples, "project async, tcp": on_tcp["fresh"].samples,
         "project async resumed, unix": on_unix["resumed"].samples,
         "project sync client, unix": on_unix["sync"].samples,

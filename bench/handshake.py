@@ -42,6 +42,8 @@ RATIOS: tuple[tuple[str, str], ...] = (
     ("handshake_fresh_unix_server_cpu_ms", "baseline_stdlib_fresh_unix_server_cpu_ms"),
     ("handshake_fresh_unix_client_cpu_ms", "baseline_stdlib_fresh_unix_client_cpu_ms"),
     ("handshake_resumed_unix_p50_ms", "target_handshake_fresh_p50_ms"),
+    ("study_pyopenssl_x25519_one_ticket_unix_p50_ms", "target_handshake_fresh_p50_ms"),
+    ("study_pyopenssl_x25519_one_ticket_unix_p50_ms", "handshake_fresh_unix_p50_ms"),
     ("handshake_fresh_sync_unix_p50_ms", "baseline_stdlib_fresh_unix_p50_ms"),
     ("handshake_fresh_sync_unix_p50_ms", "target_handshake_fresh_p50_ms"),
     ("handshake_fresh_tcp_p50_ms", "baseline_stdlib_fresh_tcp_p50_ms"),
