@@ -49,21 +49,29 @@ def egress_ports(manifest_rows: dict[str, object], role: str) -> tuple[int, ...]
 
 
 def door_allowance(
-    role: str, layout: SessionLayout, python_paths: tuple[str, ...], rows: dict[str, object]
+    role: str, layout: SessionLayout, python_paths: tuple[str, ...], rows: dict[str, object],
+    may_use_proxy: bool = False,
 ) -> Allowance:
-    """A door is forked from the pre-imported launcher: it reads Python and executes nothing."""
+    """A door is forked from the pre-imported launcher: it reads Python and executes nothing.
+
+    The net and model doors keep the host network; the shell reaches out only through its proxy listener
+    (and only with the edge shell→net); fs and keys have no internet sockets at all.
+    """
     write: tuple[str, ...] = ()
     if role == "fs" and isinstance(rows.get("workspace"), str):
         write = (str(rows["workspace"]),)
     host = role in HOST_NETWORK
+    if host:  # the egress doors resolve names: UDP and TCP to port 53 for their resolver
+        tcp_connect: tuple[int, ...] = tuple(sorted({*egress_ports(rows, role), DNS_PORT}))
+    else:
+        tcp_connect = (PROXY_PORT,) if role == "shell" and may_use_proxy else ()
     return Allowance(
         read=(*SYSTEM_READ, *python_paths, layout.private_dir(role)),
         write=(*WRITE_DEVICES, *write),
         exec=(),
         tcp_bind=(),
-        # The egress doors resolve names: UDP and TCP to port 53 for their resolver.
-        tcp_connect=tuple(sorted({*egress_ports(rows, role), DNS_PORT})) if host else (),
-        deny_inet=not host and role != "shell",
+        tcp_connect=tcp_connect,
+        deny_inet=not host and not (role == "shell" and may_use_proxy),
         allow_udp=host,
     )
 

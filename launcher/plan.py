@@ -25,6 +25,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # Issue #5: the fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
     "fs.within_root", "fs.read_only", "fs.append_only", "fs.hidden", "fs.exec", "fs.refuse_secrets",
     "fs.no_symlinks", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files",
+    # Issue #6: the net door (tests/doors/net, tests/integration/test_net_session.py).
+    "net.allow", "net.sni", "net.addresses", "net.ip_literals",
 })
 # Where the holder of each row is being built (for the "not built yet" reason).
 _BUILT_IN = {"fs": "issue #5", "net": "issue #6", "edges": "issues #3 and #4", "keys": "the keys door's issue",

@@ -264,7 +264,8 @@ class Session:
                 next_fd += 1
         contract = self._door_contract(door, resources, listen_fds)
         rows = {**self.manifest.door_rows(door), **({"workspace": self.manifest.workspace} if door == "fs" else {})}
-        allowance = door_allowance(door, self.layout, python_paths(), rows)
+        allowance = door_allowance(door, self.layout, python_paths(), rows,
+                                   may_use_proxy=(door, "net") in self.manifest.edges)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         spec = self._spec(door, resources, allowance, env, tuple(range(next_fd)), 4096)
         return spawn_door(door, spec, fds, lambda: doors.serve.serve(contract))

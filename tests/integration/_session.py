@@ -95,8 +95,16 @@ def wait_for_session_dir(timeout_s: float = 20.0) -> str:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if SESSIONS.is_dir():
-            names = sorted(SESSIONS.iterdir(), key=lambda p: p.stat().st_mtime)
+            names = sorted((p for p in SESSIONS.iterdir() if not p.name.startswith(".")),
+                           key=lambda p: p.stat().st_mtime)
             if names:
                 return names[-1].name
         time.sleep(0.01)
     raise AssertionError("no session journal appeared")
+
+
+def new_leftovers(before: dict[str, list[str]]) -> dict[str, list[str]]:
+    """What exists now that did not before (other sessions ending meanwhile do not count)."""
+    now = leftovers()
+    fresh = {kind: [name for name in names if name not in before.get(kind, [])] for kind, names in now.items()}
+    return {kind: names for kind, names in fresh.items() if names}
