@@ -12,7 +12,9 @@ from launcher.layout import HOST_NETWORK, PROXY_PORT, SessionLayout
 
 # What every dynamically linked program needs to start: the loader, libraries, and the system's
 # configuration. Read-only; /etc secrets stay protected by their owners and modes (a Boundary of DAC).
-SYSTEM_READ = ("/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu")
+SYSTEM_READ = (
+    "/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu",
+)
 SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
 WRITE_DEVICES = ("/dev/null",)
 DNS_PORT = 53

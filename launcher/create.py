@@ -145,7 +145,8 @@ class SessionBuilder:
             self.resources.svid_memfds[role] = fd
             deliveries[role] = MemfdDelivery(fd)
         app_dir = self.layout.private_dir("app")
-        deliveries["app"] = FileDelivery(f"{app_dir}/{APP_SVID}", self.resources.uids["app"], self.resources.gids["app"])
+        app_ids = self.resources.uids["app"], self.resources.gids["app"]
+        deliveries["app"] = FileDelivery(f"{app_dir}/{APP_SVID}", *app_ids)
         session = self.manifest.session
         minted = mint_session(session.trust_domain, self.layout.sid, self.manifest.roles, session.ttl_s, deliveries)
         self.resources.minted = minted

@@ -151,7 +151,8 @@ def render(report: HelloReport) -> str:
         lines.append(f"  {'':<9} {'':<22} -> {probe['who']}: {probe['detail']}")
     session = report.session
     total = len(report.attacks)
-    lines.append(f"{report.held}/{total} held" + ("" if total >= EXPECTED_PROBES else f" (expected {EXPECTED_PROBES} probes)"))
+    missing = "" if total >= EXPECTED_PROBES else f" (expected {EXPECTED_PROBES} probes)"
+    lines.append(f"{report.held}/{total} held{missing}")
     if session is not None:
         lines.append(f"session ended: {session.reason} (exit {session.exit_code}); audit log: {session.audit_dir}")
         if session.teardown_errors:

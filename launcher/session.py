@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import doors.serve  # noqa: F401 - pre-imported so doors fork ready to run (the launcher is the zygote)
+import doors.serve
 from doors._contract import DoorContract
 from launcher import audit as audit_mod
 from launcher.confine import ConfinementSpec
@@ -22,8 +22,8 @@ from launcher.landlock import LandlockRules
 from launcher.layout import AUDIT_ROOT, DOOR_ORDER, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups, groups_of
 from launcher.manifest import Manifest
 from launcher.preflight import workspace_owner
-from launcher.seccomp import FS_DOOR_EXTRA
 from launcher.probe_facts import KernelFacts
+from launcher.seccomp import FS_DOOR_EXTRA
 from launcher.spawn import Spawned, spawn_app, spawn_door
 from launcher.supervise import Ending, Supervisor
 

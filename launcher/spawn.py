@@ -68,11 +68,11 @@ def spawn_door(
             apply_confinement(spec)
         except ConfinementError as exc:
             _child_fail(role, exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
-        except BaseException as exc:  # noqa: BLE001 - the child must never return into the launcher
+        except BaseException as exc:
             _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
         try:
             run()
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {type(exc).__name__}: {exc}")
         os._exit(0)
     child_end.close()
@@ -93,12 +93,13 @@ def spawn_app(
             apply_confinement(spec)
         except ConfinementError as exc:
             _child_fail("app", exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             _child_fail("app", EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
         try:
             os.execvpe(argv[0], list(argv), dict(spec.env))
         except OSError as exc:
-            _child_fail("app", EXIT_EXEC_FAILED, f"cannot execute {argv[0]!r}: {exc.strerror} (check app.argv and app.files.exec)")
+            detail = f"cannot execute {argv[0]!r}: {exc.strerror} (check app.argv and app.files.exec)"
+            _child_fail("app", EXIT_EXEC_FAILED, detail)
         os._exit(EXIT_EXEC_FAILED)
     return Spawned(role="app", pid=pid, pidfd=os.pidfd_open(pid), status=None)
 

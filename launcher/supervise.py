@@ -5,6 +5,7 @@ One selector, no threads: the launcher stays single-threaded so that fork() rema
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -166,10 +167,8 @@ class Supervisor:
         spawned = self._processes[role]
         _, status = os.waitpid(spawned.pid, 0)
         self._statuses[role] = status
-        try:
+        with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(spawned.pidfd)
-        except (KeyError, ValueError):
-            pass
         os.close(spawned.pidfd)
         return status
 
@@ -178,17 +177,13 @@ class Supervisor:
         if role in self._statuses:
             return self._statuses[role]
         spawned = self._processes[role]
-        try:
+        with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(spawned.pidfd, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         ready = selectors.DefaultSelector()
         ready.register(spawned.pidfd, selectors.EVENT_READ)
         if not ready.select(grace_s):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(spawned.pidfd, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         ready.close()
         return self.reap(role)
 

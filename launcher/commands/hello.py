@@ -10,7 +10,7 @@ import sys
 EXIT_NOT_ROOT = 77
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("hello", help="run a real session whose app tries what it must not do")
     parser.add_argument("--json", action="store_true", help="print the probes as JSON")
     parser.add_argument("--audit-dir", metavar="DIR", default=None)

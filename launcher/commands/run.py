@@ -7,6 +7,10 @@ import hmac
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from launcher.manifest import Manifest
 
 EXIT_NOT_ROOT = 77
 EXIT_HASH = 125
@@ -14,7 +18,7 @@ EXIT_UNHELD = 78
 CONFIRM_HEX = 12
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("run", help="run a confined session from a manifest whose hash you supply")
     parser.add_argument("manifest", help="the manifest file (JSON)")
     parser.add_argument("--expect-hash", metavar="sha256:HEX",
@@ -31,7 +35,7 @@ def _err(text: str) -> None:
     print(f"sharness-launch: {text}", file=sys.stderr)
 
 
-def _confirm_on_terminal(manifest, plan_text: str) -> bool:  # type: ignore[no-untyped-def]
+def _confirm_on_terminal(manifest: Manifest, plan_text: str) -> bool:
     print(plan_text, file=sys.stderr)
     print(f"manifest hash: {manifest.sha256}", file=sys.stderr)
     try:
@@ -82,17 +86,16 @@ def run(args: argparse.Namespace) -> int:
 
     from launcher import gc
     from launcher.layout import AUDIT_ROOT
-    from launcher.session import RunOptions, Session
-
     from launcher.preflight import PreflightError
+    from launcher.session import RunOptions, Session
 
     gc.collect()
     options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)
     try:
         result = Session(manifest, facts, options).run()
-    except PreflightError as error:
-        _err(f"{error.message}; nothing was created")
-        _err(f"  hint: {error.hint} (manifest row: {error.row})")
+    except PreflightError as refusal:
+        _err(f"{refusal.message}; nothing was created")
+        _err(f"  hint: {refusal.hint} (manifest row: {refusal.row})")
         return EXIT_UNHELD
     summary = {
         "sid": result.sid,
@@ -107,9 +110,10 @@ def run(args: argparse.Namespace) -> int:
     _err(f"session {result.sid} ended: {result.reason}")
     _err(f"audit log {result.audit_dir}; session public key:\n{result.audit_public_key.strip()}")
     if unheld:
-        _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {', '.join(summary['unheld_rows'])}")  # type: ignore[arg-type]
-    for error in result.teardown_errors:
-        _err(f"teardown could not remove: {error} (run `sharness-launch gc`)")
+        names = ", ".join(f"{row.component}:{row.row_id}" for row in unheld)
+        _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {names}")
+    for leftover in result.teardown_errors:
+        _err(f"teardown could not remove: {leftover} (run `sharness-launch gc`)")
     if args.json:
         print(json.dumps(summary, indent=2))
     return result.exit_code
