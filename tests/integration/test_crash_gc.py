@@ -43,7 +43,9 @@ def _journal_kinds(sid_dir: Path) -> list[str]:
     return kinds
 
 
-def _kill_at(stage: str, launcher: subprocess.Popen[bytes], stderr: Path, timeout_s: float = 30) -> tuple[str, set[int]]:
+def _kill_at(
+    stage: str, launcher: subprocess.Popen[bytes], stderr: Path, timeout_s: float = 30
+) -> tuple[str, set[int]]:
     """Watch the newest session journal and SIGKILL the launcher when it reaches `stage`."""
     deadline = time.monotonic() + timeout_s
     sid_dir: Path | None = None
@@ -63,7 +65,8 @@ def _kill_at(stage: str, launcher: subprocess.Popen[bytes], stderr: Path, timeou
                 launcher.wait()
                 return sid_dir.name, uids | session_uids(sid_dir.name)
         if launcher.poll() is not None:
-            raise AssertionError(f"the launcher ended before stage {stage}: {stderr.read_text(errors='replace')[-2000:]}")
+            said = stderr.read_text(errors="replace")[-2000:]
+            raise AssertionError(f"the launcher ended before stage {stage}: {said}")
         time.sleep(0.0005)
     raise AssertionError(f"stage {stage} never reached")
 
