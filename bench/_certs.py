@@ -64,6 +64,7 @@ def _ca(key: PrivateKey) -> x509.Certificate:
     builder = (
         _builder("bench session CA", "bench session CA", key.public_key(), 2)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .add_extension(
             x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
         )
@@ -77,6 +78,8 @@ def _leaf(role: str, key: PrivateKey, ca_key: PrivateKey) -> x509.Certificate:
         _builder(role, "bench session CA", key.public_key(), 1)
         .add_extension(x509.SubjectAlternativeName([x509.UniformResourceIdentifier(uri)]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .add_extension(
             x509.KeyUsage(True, False, False, False, False, False, False, False, False), critical=True
         )

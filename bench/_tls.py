@@ -33,6 +33,7 @@ def stdlib_context(files: CertFiles, server: bool, options: TlsOptions) -> ssl.S
     ctx.minimum_version = ssl.TLSVersion.TLSv1_3
     ctx.maximum_version = ssl.TLSVersion.TLSv1_3
     ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.verify_flags |= ssl.VERIFY_X509_STRICT  # as the transport does
     ctx.check_hostname = False  # SVIDs carry a URI SAN, no DNS name: the role check is the caller's
     ctx.load_cert_chain(str(files.cert), str(files.key))
     ctx.load_verify_locations(cafile=str(files.bundle))
