@@ -1,0 +1,42 @@
+"""`sharness-launch hello`: every probe held, by the mechanism it names; controls pass; nothing stays."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from launcher.hello import EXPECTED_PROBES
+from tests.integration._session import LAUNCHER, leftovers
+
+pytestmark = pytest.mark.root
+
+# probe → a word the verdict must name: held by THIS mechanism, not by an accident of the setup.
+MECHANISM = {
+    "workspace.write": "Landlock", "etc.write": "DAC", "other_dir.write": "DAC", "key.read": "another uid",
+    "launcher_state.read": "DAC", "environ.read": "another uid", "mem.read": "another uid",
+    "egress.public": "seccomp", "door.off_edge": "socket file group", "door.signal": "another uid",
+    "door.ptrace": "seccomp", "socket.udp": "seccomp", "socket.packet": "seccomp", "io_uring": "seccomp",
+    "userns": "seccomp", "setuid.root": "capability", "memory.limit": "memory cgroup",
+    "pids.limit": "pids cgroup",
+}
+
+
+def test_hello_holds_every_probe_with_the_named_mechanism(tmp_path: object) -> None:
+    done = subprocess.run([*LAUNCHER, "hello", "--json", "--audit-dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    probes = {probe["probe"]: probe for probe in report["probes"]}
+    assert report["ok"] and report["held"] == report["total"] == EXPECTED_PROBES == len(MECHANISM)
+    for name, word in MECHANISM.items():
+        assert probes[name]["held"], probes[name]
+        assert word in probes[name]["who"], probes[name]
+    for control in ("control.private_write", "control.fs_hello", "control.fs_write"):
+        assert probes[control]["held"], probes[control]
+    assert report["session"]["exit_code"] == 0 and report["session"]["teardown_errors"] == []
+    assert leftovers(report["sid"]) == {}
+    verify = subprocess.run([*LAUNCHER, "verify-audit", report["session"]["audit_dir"]], capture_output=True,
+                            text=True)
+    assert verify.returncode == 0 and "intact" in verify.stdout
