@@ -211,3 +211,31 @@ def _wait_for_app(sid: str, timeout_s: float = 20) -> int:
                 return pid
         time.sleep(0.05)
     raise AssertionError("the app never started")
+
+
+@pytest.mark.parametrize("typed_right", [True, False])
+def test_on_a_terminal_the_person_types_the_hash_prefix(tmp_path: Path, workspace: Path, audit_dir: Path,
+                                                         typed_right: bool) -> None:
+    import pty
+
+    manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
+    digest = manifest_hash(manifest).removeprefix("sha256:")
+    typed = digest[:12] if typed_right else ("0" * 12 if not digest.startswith("0" * 12) else "1" * 12)
+    main_fd, child_fd = pty.openpty()
+    launcher = subprocess.Popen([*LAUNCHER, "run", str(manifest), "--audit-dir", str(audit_dir)],
+                                stdin=child_fd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    os.close(child_fd)
+    try:
+        os.write(main_fd, (typed + "\n").encode())
+        _, err = launcher.communicate(timeout=60)
+    finally:
+        os.close(main_fd)
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert "manifest hash: sha256:" + digest in err
+    if typed_right:
+        assert launcher.returncode == 0, err
+    else:
+        assert launcher.returncode == 125 and "do not match" in err
+        assert list(audit_dir.iterdir()) == []
