@@ -24,7 +24,7 @@ from launcher.manifest import Manifest
 from launcher.preflight import workspace_owner
 from launcher.probe_facts import KernelFacts
 from launcher.seccomp import FS_DOOR_EXTRA
-from launcher.spawn import Spawned, spawn_app, spawn_door
+from launcher.spawn import Spawned, single_threaded, spawn_app, spawn_door
 from launcher.supervise import Ending, Supervisor
 
 READY_TIMEOUT_S = 20.0
@@ -151,6 +151,8 @@ class Session:
 
     def _start(self, resources: Resources, supervisor: Supervisor, journal: Journal) -> Ending:
         doors = tuple(role for role in DOOR_ORDER if role in self.manifest.roles)
+        if not single_threaded():
+            raise RuntimeError("the launcher has more than one thread: forking a door now could copy a held lock")
         for door in doors:
             spawned = self._spawn_door(door, resources)
             journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
