@@ -65,7 +65,7 @@ class HelloReport:
         }
 
 
-EXPECTED_PROBES = 18
+EXPECTED_PROBES = 19
 
 
 def hello_manifest(workspace: str) -> Manifest:

@@ -211,6 +211,10 @@ def main() -> int:
                   "kernel: another uid and Landlock signal scoping")
     attach = _libc_call("ptrace", PTRACE_ATTACH, victim, 0, 0)
     _expect_errno("door.ptrace", f"PTRACE_ATTACH the {door} door", attach, errno.EPERM, "kernel: seccomp")
+    if targets["deny_inet"]:
+        tcp = lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()  # noqa: E731
+        _expect_errno("socket.inet", "socket(AF_INET, SOCK_STREAM) without an edge to the net door", tcp,
+                      errno.EPERM, "kernel: seccomp")
     udp = lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()  # noqa: E731
     _expect_errno("socket.udp", "socket(AF_INET, SOCK_DGRAM)", udp, errno.EPERM, "kernel: seccomp")
     _expect_errno("socket.packet", "socket(AF_PACKET, SOCK_RAW)", lambda: socket.socket(17, socket.SOCK_RAW).close(),

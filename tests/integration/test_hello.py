@@ -17,7 +17,7 @@ MECHANISM = {
     "workspace.write": "Landlock", "etc.write": "DAC", "other_dir.write": "DAC", "key.read": "another uid",
     "launcher_state.read": "DAC", "environ.read": "another uid", "mem.read": "another uid",
     "egress.public": "seccomp", "door.off_edge": "socket file group", "door.signal": "another uid",
-    "door.ptrace": "seccomp", "socket.udp": "seccomp", "socket.packet": "seccomp", "io_uring": "seccomp",
+    "door.ptrace": "seccomp", "socket.inet": "seccomp", "socket.udp": "seccomp", "socket.packet": "seccomp", "io_uring": "seccomp",
     "userns": "seccomp", "setuid.root": "capability", "memory.limit": "memory cgroup",
     "pids.limit": "pids cgroup",
 }
