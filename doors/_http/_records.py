@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # Statuses a door uses for refusals; the error shape is the same for all of them.
-ERROR_STATUSES = frozenset({400, 403, 404, 405, 408, 409, 413, 414, 429, 431, 500, 502, 503, 504})
+# 507: a session quota is spent or the disk is full (the fs door), as opposed to 413 for one body too large.
+ERROR_STATUSES = frozenset({400, 403, 404, 405, 408, 409, 413, 414, 429, 431, 500, 502, 503, 504, 507})
 
 JSON_TYPE = "application/json"
 

@@ -56,6 +56,8 @@ class _Body:
     async def receive_some(self) -> bytes:
         """Return the next piece of the body, b"" at its end; HttpError 413/408 past the limits."""
         limits = self._reader.conn.limits
+        if not self.done:
+            await self._send_continue()
         while not self.done:
             try:
                 event = await self._reader.next_event(limits.body_deadline(self._started, self.received))
@@ -73,6 +75,13 @@ class _Body:
                                 "send a well-formed HTTP/1.1 body", close=True)
             self.done = True
         return b""
+
+    async def _send_continue(self) -> None:
+        """Tell a client that sent `Expect: 100-continue` to send its body now (curl waits 1 s otherwise)."""
+        interim = self._reader.conn.continue_bytes()
+        if interim:
+            with trio.fail_after(self._reader.conn.limits.send_timeout_s):
+                await self._reader.stream.send_all(interim)
 
     async def read_all(self) -> bytes:
         parts = bytearray()
@@ -145,6 +154,7 @@ async def _read_head(reader: _Reader, stream: trio.abc.Stream) -> Head | None:
             return event
         if isinstance(event, Malformed):
             await _send_response(stream, reader.conn, event.response)
+            await _linger(stream)  # the client may still be sending: closing now could reset the answer
             return None
         if not isinstance(event, NeedData):
             return None  # PeerClosed, or stray body events: nothing more to serve

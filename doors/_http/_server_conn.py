@@ -97,6 +97,12 @@ class ServerConnection:
         if not target.startswith("/"):
             return Malformed(HttpError(400, "http.target", self.who, f"target {target[:80]!r} is not a path",
                                        "request a path such as /v0/hello", close=True).response())
+        names = {k for k, _ in headers}
+        if "content-length" in names and "transfer-encoding" in names:
+            # h11 lets Transfer-Encoding win (RFC 9112 6.3); a proxy in front might not: refuse, never guess.
+            return Malformed(HttpError(400, "http.framing", self.who,
+                                       "the request has both Content-Length and Transfer-Encoding",
+                                       "send one of them, not both", close=True).response())
         parts = urlsplit(target)
         query = {k: tuple(v) for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         length = next((int(v) for k, v in headers if k == "content-length"), None)
@@ -131,6 +137,12 @@ class ServerConnection:
     def end_bytes(self) -> bytes:
         """Bytes ending the response body."""
         return self._send(h11.EndOfMessage())
+
+    def continue_bytes(self) -> bytes:
+        """The interim `100 Continue` when the client waits for one before its body (else b"")."""
+        if not self._h11.they_are_waiting_for_100_continue:
+            return b""
+        return self._send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
 
     def can_send_response(self) -> bool:
         """Whether a response may still be started on this connection."""

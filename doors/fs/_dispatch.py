@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from doors._http import Response, json_body
+from doors._http import Response, error_response
 from doors.fs._decide import decide
 from doors.fs._ops import FsRefused, kernel_refusal
 from doors.fs._paths import PathRefusal, WorkspacePath
@@ -71,9 +71,8 @@ def _cost(call: Call, facts: Facts) -> tuple[int, int]:
 
 
 def refusal_response(decision: Decision) -> Response:
-    """The error shape for a refusal (507 included, which the shared helper does not list)."""
-    shape = {"error": decision.row, "who": decision.who, "detail": decision.detail, "hint": decision.hint}
-    return Response(decision.status, (("content-type", "application/json"),), json_body(shape))
+    """The error shape for a refusal: the row is the error, with who refused, the detail and the hint."""
+    return error_response(decision.status, decision.row, decision.who, decision.detail, decision.hint)
 
 
 def path_refusal(refusal: PathRefusal) -> Decision:

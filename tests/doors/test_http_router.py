@@ -55,6 +55,13 @@ def test_error_shape_has_the_four_keys() -> None:
     assert response.header("Content-Type") == "application/json"
 
 
+def test_error_shape_covers_507_for_a_spent_quota() -> None:
+    response = error_response(507, "max_total_bytes", "fs", "the session wrote 10 bytes", "raise the row")
+    assert response.status == 507
+    assert isinstance(response.body, bytes)
+    assert json.loads(response.body)["error"] == "max_total_bytes"
+
+
 def test_error_shape_refuses_a_success_status() -> None:
     with pytest.raises(ValueError):
         error_response(200, "x", "fs", "", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator
 
@@ -53,8 +54,13 @@ async def _refuse(request: Request) -> Response:
     raise HttpError(409, "fs.append_only", "fs", "log is append-only", "append instead")
 
 
+async def _refuse_unread(request: Request) -> Response:
+    raise HttpError(409, "fs.changed", "fs", "the version moved", "read it again")  # the body is not read
+
+
 ROUTER = Router("fs", [
     Route("POST", "/echo", _echo),
+    Route("PUT", "/early", _refuse_unread, stream_body=True),
     Route("PUT", "/stream", _stream_count, stream_body=True, max_body_bytes=100_000),
     Route("GET", "/out", _stream_out),
     Route("GET", "/boom", _boom),
@@ -134,7 +140,7 @@ async def test_chunked_body_over_the_limit_is_413() -> None:
         await client.stream.aclose()
 
 
-async def test_malformed_request_is_400_then_closed() -> None:
+async def test_malformed_request_is_400_then_closed(autojump_clock: trio.testing.MockClock) -> None:
     async with trio.open_nursery() as nursery:
         client = await _serve_pair(nursery)
         await client.send(b"NOT HTTP AT ALL\r\n\r\n")
@@ -232,3 +238,40 @@ def test_any_bytes_end_in_a_response_or_a_close_never_a_crash(data: bytes) -> No
                     pass
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def test_an_answer_sent_before_the_body_was_read_says_connection_close() -> None:
+    # The refusal itself does not ask to close; the loop must, or a client reusing the connection would
+    # have its next request read as the rest of this body (it saw ConnectionClosed instead of an answer).
+    async with trio.open_nursery() as nursery:
+        client = await _serve_pair(nursery)
+        await client.send(b"PUT /early HTTP/1.1\r\nHost: d\r\nContent-Length: 500\r\n\r\n" + b"b" * 100)
+        response = await client.response()
+        assert (response.status, response.json()["error"]) == (409, "fs.changed")
+        assert response.header("connection") == "close"
+        await client.stream.aclose()
+
+
+async def test_a_gate_refusal_before_the_body_says_connection_close() -> None:
+    client_end, server_end = trio.testing.memory_stream_pair()
+
+    def gate(request: Request) -> Response:
+        return HttpError(403, "edges", "fs", "edge app->fs is not listed", "add it").response()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(functools.partial(serve_http, server_end, ROUTER, SMALL, gate=gate))
+        client = Client(client_end)
+        await client.send(b"POST /echo HTTP/1.1\r\nHost: d\r\nContent-Length: 900\r\n\r\n")
+        response = await client.response()
+        assert response.status == 403
+        assert response.header("connection") == "close"
+        await client_end.aclose()
+
+
+async def test_an_answer_after_the_whole_body_keeps_the_connection() -> None:
+    async with trio.open_nursery() as nursery:
+        client = await _serve_pair(nursery)
+        response = await client.request("POST", "/refuse", b"b" * 100)  # read, then refused
+        assert response.status == 409 and response.header("connection") is None
+        assert client.conn.next_cycle()
+        await client.stream.aclose()
