@@ -1,7 +1,7 @@
 """The real door process, as the launcher starts it: ``python -m doors`` with the fd contract.
 
-fd 3 is a SOCK_SEQPACKET status socket (a thread here drains and counts it, as the launcher would),
-fd 4 a memfd holding the SVID, fd 5 the listener; the description is in SHARNESS_DOOR_CONTRACT.
+A SOCK_SEQPACKET status socket (a thread here drains and counts it, as the launcher would), a memfd
+holding the SVID, and the listener; their numbers and the rest are in SHARNESS_DOOR_CONTRACT.
 No confinement and no other user: this measures the transport and the audit pump, not the kernel.
 """
 
@@ -19,11 +19,9 @@ from dataclasses import dataclass, field
 
 from bench._procs import READY_TIMEOUT_S, REPO, Server
 from bench._servers import listen
-from doors._contract import CONTRACT_ENV, STATUS_FD, SVID_FD, DoorContract
+from doors._contract import CONTRACT_ENV, DoorContract
 from pki.edges import DEFAULT_EDGES
 from pki.testing import SessionPKI
-
-LISTEN_FD = 5
 
 
 @dataclass
@@ -59,19 +57,6 @@ def _svid_memfd(pki: SessionPKI, role: str) -> int:
     return fd
 
 
-def _place(fds: dict[int, int]) -> None:
-    """In the child before exec: move each fd to its contract number (dup2 clears close-on-exec).
-
-    First out of the way (a source may sit on another's target number), then into place.
-    """
-    parked = {target: 100 + index for index, target in enumerate(fds)}
-    for target, source in fds.items():
-        os.dup2(source, parked[target])
-    for target, spare in parked.items():
-        os.dup2(spare, target)
-        os.close(spare)
-
-
 @contextmanager
 def real_door(pki: SessionPKI, role: str, address: str, argv: tuple[str, ...] = ("-m", "doors")) -> Iterator[Server]:
     """Start the generic door for ``role`` on ``address`` (Unix path or ``tcp:0``); yield where it is.
@@ -83,14 +68,14 @@ def real_door(pki: SessionPKI, role: str, address: str, argv: tuple[str, ...] = 
     reachable = f"tcp:{listener.getsockname()[1]}" if address.startswith("tcp:") else address
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     svid = _svid_memfd(pki, role)
+    # The contract names its fds, so they are passed where they are (no preexec_fn, which is unsafe
+    # with drain threads running); placing them at 3, 4 and 5 is the launcher's job.
     contract = DoorContract(role=role, session_id=pki.session_id, trust_domain=pki.trust_domain,
                             edges=tuple(sorted(DEFAULT_EDGES)), bundle_pem=pki.bundle_pem().decode(),
-                            listen_fds={"door": LISTEN_FD})
+                            listen_fds={"door": listener.fileno()}, status_fd=theirs.fileno(), svid_fd=svid)
     env = {**os.environ, CONTRACT_ENV: contract.to_json(), "PYTHONPATH": str(REPO)}
-    fds = {STATUS_FD: theirs.fileno(), SVID_FD: svid, LISTEN_FD: listener.fileno()}
     proc = subprocess.Popen([sys.executable, *argv], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, pass_fds=tuple(fds),
-                            preexec_fn=lambda: _place(fds))
+                            stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(), svid, listener.fileno()))
     os.close(svid)
     theirs.close()
     listener.close()
