@@ -271,19 +271,21 @@ def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
 
 def _component(manifest: Manifest, role: str) -> ComponentPlan:
     rows = manifest.door_rows(role)
+    # The same paths launcher/confine_plan.py hands to Landlock, in words where they are the system's.
     private = f"/run/sharness/<sid>/{role}"
-    system = "system directories (loader, libraries, /etc)"
+    system = "system directories (/usr, /etc, /proc, a few devices) and this Python installation"
     reads: tuple[str, ...] = (system, private)
-    writes: tuple[str, ...] = (private,)
+    writes: tuple[str, ...] = ()
     executes: tuple[str, ...] = ()
     connects: tuple[str, ...] = tuple(f"{server} door (mTLS)" for server in manifest.edges_out(role))
     net_allow = manifest.door_rows("net").get("allow", {})
     if role == "app":
         reads = (*manifest.app.files_read, *reads)
-        executes = ("system programs", *manifest.app.files_exec)
+        writes = (f"{private}/tmp (its TMPDIR, never executable)",)
+        executes = ("system programs and this Python", *manifest.app.files_exec)
         connects = (*connects, *(f"{entry} via the net door" for entry in net_allow.get("app", [])))
     elif role == "fs":
-        reads, writes = (manifest.workspace, *reads), (manifest.workspace, *writes)
+        reads, writes = (manifest.workspace, *reads), (manifest.workspace,)
     elif role == "net":
         connects = (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
     elif role == "keys":
