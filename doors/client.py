@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from doors._http import ClientConnection, ClientResponse, ResponseProtocolError, encode_body
-from doors._transport._alerts import client_error, connect_error
+from doors._transport._alerts import client_error, closed_in_handshake, connect_error, handshake_error
 from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
 from doors._transport._identity import check_door, refusal_from_response
 from doors._transport._tls import client_context_from_file
@@ -99,14 +99,18 @@ def connect_door(address: Address, ctx: ssl.SSLContext, *, role: str, trust_doma
                  tls_session: ssl.SSLSession | None = None) -> _Connection:
     """Connect, handshake, and check that the peer is door `role` of this session."""
     raw = _open(address, timeout_s, role, client_role)
+    where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
     try:
         sock = ctx.wrap_socket(raw, server_side=False, session=tls_session)
     except ssl.SSLError as exc:
         raw.close()
-        raise client_error(exc, str(exc), role) from exc
+        raise handshake_error(exc, str(exc), role, where) from exc
+    except TimeoutError as exc:
+        raw.close()
+        raise DoorUnavailable(f"door {role!r} at {where} did not finish the TLS handshake in time") from exc
     except OSError as exc:
         raw.close()
-        raise DoorUnavailable(f"door {role!r}: the handshake failed ({exc})") from exc
+        raise closed_in_handshake(role, where, str(exc)) from exc
     verdict = check_door(sock.getpeercert(binary_form=True), dialled=role, trust_domain=trust_domain,
                          session_id=session_id, now=dt.datetime.now(dt.UTC))
     if not verdict.ok:

@@ -89,3 +89,18 @@ def connect_error(exc: OSError, address: str, dialled: str, client_role: str | N
         return DoorRefused("kernel", f"the socket {address} does not admit this process's uid ({exc.strerror})",
                            f"only edge-listed clients may connect: the manifest row `edges` must list {edge}")
     return DoorUnavailable(f"door {dialled!r} at {address} cannot be reached: {exc.strerror or exc}")
+
+
+def closed_in_handshake(dialled: str, address: str, detail: str) -> DoorUnavailable:
+    """The door closed (or reset) the connection before the TLS handshake finished: usually it is full."""
+    return DoorUnavailable(
+        f"door {dialled!r} at {address} closed the connection during the TLS handshake ({detail}); a door "
+        "closes new connections at once while it serves its maximum number of connections: retry shortly, "
+        "or close clients that hold idle connections to it")
+
+
+def handshake_error(ssl_error: ssl.SSLError | None, detail: str, dialled: str, address: str) -> TransportError:
+    """The exception a client raises when its handshake with door `dialled` fails."""
+    if ssl_error is None or isinstance(ssl_error, ssl.SSLEOFError):
+        return closed_in_handshake(dialled, address, detail)  # a reset or an end of stream, not an alert
+    return client_error(ssl_error, detail, dialled)

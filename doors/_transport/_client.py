@@ -12,7 +12,7 @@ from typing import Any
 import trio
 
 from doors._http import ClientConnection, ClientResponse, ResponseProtocolError, encode_body
-from doors._transport._alerts import client_error, connect_error
+from doors._transport._alerts import client_error, closed_in_handshake, connect_error, handshake_error
 from doors._transport._errors import DoorNotTrusted, DoorUnavailable
 from doors._transport._identity import check_door, refusal_from_response
 from doors._transport._server import utc_now
@@ -58,7 +58,11 @@ async def connect(dial: Dial, *, tls_session: ssl.SSLSession | None = None,
             raise DoorNotTrusted(dial.role, verdict.reason)
     except TlsFailure as exc:
         await tls.aclose()
-        raise client_error(exc.ssl_error, str(exc), dial.role) from exc
+        raise handshake_error(exc.ssl_error, str(exc), dial.role, dial.where()) from exc
+    except (trio.BrokenResourceError, OSError) as exc:
+        # Sending the ClientHello to a door that already closed (it was full): not a bug, not a refusal.
+        await tls.aclose()
+        raise closed_in_handshake(dial.role, dial.where(), str(exc) or type(exc).__name__) from exc
     except BaseException:
         await tls.aclose()
         raise

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 
+import doors.client
 from doors._http import Limits
 from doors._transport.testing import Session, doors_in_thread, scratch_dir
-from doors.client import DoorClient, DoorNotTrusted, DoorRefused, fresh_request
+from doors.client import DoorClient, DoorNotTrusted, DoorRefused, DoorUnavailable, fresh_request
 from pki.testing import SessionPKI
 
 
@@ -106,6 +108,19 @@ def test_from_env_without_the_door_names_the_launcher() -> None:
         DoorClient.from_env("keys", {})
     assert caught.value.who == "launcher"
     assert "SHARNESS_DOOR_KEYS" in caught.value.reason
+
+
+def test_a_door_that_closed_during_the_handshake_is_unavailable_with_a_reason(
+        s: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    def closed_door(*args: object) -> socket.socket:
+        ours, theirs = socket.socketpair()
+        theirs.close()
+        return ours
+
+    monkeypatch.setattr(doors.client, "_open", closed_door)
+    with pytest.raises(DoorUnavailable, match="closed the connection during the TLS handshake") as caught:
+        _client(s, "fs", "/run/sharness-none/fs.sock").request("GET", "/v0/whoami")
+    assert "maximum number of connections" in str(caught.value)
 
 
 PROBE = """

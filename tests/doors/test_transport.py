@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+import os
 
 import pytest
 import trio
@@ -11,13 +13,17 @@ from doors._transport import (
     AsyncDoorClient,
     DoorNotTrusted,
     DoorRefused,
+    DoorUnavailable,
+    _client,
     client_context,
     client_context_from_file,
     connect,
     fresh_exchange,
+    serve_mtls,
+    unix_listener,
 )
-from doors._transport.testing import session
-from pki.edges import DEFAULT_EDGES
+from doors._transport.testing import session, tiny_router
+from pki.edges import DEFAULT_EDGES, EdgePolicy
 from pki.spiffe import ROLES
 
 PAIRS = list(itertools.product(ROLES, ROLES))
@@ -155,6 +161,42 @@ async def test_a_resumed_session_is_checked_again() -> None:
         with pytest.raises(DoorRefused, match="edge app->fs"):
             await fresh_exchange(refused_dial, tls_session=ticket)
         nursery.cancel_scope.cancel()
+
+
+FULL = "closed the connection during the TLS handshake"
+
+
+async def test_a_full_door_is_unavailable_with_a_reason() -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        path = os.path.join(s.directory, "fs.sock")
+        await nursery.start(functools.partial(
+            serve_mtls, [unix_listener(path)], s.server_ctx("fs"), s.pki.identity("fs"), EdgePolicy(s.edges),
+            tiny_router("fs"), s.events.append, max_connections=1))
+        async with AsyncDoorClient(s.dial("fs", path, s.client_ctx("app"), "app")) as holder:
+            assert (await holder.request("GET", "/v0/whoami")).ok  # holds the door's only connection slot
+            for _ in range(5):
+                with pytest.raises(DoorUnavailable, match=FULL) as caught:
+                    await connect(s.dial("fs", path, s.client_ctx("app"), "app"))
+                assert "maximum number of connections" in str(caught.value)
+        assert [e["stage"] for e in s.events if e["kind"] == "transport.refused"] == ["capacity"] * 5
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_door_closed_before_the_client_hello_is_unavailable_not_a_broken_stream(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sending the ClientHello to a socket the door already closed fails with EPIPE, which trio raises as
+    # BrokenResourceError: the race a full door loses half the time, made certain here.
+    async def closed_door(dial: object) -> trio.SocketStream:
+        ours, theirs = trio.socket.socketpair()
+        theirs.close()
+        return trio.SocketStream(ours)
+
+    monkeypatch.setattr(_client, "_open", closed_door)
+    async with session() as s:
+        with pytest.raises(DoorUnavailable, match=FULL) as caught:
+            await connect(s.dial("fs", "/run/sharness-none/fs.sock", s.client_ctx("app"), "app"))
+    assert isinstance(caught.value.__cause__, trio.BrokenResourceError)
+    assert "'fs' at /run/sharness-none/fs.sock" in str(caught.value)
 
 
 def test_the_scratch_directory_is_removed() -> None:
