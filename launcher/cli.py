@@ -10,7 +10,7 @@ from types import ModuleType
 from launcher.commands import EXIT_USAGE
 
 # Command modules, in help order. A listed module that is not built yet is skipped; nothing else is loaded.
-COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "gc", "verify_audit")
+COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "gc", "verify_audit", "fs")
 DEFAULT_COMMAND = "run"
 
 
