@@ -55,6 +55,15 @@ def ensure_root_dirs(layout: SessionLayout) -> None:
         os.chmod(path, mode)
 
 
+def remove_empty_roots(sessions_root: str, run_root: str) -> None:
+    """After the last session, leave no /run/sharness behind (a session starting meanwhile re-creates it)."""
+    for path in (sessions_root, run_root):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return  # not empty (another session), or already gone
+
+
 def _mkdir(journal: Journal, path: str, mode: int, uid: int = 0, gid: int = 0) -> None:
     journal.record("dir", path)
     os.mkdir(path, mode)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from launcher.journal import (
+    BUSY,
     DEFAULT_ROOTS,
     JOURNAL_NAME,
     RUNTIME_DIR,
@@ -121,6 +122,9 @@ def _collect_session(
         return
     errors: list[RemovalError] = []
     journal.teardown(errors, removers=removers, removed=tally.removed)
+    if [(e.kind, e.detail) for e in errors] == [("journal", BUSY)]:
+        tally.sessions_live.append(sid)  # another collector (a launcher starting up) is removing it right now
+        return
     tally.errors.extend(GcError(sid, e.kind, e.name, e.detail) for e in errors)
     if not errors:
         tally.sessions_removed.append(sid)

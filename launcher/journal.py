@@ -55,6 +55,9 @@ __all__ = [
 _SID = re.compile(r"^[0-9a-f]{8}$")
 
 
+BUSY = "another process is tearing it down now"
+
+
 class JournalError(Exception):
     """The journal cannot be written or read as the contract says."""
 
@@ -253,7 +256,7 @@ class Journal:
             try:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                errors.append(RemovalError("journal", self.path, "another process is tearing it down now"))
+                errors.append(RemovalError("journal", self.path, BUSY))
                 return
             try:
                 owner, entries = self._read()

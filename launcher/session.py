@@ -16,7 +16,7 @@ from doors._contract import DoorContract
 from launcher import audit as audit_mod
 from launcher.confine import ConfinementSpec
 from launcher.confine_plan import Allowance, app_allowance, door_allowance
-from launcher.create import APP_BUNDLE, APP_SVID, Resources, SessionBuilder, ensure_root_dirs
+from launcher.create import APP_BUNDLE, APP_SVID, Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.journal import Journal, RemovalError
 from launcher.landlock import LandlockRules
 from launcher.layout import AUDIT_ROOT, DOOR_ORDER, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups, groups_of
@@ -200,6 +200,7 @@ class Session:
         self.audit("session.end", {"reason": ending.reason, "exit_code": ending.exit_code})
         removal_errors: list[RemovalError] = []
         journal.teardown(removal_errors)
+        remove_empty_roots(self.layout.sessions_root, self.layout.run_root)
         errors = [str(error) for error in removal_errors]
         self._mark("torn_down")
         if self._audit_log is None:

@@ -32,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NOT_ROOT
     roots = DEFAULT_ROOTS if args.runtime_dir in DEFAULT_ROOTS else (*DEFAULT_ROOTS, args.runtime_dir)
     report = collect(args.sessions_dir, runtime_root=args.runtime_dir, allowed_roots=roots)
+    if report.ok:
+        from launcher.create import remove_empty_roots
+
+        remove_empty_roots(args.sessions_dir, args.runtime_dir)
     if args.json:
         print(json.dumps({"ok": report.ok, **report.to_json()}, indent=2))
     else:
