@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": load_before,
         "load_after": _machine.other_load(),
         "note": args.note,
+        "nice": os.nice(0),  # a run under `nice -n -10` says so: it takes CPU from other work
     }
     document = {**collected.figures, "machine": _machine.facts(), "run": run}
     args.out.mkdir(parents=True, exist_ok=True)
