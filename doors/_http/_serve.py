@@ -29,15 +29,23 @@ class _Reader:
         self.stream = stream
         self.conn = conn
         self.received_any = False
+        self.first_byte_at = 0.0
 
-    async def next_event(self, deadline: float) -> Event:
-        """Return the next event; raise trio.TooSlowError if the client misses `deadline`."""
+    async def next_event(self, deadline: float, after_first_byte_s: float | None = None) -> Event:
+        """Return the next event; raise trio.TooSlowError if the client misses `deadline`.
+
+        With `after_first_byte_s`, the deadline also comes no later than that long after the first byte.
+        """
         while True:
             event = self.conn.next_event()
             if not isinstance(event, NeedData):
                 return event
+            if after_first_byte_s is not None and self.received_any:
+                deadline = min(deadline, self.first_byte_at + after_first_byte_s)
             with trio.fail_at(deadline):
                 data = await self.stream.receive_some(self.conn.limits.receive_bytes)
+            if data and not self.received_any:
+                self.first_byte_at = trio.current_time()
             self.received_any = self.received_any or bool(data)
             self.conn.receive_data(data)
 
@@ -143,7 +151,7 @@ async def _read_head(reader: _Reader, stream: trio.abc.Stream) -> Head | None:
     deadline = trio.current_time() + limits.idle_timeout_s
     while True:
         try:
-            event = await reader.next_event(deadline)
+            event = await reader.next_event(deadline, after_first_byte_s=limits.head_timeout_s)
         except trio.TooSlowError:
             if reader.received_any:
                 await _send_response(stream, reader.conn, HttpError(
@@ -158,8 +166,6 @@ async def _read_head(reader: _Reader, stream: trio.abc.Stream) -> Head | None:
             return None
         if not isinstance(event, NeedData):
             return None  # PeerClosed, or stray body events: nothing more to serve
-        if reader.received_any:
-            deadline = min(deadline, trio.current_time() + limits.head_timeout_s)
 
 
 async def _respond(

@@ -167,9 +167,23 @@ async def test_slow_head_is_cut_with_408(autojump_clock: trio.testing.MockClock)
         client = await _serve_pair(nursery)
         for piece in (b"GET /out HTTP/1.1\r\n", b"Ho", b"st: d\r\n"):
             await client.send(piece)
-            await trio.sleep(1.5)
+            await trio.sleep(0.6)  # each piece in time, the whole head not: cut 2 s after its first byte
         response = await client.response()
         assert (response.status, response.json()["error"]) == (408, "http.head_timeout_s")
+        await client.stream.aclose()
+
+
+async def test_head_timeout_counts_from_the_first_byte_not_the_idle_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A partial head that then stalls is cut after head_timeout_s, not held for the longer idle_timeout_s."""
+    async with trio.open_nursery() as nursery:
+        client = await _serve_pair(nursery)
+        await client.send(b"GET /out HTTP/1.1\r\nHost: d\r\nx-slow: ")
+        started = trio.current_time()
+        response = await client.response()
+        assert (response.status, response.json()["error"]) == (408, "http.head_timeout_s")
+        assert trio.current_time() - started == SMALL.head_timeout_s  # virtual clock: exact
         await client.stream.aclose()
 
 
