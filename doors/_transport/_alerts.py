@@ -32,8 +32,11 @@ _ALERTS: dict[str, tuple[str, str]] = {
     "TLSV1_ALERT_PROTOCOL_VERSION": ("the door speaks TLS 1.3 only", "use a TLS 1.3 client"),
     "SSLV3_ALERT_HANDSHAKE_FAILURE": (
         "no common TLS 1.3 parameters with the door", "use a TLS 1.3 client with default ciphers"),
+    # OpenSSL sends decrypt_error both for a chain signature that fails (X509_V_ERR_CERT_SIGNATURE_FAILURE) and
+    # for a CertificateVerify that fails: the client cannot tell which, so the words name both.
     "TLSV1_ALERT_DECRYPT_ERROR": (
-        "your certificate does not match your private key", "load the key and certificate of one SVID"),
+        "a signature did not verify: your certificate names this session's CA but was not signed by it "
+        "(forged or altered), or it does not match your private key", _SESSION_SVID),
 }
 
 

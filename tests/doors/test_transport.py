@@ -8,6 +8,8 @@ import os
 
 import pytest
 import trio
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
 
 from doors._transport import (
     AsyncDoorClient,
@@ -23,8 +25,11 @@ from doors._transport import (
     unix_listener,
 )
 from doors._transport.testing import session, tiny_router
+from pki.bundle import svid_pem
 from pki.edges import DEFAULT_EDGES, EdgePolicy
+from pki.issue import LEAF_EKU, LEAF_KEY_USAGE, leaf_spec, new_key
 from pki.spiffe import ROLES
+from pki.testing import SessionPKI
 
 PAIRS = list(itertools.product(ROLES, ROLES))
 
@@ -78,6 +83,39 @@ async def test_an_odd_client_certificate_is_refused_with_its_reason(kind: str) -
         assert ODD_CLIENTS[kind] in caught.value.reason
         refusals = [e for e in s.events if e["kind"] == "transport.refused"]
         assert len(refusals) == 1 and refusals[0]["stage"] in ("tls", "svid")
+        nursery.cancel_scope.cancel()
+
+
+def _forged_leaf(pki: SessionPKI, role: str) -> bytes:
+    """A conformant-looking leaf naming the session CA as issuer (name and key identifier), signed by another key."""
+    spec = leaf_spec(pki.ca_cert, pki.identity(role), pki.created, pki.ttl_s)
+    key, forger = new_key(), new_key()
+    ski = pki.ca_cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest
+    leaf = (
+        x509.CertificateBuilder().subject_name(spec.subject).issuer_name(pki.ca_cert.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(spec.not_before).not_valid_after(spec.not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(LEAF_KEY_USAGE, critical=True)
+        .add_extension(x509.ExtendedKeyUsage(list(LEAF_EKU)), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier(ski, None, None), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.UniformResourceIdentifier(u) for u in spec.uris]),
+                       critical=False)
+        .sign(forger, hashes.SHA256())
+    )
+    return svid_pem(key, leaf)
+
+
+async def test_a_leaf_forged_in_the_session_cas_name_is_refused_for_its_signature() -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        address = await s.start_door(nursery, "fs")
+        forged = s.pem_path("forged", _forged_leaf(s.pki, "app"))
+        dial = s.dial("fs", address, client_context_from_file(s.pki.bundle_pem(), forged), "app")
+        with pytest.raises(DoorRefused) as caught:
+            await fresh_exchange(dial)
+        assert caught.value.who == "fs" and caught.value.row == "svid"
+        assert "signature" in caught.value.reason and "not signed by it" in caught.value.reason
+        assert s.events[0]["stage"] == "tls" and "signature failure" in s.events[0]["reason"]
         nursery.cancel_scope.cancel()
 
 
