@@ -27,6 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCHER_MODULES = ("launcher.cli", "launcher.plan", "launcher.probe", "launcher.gc", "launcher.session")
+WAYS = ("fork", "exec", "fork_frozen")  # fork_frozen: forked after gc.freeze() in the helper
 
 
 def pss_kb(smaps_rollup: str) -> int:
@@ -38,11 +39,9 @@ def pss_kb(smaps_rollup: str) -> int:
 
 
 def read_pss(pid: int) -> int:
+    """The PSS of process `pid`, in kB."""
     with open(f"/proc/{pid}/smaps_rollup") as rollup:
         return pss_kb(rollup.read())
-
-
-WAYS = ("fork", "exec", "fork_frozen")
 
 
 @dataclass

@@ -295,8 +295,7 @@ def _sleeping_pss(bench: Bench) -> dict[str, float]:
         figures = {f"session_pss_mb_{role}": _mb(read_pss(pid)) for role, pid in pids.items()}
     finally:
         process.send_signal(signal.SIGTERM)
-        stdout, _ = process.communicate(timeout=60)
-        bench.sids.append(str(summary_of(stdout)["sid"]))
+        process.communicate(timeout=60)
     figures["session_pss_mb"] = round(sum(figures.values()), 1)
     return figures
 
@@ -387,8 +386,9 @@ def _sessions(counts: Counts) -> tuple[dict[str, Any], dict[str, list[float]]]:
                                 for role, values in sorted(runs.per_door.items())})
         figures.update(_sleeping_pss(bench))
     finally:
+        sids = sorted(set(bench.sids) | set(os.listdir(bench.audit)))  # every session logs, even a failed one
         shutil.rmtree(root, ignore_errors=True)
-    figures["session_leftovers"] = ", ".join(thing for sid in bench.sids for thing in leftovers(sid)) or "none"
+    figures["session_leftovers"] = ", ".join(thing for sid in sids for thing in leftovers(sid)) or "none"
     return figures, samples
 
 

@@ -84,7 +84,8 @@ def test_the_manifests_differ_in_doors_and_edges_only() -> None:
 
 @pytest.mark.root
 def test_one_tiny_run_gives_every_figure_and_leaves_nothing() -> None:
-    before = set(glob.glob(f"{tempfile.gettempdir()}/sharness-bench-*"))
+    scratch = [f"{tempfile.gettempdir()}/sharness-bench-{part}-*" for part in ("session", "doors")]
+    before = {path for pattern in scratch for path in glob.glob(pattern)}
     figures = measure(Counts(end_to_end=1, ready=1, baseline=1, doors=1))
     headline = ("session_ready_ms", "session_end_to_end_ms", "session_pss_mb")
     for key in (*headline, *TARGETS, "session_python_pass_p50_ms", "session_bin_true_p50_ms",
@@ -99,4 +100,4 @@ def test_one_tiny_run_gives_every_figure_and_leaves_nothing() -> None:
         assert figures[f"session_door_{way}_hello_p50_ms"] >= figures[f"session_door_{way}_ready_p50_ms"] > 0
     assert figures["session_leftovers"] == "none"
     assert set(figures["samples"]) == {"session start to end (ms)", "door start to ready (ms)"}
-    assert set(glob.glob(f"{tempfile.gettempdir()}/sharness-bench-*")) == before
+    assert {path for pattern in scratch for path in glob.glob(pattern)} == before
