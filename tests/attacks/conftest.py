@@ -1,0 +1,187 @@
+"""The adversarial suite's real sessions, run once for every test in this folder.
+
+Two sessions run side by side. Session A's app is attack_app.py: it tries everything the tests then judge.
+Session B's app is fill_app.py: it fills its own cgroup while the test, from outside, uses B's doors; B is
+also "the other session" whose socket, SVID file and certificate A goes after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from doors.client import DoorClient, DoorRefused
+from launcher import netns
+from tests.attacks._live import LiveSession
+from tests.integration._session import basic_manifest, write_manifest
+
+HERE = Path(__file__).parent
+TRUST_DOMAIN = "test.sharness.test"
+FILL_MEMORY_MB = 128
+FILL_PIDS = 32
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """Like pytest's, but other users can traverse it (pytest's sits under a 0700 directory)."""
+    path = Path(tempfile.mkdtemp(prefix="sh-test-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@dataclass
+class Outside:
+    """What the test itself did to session B's doors while B's cgroup was full."""
+
+    fs_write: dict[str, Any] = field(default_factory=dict)
+    keys_refusal: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AttackRun:
+    root: Path
+    workspace_a: Path
+    workspace_b: Path
+    audit_root: Path
+    b: LiveSession
+    a_session: LiveSession | None = None
+    sid_a: str = ""
+    sid_b: str = ""
+    summary_a: dict[str, Any] = field(default_factory=dict)
+    summary_b: dict[str, Any] = field(default_factory=dict)
+    outside: Outside = field(default_factory=Outside)
+    door_pids_a: dict[str, int] = field(default_factory=dict)
+    stderr_a: str = ""
+    seconds: float = 0.0
+
+    @property
+    def a(self) -> LiveSession:
+        """Session A (the attack app), once it has started."""
+        assert self.a_session is not None, "session A never started"
+        return self.a_session
+
+    def audit(self, sid: str) -> list[dict[str, Any]]:
+        text = (self.audit_root / sid / "audit.jsonl").read_text()
+        return [json.loads(line) for line in text.splitlines()]
+
+
+def _door_pid(sid: str, role: str) -> int:
+    procs = Path(f"/sys/fs/cgroup/pids/sharness/{sid}/{role}/cgroup.procs").read_text().split()
+    assert len(procs) == 1, f"door {role} of {sid}: processes {procs}"
+    return int(procs[0])
+
+
+def _wait_path(path: Path, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.01)
+
+
+def _manifests(root: Path) -> tuple[Path, Path]:
+    ws_a, ws_b, shared = root / "ws-a", root / "ws-b", root / "shared"
+    for path in (ws_a, ws_b, shared, root / "a", root / "b"):
+        path.mkdir()
+        path.chmod(0o755)
+    (ws_a / "link_out").symlink_to("/etc/passwd")  # the door must judge where a path really leads
+    (ws_a / "dir_out").symlink_to("/etc")
+    (ws_a / "bin").mkdir()
+    os.chown(ws_a / "bin", 65534, 65534)
+    a = basic_manifest(ws_a, [sys.executable, str(HERE / "attack_app.py")])
+    a["app"]["files"]["read"] = [str(shared)]  # type: ignore[index]
+    a["doors"]["fs"]["exec"] = ["bin"]  # type: ignore[index]  # the door may write bin/tool.sh executable
+    b = basic_manifest(ws_b, [sys.executable, str(HERE / "fill_app.py")])
+    b["app"]["process"] = {"max_memory_mb": FILL_MEMORY_MB, "max_pids": FILL_PIDS}  # type: ignore[index]
+    return write_manifest(root / "a", a), write_manifest(root / "b", b)
+
+
+def _outside_on_b(run: AttackRun) -> None:
+    """As root, outside B's cgroups, with B's own app SVID: write through fs; replay it to keys (no edge)."""
+    private = f"/run/sharness/{run.sid_b}/app"
+    args = (f"{private}/svid.pem", f"{private}/bundle.pem", TRUST_DOMAIN, run.sid_b)
+    doors = f"/run/sharness/{run.sid_b}/doors"
+    with DoorClient("fs", f"{doors}/fs.sock", *args, timeout_s=20) as fs:
+        answer = fs.request("PUT", "/v0/fs/files/outside.txt", body=b"written from outside while B was full\n")
+        run.outside.fs_write = {"status": answer.status, "body": answer.json()}
+    try:
+        with DoorClient("keys", f"{doors}/keys.sock", *args, timeout_s=20) as keys:
+            run.outside.keys_refusal = {"answered": keys.hello()}
+    except DoorRefused as refused:
+        run.outside.keys_refusal = {"who": refused.who, "reason": refused.reason, "row": refused.row}
+
+
+@contextlib.contextmanager
+def _abstract_listener_in(netns_name: str, name: str) -> Iterator[socket.socket]:
+    """An abstract unix listener bound by this (unconfined) process inside another network namespace."""
+    with netns.entered(netns_name):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with netns.entered(netns_name):
+            sock.bind("\0" + name)
+        sock.listen(8)
+        yield sock
+    finally:
+        sock.close()
+
+
+def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
+    run.sid_b = run.b.wait_probe("ready")["sid"]
+    run.a_session = a = LiveSession(manifest_a, run.audit_root, run.root / "a" / "stderr", tty=True)
+    run.sid_a = a.wait_probe("ready")["sid"]
+    other_svid = shared / "other-session-svid.pem"
+    shutil.copyfile(f"/run/sharness/{run.sid_b}/app/svid.pem", other_svid)
+    other_svid.chmod(0o644)  # the premise: the attacker holds another session's stolen SVID
+    run.door_pids_a = {role: _door_pid(run.sid_a, role) for role in ("fs", "keys")}
+    _wait_path(run.audit_root / run.sid_a / "audit.jsonl")
+    abstract = f"sh-attack-outside-{run.sid_a}"
+    with _abstract_listener_in(f"sh-{run.sid_a}-app", abstract):
+        targets = {"pids": run.door_pids_a, "other_sid": run.sid_b, "other_svid": str(other_svid),
+                   "abstract": abstract, "audit_root": str(run.audit_root), "workspace": str(run.workspace_a)}
+        a.send(json.dumps(targets))
+        run.b.send("fill")
+        run.b.wait_probe("filled")
+        _outside_on_b(run)
+        run.b.send("write")
+        run.b.wait_probe("wrote")
+        run.summary_b = run.b.finish()
+        a.wait_probe("done", timeout_s=90)
+    run.summary_a = a.finish()
+    run.stderr_a = a.stderr()
+
+
+@pytest.fixture(scope="session")
+def attacks() -> Iterator[AttackRun]:
+    """Both sessions, run to their end; everything they made is gone before the first test reads them."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root on a real kernel: run `sudo make test` to watch the kernel refuse")
+    root = Path(tempfile.mkdtemp(prefix="sh-test-attacks-", dir="/tmp"))
+    root.chmod(0o755)
+    manifest_a, manifest_b = _manifests(root)
+    started = time.monotonic()
+    b = LiveSession(manifest_b, root / "audit", root / "b" / "stderr")
+    run = AttackRun(root, root / "ws-a", root / "ws-b", root / "audit", b=b)
+    try:
+        _drive(run, manifest_a, root / "shared")
+        run.seconds = round(time.monotonic() - started, 1)
+        yield run
+    finally:
+        for live in (run.a_session, run.b):
+            if live is not None:
+                live.stop()
+        shutil.rmtree(root, ignore_errors=True)
+

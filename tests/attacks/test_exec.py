@@ -1,0 +1,52 @@
+"""Exec from the app's own writable directory: held by Landlock. What an interpreter, the loader or a memfd
+runs is not an exec of a writable path, so Landlock does not hold it: those are asserted as they are, and
+each shows that what ran is still inside the app's Landlock domain."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.attacks.conftest import AttackRun
+
+pytestmark = pytest.mark.root
+
+
+def test_landlock_alone_refuses_a_create_that_dac_allows(attacks: AttackRun) -> None:
+    """/dev/shm is mode 1777: only Landlock can refuse the app's create there (the baseline the limits use)."""
+    assert attacks.a.probes["landlock.shm_create"]["errno"] == "EACCES"
+
+
+@pytest.mark.parametrize("probe", ["exec.tmpdir_script", "exec.tmpdir_binary"])
+def test_a_file_the_app_wrote_in_its_tmpdir_is_never_executable(attacks: AttackRun, probe: str) -> None:
+    """execve of a script or an ELF the app dropped in $TMPDIR (mode 0755, its own file): Landlock, EACCES."""
+    assert attacks.a.probes[probe]["errno"] == "EACCES", attacks.a.probes[probe]
+
+
+def test_an_executable_the_fs_door_wrote_is_not_executable_by_the_app(attacks: AttackRun) -> None:
+    """bin/tool.sh, written 0755 through the door (doors.fs.exec lists bin): the workspace is not in the app's
+    Landlock exec (nor read) paths, so execve gives EACCES."""
+    assert (attacks.workspace_a / "bin" / "tool.sh").stat().st_mode & 0o111
+    assert attacks.a.probes["workspace.exec_door_written"]["errno"] == "EACCES"
+
+
+@pytest.mark.parametrize("probe", ["limit.sh_reads_script", "limit.python_reads_script"])
+def test_limit_an_interpreter_runs_a_script_from_tmpdir_but_it_stays_confined(attacks: AttackRun, probe: str) -> None:
+    """NOT held by Landlock (a read is not an exec): the script runs, and its create in /dev/shm is refused."""
+    seen = attacks.a.probes[probe]
+    assert seen["errno"] is None and seen["stdout"] == "ran-from-tmpdir", seen
+    assert seen["exit"] != 0 and "Permission denied" in seen["stderr"], seen
+
+
+def test_limit_the_loader_maps_a_binary_from_tmpdir_but_it_stays_confined(attacks: AttackRun) -> None:
+    """NOT held by Landlock: ld.so (an allowed exec) mmaps the dropped ELF; mmap(PROT_EXEC) is not execve."""
+    seen = attacks.a.probes["limit.loader_maps_binary"]
+    assert seen["errno"] is None and seen["exit"] == 1, seen
+    assert "cannot touch" in seen["stderr"] and "Permission denied" in seen["stderr"], seen
+
+
+def test_limit_a_memfd_executes_but_stays_confined(attacks: AttackRun) -> None:
+    """NOT held by Landlock: a memfd has no path under any rule (internal mount). execve works; the program
+    inherits the app's Landlock domain, seccomp filter, uid, netns and cgroup (its create is refused)."""
+    seen = attacks.a.probes["limit.memfd_exec"]
+    assert seen["errno"] is None and seen["exit"] == 1, seen
+    assert "cannot touch" in seen["stderr"] and "Permission denied" in seen["stderr"], seen
