@@ -11,6 +11,7 @@ from doors.fs._rules import (
     FsRows,
     Op,
     Usage,
+    _above,
     _under,
     decide_names,
     refuse,
@@ -39,6 +40,7 @@ def decide(
         lambda: _real_path(op, path, rows, facts, want_exec, role),
         lambda: _secret(rows, facts),
         lambda: _existence(op, path, rows, facts),
+        lambda: _exec_rename(op, path, dest, rows, facts),
         lambda: _version(op, facts),
         lambda: _size(op, rows, usage, facts),
     ):
@@ -102,6 +104,27 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Decis
     if op is Op.RENAME and facts.dest_target is not None and facts.dest_target.exists:
         return refuse(409, "exists", "the rename destination exists", "delete it first, or choose another name")
     return ALLOW
+
+
+def _exec_rename(op: Op, path: WorkspacePath, dest: WorkspacePath | None, rows: FsRows, facts: Facts) -> Decision:
+    """A rename may not carry what an exec prefix allowed out of every exec prefix: an executable file from
+    inside one, or a directory at, in or above one (the exec row would be laundered by a move)."""
+    if op is not Op.RENAME or dest is None or _under(dest, rows.exec) is not None:
+        return ALLOW
+    source = facts.real_path or path
+    inside = _under(source, rows.exec)
+    if facts.target.kind == "file":
+        prefix = inside if facts.target.executable else None
+    else:
+        prefix = inside or _above(source, rows.exec)
+    if prefix is None:
+        return ALLOW
+    return refuse(
+        403,
+        "exec",
+        f"renaming {path} to {dest} would take executables out of the exec prefix {prefix}",
+        "rename it to a place inside doors.fs.exec, or write a copy without exec",
+    )
 
 
 def _version(op: Op, facts: Facts) -> Decision:

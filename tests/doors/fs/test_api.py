@@ -160,6 +160,20 @@ async def test_exec_bit_only_where_allowed(door_factory: Any) -> None:
     assert stat.S_IMODE(mode) == 0o644 and not mode & (stat.S_ISUID | stat.S_ISGID)
 
 
+async def test_a_rename_does_not_carry_executables_out_of_the_exec_prefixes(door_factory: Any) -> None:
+    """Else bin/tool written 0755 and renamed to ./tool would be an executable outside doors.fs.exec."""
+    door = door_factory(ROWS)
+    await door.request("POST", "/v0/fs/mkdir/bin")
+    await door.request("PUT", "/v0/fs/files/bin/tool?exec=1", b"#!/bin/sh\n")
+    await door.request("PUT", "/v0/fs/files/bin/notes", b"plain")
+    for source, dest in (("bin/tool", "tool"), ("bin", "tools")):
+        moved = await door.request("POST", "/v0/fs/rename", json.dumps({"from": source, "to": dest}).encode())
+        assert moved.status == 403 and body(moved)["error"] == "exec", body(moved)
+        assert not os.path.exists(os.path.join(door.root, dest))
+    assert (await door.request("POST", "/v0/fs/rename", b'{"from": "bin/tool", "to": "bin/tool2"}')).status == 200
+    assert (await door.request("POST", "/v0/fs/rename", b'{"from": "bin/notes", "to": "notes"}')).status == 200
+
+
 async def test_sizes_and_session_quotas(door_factory: Any) -> None:
     door = door_factory({"max_file_bytes": 10, "max_total_bytes": 25, "max_files": 3})
     too_big = await door.request("PUT", "/v0/fs/files/a", b"x" * 11)

@@ -120,3 +120,23 @@ def test_modes_never_setuid_and_exec_only_where_allowed() -> None:
     assert file_mode(p("src/t"), ROWS, True, True) == FILE_MODE
     assert file_mode(p("bin/t"), ROWS, False, False) == FILE_MODE
     assert not (EXEC_MODE | FILE_MODE) & 0o7000
+
+
+EXEC_FILE = Target(kind="file", size=3, etag="e", executable=True)
+PLAIN_FILE = Target(kind="file", size=3, etag="e")
+A_DIR = Target(kind="dir")
+
+
+@pytest.mark.parametrize(("source", "target", "dest", "expected"), [
+    ("bin/tool", EXEC_FILE, "tool", "403 exec"),  # an executable leaves the exec prefix
+    ("bin", A_DIR, "tools", "403 exec"),  # the prefix itself, with whatever it holds
+    ("bin/sub", A_DIR, "sub", "403 exec"),  # a directory inside it
+    ("bin/tool", EXEC_FILE, "bin/tool2", "allow"),  # stays inside
+    ("bin/notes", PLAIN_FILE, "notes", "allow"),  # not executable
+    ("scripts/run", EXEC_FILE, "run", "allow"),  # already outside: the person's own executable moves freely
+    ("src", A_DIR, "lib", "allow"),  # holds no exec prefix
+])
+def test_a_rename_never_takes_executables_out_of_the_exec_prefixes(
+    source: str, target: Target, dest: str, expected: str,
+) -> None:
+    assert verdict(Op.RENAME, source, Facts(target=target, dest_target=Target()), dest=p(dest)) == expected
