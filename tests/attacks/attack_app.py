@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attack_fs
 import attack_identity
 
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -321,6 +322,39 @@ def file_attacks(targets: dict[str, Any], sid: str) -> None:
     report("workspace.exec_door_written", **run_status([f"{targets['workspace']}/bin/tool.sh"]))
 
 
+# (name, family, type, protocol) for socket families beyond AF_UNIX and AF_INET(6), the kernel's rarer code
+FAMILIES = (
+    ("netlink_route", 16, socket.SOCK_RAW, 0), ("alg", 38, socket.SOCK_SEQPACKET, 0),
+    ("vsock", 40, socket.SOCK_STREAM, 0), ("tipc", 30, socket.SOCK_RDM, 0), ("rds", 21, socket.SOCK_SEQPACKET, 0),
+    ("key", 15, socket.SOCK_RAW, 2), ("can", 29, socket.SOCK_RAW, 1), ("llc", 26, socket.SOCK_DGRAM, 0),
+    ("x25", 9, socket.SOCK_SEQPACKET, 0), ("qipcrtr", 42, socket.SOCK_DGRAM, 0), ("smc", 43, socket.SOCK_STREAM, 0),
+    ("xdp", 44, socket.SOCK_RAW, 0), ("bluetooth", 31, socket.SOCK_RAW, 0), ("pppox", 24, socket.SOCK_STREAM, 0),
+)
+
+
+def host_attacks(targets: dict[str, Any]) -> None:
+    """What the app can reach of the host beyond its rules: a world-writable pathname socket outside every
+    Landlock rule (as the D-Bus system bus or resolved's varlink socket are), other users' command lines."""
+    attempt("host.pathname_socket", connect_unix(targets["host_socket"]))
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            found += [arg.decode() for arg in cmdline.split(b"\0") if arg.startswith(b"sh-attack-secret-")]
+    report("host.other_users_cmdline", found=found)
+    results = {}
+    for name, family, kind, proto in FAMILIES:
+        try:
+            socket.socket(family, kind, proto).close()
+            results[name] = None
+        except OSError as exc:
+            results[name] = errno_name(exc.errno or 0)
+    report("host.socket_families", results=results)
+
+
 def write_text(path: str, text: str) -> str:
     with open(path, "w") as handle:
         handle.write(text)
@@ -343,6 +377,8 @@ def tty_attacks() -> None:
     attempt("tty.steal_ctty", lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 1))
     attempt("tty.open_dev_tty", open_read("/dev/tty"))
     attempt("tty.open_slave_path", lambda: os.close(os.open(os.ttyname(0), os.O_RDWR)))
+    # Setting the modes it read back changes nothing, but the kernel checks the right to set them all the same.
+    attempt("tty.set_modes", lambda: termios.tcsetattr(0, termios.TCSANOW, termios.tcgetattr(0)))
 
 
 def linger() -> None:
@@ -368,6 +404,7 @@ def main() -> int:
     http = subprocess.Popen([sys.executable, str(Path(__file__).with_name("hostile_http.py"))])
     tmp = Path(os.environ["TMPDIR"])
     attack_identity.run(targets, report)
+    attack_fs.run(report)
     exec_attacks(tmp, sid)
     door_path_attacks(targets, sid)
     signal_attacks(targets)
@@ -375,6 +412,7 @@ def main() -> int:
     seccomp_attacks(targets)
     file_attacks(targets, sid)
     tty_attacks()
+    host_attacks(targets)
     report("http.exit", code=http.wait(timeout=60))
     linger()
     report("done")

@@ -19,7 +19,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from doors._transport._tls import client_context
 from doors.client import DoorClient, DoorNotTrusted, DoorRefused, DoorUnavailable
-from doors.fs.client import FsClient
 from pki.issue import LEAF_EKU, LEAF_KEY_USAGE, ca_name
 
 Report = Callable[..., None]
@@ -96,7 +95,7 @@ def _dial(report: Report, probe: str, bundle: bytes, pem: bytes | None) -> None:
 
 
 def run(targets: dict[str, Any], report: Report) -> None:
-    """Every identity attack in turn, then the door-written executable the kernel attacks use."""
+    """Every identity attack in turn."""
     env = os.environ
     bundle = Path(env["SHARNESS_BUNDLE"]).read_bytes()
     uri = f"spiffe://{env['SHARNESS_TRUST_DOMAIN']}/session/{env['SHARNESS_SESSION']}/app"
@@ -105,5 +104,3 @@ def run(targets: dict[str, Any], report: Report) -> None:
     _dial(report, "identity.forged_ca", bundle, _forged_chain(uri, bundle, env["SHARNESS_TRUST_DOMAIN"]))
     _dial(report, "identity.other_session_svid", bundle, Path(targets["other_svid"]).read_bytes())
     _dial(report, "identity.no_certificate", bundle, None)
-    with FsClient.from_env() as fs:
-        fs.write("bin/tool.sh", b"#!/bin/sh\necho ran-from-workspace\n", executable=True)

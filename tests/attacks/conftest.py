@@ -10,8 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,6 +68,7 @@ class AttackRun:
     summary_b: dict[str, Any] = field(default_factory=dict)
     outside: Outside = field(default_factory=Outside)
     door_pids_a: dict[str, int] = field(default_factory=dict)
+    cmdline_secret: str = ""
     stderr_a: str = ""
     seconds: float = 0.0
 
@@ -100,8 +103,11 @@ def _manifests(root: Path) -> tuple[Path, Path]:
         path.chmod(0o755)
     (ws_a / "link_out").symlink_to("/etc/passwd")  # the door must judge where a path really leads
     (ws_a / "dir_out").symlink_to("/etc")
+    (ws_a / ".git" / "hooks").mkdir(parents=True)
+    (ws_a / ".git" / "config").write_text("[core]\n")
     (ws_a / "bin").mkdir()
-    os.chown(ws_a / "bin", 65534, 65534)
+    for path in (ws_a / "bin", ws_a / ".git", ws_a / ".git" / "hooks", ws_a / ".git" / "config"):
+        os.chown(path, 65534, 65534)
     a = basic_manifest(ws_a, [sys.executable, str(HERE / "attack_app.py")])
     a["app"]["files"]["read"] = [str(shared)]  # type: ignore[index]
     a["doors"]["fs"]["exec"] = ["bin"]  # type: ignore[index]  # the door may write bin/tool.sh executable
@@ -139,6 +145,32 @@ def _abstract_listener_in(netns_name: str, name: str) -> Iterator[socket.socket]
         sock.close()
 
 
+@contextlib.contextmanager
+def _host_listener(path: Path) -> Iterator[socket.socket]:
+    """A host service's socket, mode 0666 in the host's network namespace (like /run/dbus/system_bus_socket)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        path.chmod(0o666)
+        sock.listen(8)
+        yield sock
+    finally:
+        sock.close()
+
+
+@contextlib.contextmanager
+def secret_in_cmdline() -> Iterator[str]:
+    """Another user's process (nobody) with a secret on its command line, as `mysql -pSECRET` would have."""
+    secret = f"sh-attack-secret-{secrets.token_hex(8)}"
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", secret], user=65534,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        yield secret
+    finally:
+        process.kill()
+        process.wait()
+
+
 def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
     run.sid_b = run.b.wait_probe("ready")["sid"]
     run.a_session = a = LiveSession(manifest_a, run.audit_root, run.root / "a" / "stderr", tty=True)
@@ -149,9 +181,11 @@ def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
     run.door_pids_a = {role: _door_pid(run.sid_a, role) for role in ("fs", "keys")}
     _wait_path(run.audit_root / run.sid_a / "audit.jsonl")
     abstract = f"sh-attack-outside-{run.sid_a}"
-    with _abstract_listener_in(f"sh-{run.sid_a}-app", abstract):
+    host_socket = run.root / "host-service.sock"
+    with _abstract_listener_in(f"sh-{run.sid_a}-app", abstract), _host_listener(host_socket):
         targets = {"pids": run.door_pids_a, "other_sid": run.sid_b, "other_svid": str(other_svid),
-                   "abstract": abstract, "audit_root": str(run.audit_root), "workspace": str(run.workspace_a)}
+                   "abstract": abstract, "audit_root": str(run.audit_root), "workspace": str(run.workspace_a),
+                   "host_socket": str(host_socket)}
         a.send(json.dumps(targets))
         run.b.send("fill")
         run.b.wait_probe("filled")
@@ -176,7 +210,8 @@ def attacks() -> Iterator[AttackRun]:
     b = LiveSession(manifest_b, root / "audit", root / "b" / "stderr")
     run = AttackRun(root, root / "ws-a", root / "ws-b", root / "audit", b=b)
     try:
-        _drive(run, manifest_a, root / "shared")
+        with secret_in_cmdline() as run.cmdline_secret:
+            _drive(run, manifest_a, root / "shared")
         run.seconds = round(time.monotonic() - started, 1)
         yield run
     finally:
