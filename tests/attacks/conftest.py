@@ -35,17 +35,6 @@ FILL_MEMORY_MB = 128
 FILL_PIDS = 32
 
 
-@pytest.fixture
-def tmp_path() -> Iterator[Path]:
-    """Like pytest's, but other users can traverse it (pytest's sits under a 0700 directory)."""
-    path = Path(tempfile.mkdtemp(prefix="sh-test-", dir="/tmp"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 @dataclass
 class Outside:
     """What the test itself did to session B's doors while B's cgroup was full."""
