@@ -136,3 +136,29 @@ def warm_http(address: str, ctx: ssl.SSLContext, count: int) -> list[float]:
             http_get(tls, http)
             samples.append((time.perf_counter_ns() - start) / 1e6)
     return samples
+
+
+def fresh_http_pyopenssl(address: str, ctx: SSL.Context, count: int, resume: bool = False) -> list[float]:
+    """A blocking pyOpenSSL client against a door: connect + handshake + GET /v0/hello, ``count`` times."""
+    samples: list[float] = []
+    session: SSL.Session | None = None
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        sock = connect(address)
+        tls = SSL.Connection(ctx, sock)
+        if session is not None:
+            tls.set_session(session)
+        tls.set_connect_state()
+        tls.do_handshake()
+        http = ClientConnection("door")
+        tls.sendall(http.request_bytes("GET", "/v0/hello"))
+        while (response := http.next_response()) is None:
+            http.receive_data(tls.recv(65536))
+        if response.status != 200:
+            raise RuntimeError(f"bench: the door answered {response.status}: {response.body[:200]!r}")
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+        if resume and session is None:
+            session = tls.get_session()
+        tls.shutdown()
+        sock.close()
+    return samples

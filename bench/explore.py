@@ -37,7 +37,7 @@ class Variant:
 
     name: str
     server: str  # stdlib | pyopenssl | trio | project (bench._door) | realdoor (python -m doors)
-    client: str  # stdlib | pyopenssl | http | async
+    client: str  # stdlib | pyopenssl | http | http-pyopenssl | async | async-tuned
     mode: str = "fresh"  # fresh | warm
     certs: str = "pki"  # pki (the session PKI) | p256 | ed25519 (bench-minted)
     options: TlsOptions = field(default_factory=TlsOptions)
@@ -97,6 +97,10 @@ VARIANTS = (
     Variant("real door on pyOpenSSL X25519/blocking stdlib+h11 client, one ticket reused", "realdoor", "http",
             backend="pyopenssl", options=TlsOptions(group="X25519"), resume=True),
     Variant("real door/blocking stdlib+h11 client, one ticket reused", "realdoor", "http", resume=True),
+    Variant("real door on pyOpenSSL X25519/blocking pyOpenSSL+h11 client", "realdoor", "http-pyopenssl",
+            backend="pyopenssl", options=TlsOptions(group="X25519")),
+    Variant("real door on pyOpenSSL X25519/blocking pyOpenSSL+h11 client, one ticket reused", "realdoor",
+            "http-pyopenssl", backend="pyopenssl", options=TlsOptions(group="X25519"), resume=True),
     Variant("warm: stdlib/stdlib 64-byte echo", "stdlib", "stdlib", mode="warm"),
     Variant("warm: pyopenssl/pyopenssl 64-byte echo", "pyopenssl", "pyopenssl", mode="warm"),
     Variant("warm: trio SSLStream server/stdlib echo", "trio", "stdlib", mode="warm"),
@@ -148,6 +152,9 @@ def _plain_client_loop(variant: Variant, client: CertFiles, session: SessionFile
         if warm:
             return lambda address: trio.run(_project._warm, _project._dial(session, address), count)
         return lambda address: trio.run(_project._fresh, _project._dial(session, address), count, variant.resume)
+    if variant.client == "http-pyopenssl":
+        http_ctx = pyopenssl_context(client, False, variant.options)
+        return lambda address: _clients.fresh_http_pyopenssl(address, http_ctx, count, variant.resume)
     if variant.client == "pyopenssl":
         py_ctx = pyopenssl_context(client, False, variant.options)
         if warm:
