@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     document = {"variants": rows, "machine": _machine.facts(),
                 "load_before": load_before, "load_after": _machine.other_load()}
     RESULTS.mkdir(exist_ok=True)
-    write_json(RESULTS / "explore.json", document)
+    write_json(RESULTS / ("explore.json" if not args.only else "explore-partial.json"), document)
     return 0
 
 
