@@ -15,14 +15,14 @@ import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from launcher import landlock, seccomp
+from launcher import landlock, mountns, seccomp
 from launcher._sys import libc
 from launcher.cgroups import CgroupHandle
 from launcher.landlock import LandlockRules
 
 STEPS = (
     "setsid", "pdeathsig", "netns", "cgroup", "rlimits", "ids", "no_new_privs", "landlock", "seccomp",
-    "close_fds", "environ", "cwd",
+    "close_fds", "environ", "cwd", "mounts",
 )
 EXIT_CODE_BASE = 200
 """A child that fails confinement exits with EXIT_CODE_BASE + STEPS.index(step): 200 setsid … 211 cwd."""
@@ -70,6 +70,9 @@ class ConfinementSpec:
     parent_pid: int | None = None  # the launcher's pid taken before fork; None: orphaned means ppid 1
     seccomp_allow_udp: bool = False  # the egress doors' resolvers need UDP (raw and ICMP stay refused)
     seccomp_extra: tuple[str, ...] = ()  # further syscalls denied outright (the fs door's metadata calls)
+    # A private mount namespace hiding /run, /tmp, /var/tmp, /dev/shm but these paths, and a hidepid proc;
+    # None: the host's mounts (launcher/mountns.py).
+    mount_keep: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.uid == 0 or self.gid == 0 or 0 in self.groups:
@@ -151,6 +154,8 @@ def apply_confinement(spec: ConfinementSpec) -> None:
         _step("netns", _setns, spec.netns_fd)
     if spec.cgroup is not None:
         _step("cgroup", spec.cgroup.join, 0)
+    if spec.mount_keep is not None:
+        _step("mounts", mountns.enter_private_mounts, spec.mount_keep)
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
     # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.

@@ -60,8 +60,23 @@ def _only_protocol(family: int, sock_type: int, allowed: int) -> list[Rule]:
     return rules
 
 
+AF_UNIX, AF_NETLINK = 1, 16
+AF_MAX = 46  # AF_MCTP (45) is the last family Linux 6.x defines
+# An allow list of families: anything else (AF_VSOCK to the hypervisor, AF_BLUETOOTH, AF_CAN, AF_ALG, ...)
+# is refused, whatever the kernel's config builds in. AF_NETLINK stays: glibc's getaddrinfo asks it about
+# the component's own network namespace.
+FAMILIES_ALLOWED = frozenset({AF_UNIX, AF_INET, AF_INET6, AF_NETLINK})
+
+
+def _family_rules() -> list[Rule]:
+    rules = [Rule("socket", errno.EPERM, (_int_eq(0, family),))
+             for family in range(AF_MAX) if family not in FAMILIES_ALLOWED]
+    rules.append(Rule("socket", errno.EPERM, ((0, scmp.CMP_GE, AF_MAX, 0),)))
+    return rules
+
+
 def _socket_rules(deny_inet: bool, allow_udp: bool = False) -> list[Rule]:
-    rules = [Rule("socket", errno.EPERM, (_int_eq(0, AF_PACKET),))]
+    rules = _family_rules()
     for family in (AF_INET, AF_INET6):
         if deny_inet:
             rules.append(Rule("socket", errno.EPERM, (_int_eq(0, family),)))

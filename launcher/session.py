@@ -260,7 +260,16 @@ class Session:
             cwd="/" if fs_door else self.layout.private_dir(role),
             parent_pid=os.getpid(),
             seccomp_extra=FS_DOOR_EXTRA if fs_door else (),
+            mount_keep=self._mount_keep(role, allowance),
         )
+
+    def _mount_keep(self, role: str, allowance: Allowance) -> tuple[str, ...]:
+        """What stays visible under the masked directories: the component's own paths and its edges' sockets."""
+        sockets = tuple(self.layout.socket_path(server) for client, server in self.manifest.edges if client == role)
+        keep = (*allowance.read, *allowance.write, *allowance.exec, *sockets, self.layout.private_dir(role))
+        if allowance.allow_udp:  # an egress door's resolver reads resolv.conf, which may point into /run
+            keep = (*keep, os.path.realpath("/etc/resolv.conf"))
+        return keep
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         fds = {4: resources.svid_memfds[door], 5: resources.listeners[door].fileno()}

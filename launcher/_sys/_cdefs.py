@@ -14,6 +14,8 @@ CDEF = """
     int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5);
     int setns(int fd, int nstype);
     int unshare(int flags);
+    int mount(const char *source, const char *target, const char *filesystemtype, unsigned long mountflags,
+              const void *data);
     int lckpwdf(void);
     int ulckpwdf(void);
 

@@ -17,6 +17,7 @@ SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
 
 CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
 PR_SET_PDEATHSIG = 1
 PR_GET_PDEATHSIG = 2
 PR_SET_DUMPABLE = 4
@@ -48,6 +49,14 @@ def setns(fd: int, nstype: int) -> None:
 def unshare(flags: int) -> None:
     """Give the calling thread new namespaces of the kinds in flags."""
     _check(_libc.unshare(flags), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    """mount(2); None passes NULL."""
+    def c(text: str | None) -> Any:
+        return ffi.NULL if text is None else text.encode()
+
+    _check(_libc.mount(c(source), target.encode(), c(fstype), flags, c(data)), f"mount {target}")
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:

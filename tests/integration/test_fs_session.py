@@ -54,6 +54,7 @@ def test_app_write_refused_by_kernel_door_write_lands_rows_hold(tmp_path: Path) 
     app = APP.replace("WORKSPACE", repr(str(workspace)))
     document = basic_manifest(workspace, [sys.executable, "-c", app])
     document["doors"]["fs"].update({"read_only": [".git"], "max_file_bytes": 1024})  # type: ignore[index]
+    document["app"]["files"]["read"] = [str(workspace)]  # type: ignore[index]  # visible, so Landlock must refuse
     manifest = write_manifest(tmp_path, document)
     done = subprocess.run(
         [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir",

@@ -196,17 +196,32 @@ def _connect_in(netns_name: str) -> int:
         return sock.connect_ex(("127.0.0.1", 3128))
 
 
+def _connect_as(user: str, path: str) -> int:
+    """connect() to a Unix socket as `user` with exactly that user's groups, from the host's mounts; errno."""
+    code = f"import socket; s = socket.socket(socket.AF_UNIX); print(s.connect_ex({path!r}))"
+    done = subprocess.run(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", sys.executable,
+                           "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.strip())
+
+
 def _read_probes_until(launcher: subprocess.Popen[str], last: str, timeout_s: float = 60) -> dict[str, dict[str, Any]]:
     assert launcher.stdout is not None
+    # Raw reads of the pipe: select() cannot see lines already sitting in a TextIOWrapper's buffer.
+    fd = launcher.stdout.fileno()
     probes: dict[str, dict[str, Any]] = {}
+    pending = b""
     deadline = time.monotonic() + timeout_s
     while last not in probes:
-        ready, _, _ = select.select([launcher.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        line = launcher.stdout.readline() if ready else ""
-        assert line, f"the probe never reported {last!r}; got {sorted(probes)}"
-        if line.startswith('{"probe"'):
-            found = json.loads(line)
-            probes[found["probe"]] = found
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(fd, 65536) if ready else b""
+        assert chunk, f"the probe never reported {last!r}; got {sorted(probes)}"
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.startswith(b'{"probe"'):
+                found = json.loads(line)
+                probes[found["probe"]] = found
     return probes
 
 
@@ -222,6 +237,9 @@ def test_app_without_the_edge_has_no_way_to_the_net_door(tmp_path: Path, workspa
         sid = probes["env"]["sid"]
         app_refused = _connect_in(f"sh-{sid}-app")
         shell_connected = _connect_in(f"sh-{sid}-shell")
+        # The second lock: even where the socket file is visible (the host's mount namespace), the app's uid
+        # and groups may not connect to it.
+        as_app = _connect_as(f"sh-{sid}-app", f"{RUN_ROOT}/{sid}/doors/net.sock")
         Path(RUN_ROOT, sid, "app", "tmp", "sharness-go").touch()
         out, err = launcher.communicate(timeout=60)
     finally:
@@ -236,7 +254,9 @@ def test_app_without_the_edge_has_no_way_to_the_net_door(tmp_path: Path, workspa
     assert shell_connected == 0, os.strerror(shell_connected)  # control: the shell's listener is real
     for probe in ("tcp4.proxy", "tcp6.proxy"):
         assert probes[probe] == {"probe": probe, "step": "socket", "errno": "EPERM"}
-    assert probes["unix.net_door"] == {"probe": "unix.net_door", "step": "connect", "errno": "EACCES"}
+    # The app does not even see the socket: its mount namespace binds in only edge-listed door sockets.
+    assert probes["unix.net_door"] == {"probe": "unix.net_door", "step": "connect", "errno": "ENOENT"}
+    assert as_app == errno.EACCES, os.strerror(as_app)  # the socket file's group admits edge-listed clients only
     assert probes["env"]["net_socket"] == f"{RUN_ROOT}/{sid}/doors/net.sock"
     assert probes["env"]["proxy"] == dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"))
     assert probes["env"]["net_door"] is None

@@ -13,7 +13,8 @@ import pytest
 from kernel_child import confined, make_spec, run_child, scratch_user
 
 from launcher._sys import libc, libseccomp
-from launcher.seccomp import DENIED_SYSCALLS, apply_seccomp, denied_syscalls, deny_rules
+from launcher._sys.libseccomp import CMP_MASKED_EQ
+from launcher.seccomp import AF_INET, AF_INET6, DENIED_SYSCALLS, apply_seccomp, denied_syscalls, deny_rules
 
 CLONE_NEWUSER = 0x10000000
 AF_PACKET = 17
@@ -62,8 +63,21 @@ def test_the_deny_list_covers_the_required_syscalls() -> None:
 def test_socket_rules_differ_only_in_what_inet_may_do() -> None:
     strict = [r for r in deny_rules(True) if r.syscall == "socket"]
     loose = [r for r in deny_rules(False) if r.syscall == "socket"]
-    assert len(strict) == 3  # AF_PACKET, AF_INET, AF_INET6 whatever the type
+    families = [r for r in strict if r.cmps[0][1] != CMP_MASKED_EQ or r.cmps[0][3] not in (AF_INET, AF_INET6)]
+    assert len(strict) == len(families) + 2  # + AF_INET, AF_INET6 whatever the type
     assert len(loose) > len(strict)  # per type and protocol: only TCP streams pass
+    assert set(loose) >= set(families)  # the family allow list is the same either way
+
+
+@pytest.mark.root
+def test_only_unix_netlink_and_inet_families_open() -> None:
+    """AF_VSOCK (the hypervisor, past any netns), AF_ALG, AF_BLUETOOTH, ... refused by seccomp, not by luck."""
+    for family in (40, 38, 31, 29, 5, 4, 3):  # VSOCK, ALG, BLUETOOTH, CAN, APPLETALK, IPX, AX25
+        filtered = run_child(seccomp_only(False), partial(_sock, family, socket.SOCK_STREAM))
+        assert filtered.errno == errno.EPERM, (family, filtered.report)
+    assert run_child(seccomp_only(False), lambda: sys_call("socket", 46, 1, 0)).errno == errno.EPERM
+    for family, kind in ((socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW)):
+        assert run_child(seccomp_only(True), partial(_sock, family, kind)).report == {"value": 0}
 
 
 # --- kernel: root children, filter only, against an unfiltered control ---------------------------
