@@ -18,7 +18,8 @@ MECHANISM = {
     "key.read": "hidepid", "launcher_state.read": "mount namespace", "environ.read": "hidepid",
     "mem.read": "hidepid", "egress.public": "seccomp", "door.off_edge": "mount namespace",
     "door.signal": "another uid",
-    "door.ptrace": "seccomp", "socket.inet": "seccomp", "socket.udp": "seccomp", "socket.packet": "seccomp", "io_uring": "seccomp",
+    "door.ptrace": "seccomp", "socket.inet": "seccomp", "socket.udp": "seccomp", "socket.packet": "seccomp",
+    "io_uring": "seccomp",
     "userns": "seccomp", "setuid.root": "capability", "memory.limit": "memory cgroup",
     "pids.limit": "pids cgroup",
 }

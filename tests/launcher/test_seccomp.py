@@ -188,7 +188,8 @@ def test_egress_doors_keep_plain_udp_for_their_resolver_and_nothing_more() -> No
         assert result.report == {"value": 0}, (family, kind, proto, result.report)
     refused: list[tuple[int, int, int]] = [
         (socket.AF_INET, socket.SOCK_DGRAM, 1), (socket.AF_INET6, socket.SOCK_DGRAM, 58),
-        (socket.AF_INET, socket.SOCK_RAW, 17), (AF_PACKET, socket.SOCK_DGRAM, 0), (socket.AF_INET, socket.SOCK_STREAM, 132),
+        (socket.AF_INET, socket.SOCK_RAW, 17), (AF_PACKET, socket.SOCK_DGRAM, 0),
+        (socket.AF_INET, socket.SOCK_STREAM, 132),
     ]
     for family, kind, proto in refused:
         result = run_child(seccomp_only(False, allow_udp=True), partial(_sock, family, kind, proto))
