@@ -101,7 +101,34 @@ def collect(
         elif staging:
             _collect_staging(os.path.join(root, name), staging, tally)
     _collect_orphan_runtime_dirs(root, runtime_root, tally)
+    if os.path.normpath(root) == SESSIONS_DIR:  # a test's own root must never sweep real sessions
+        _collect_journalless(root, tally)
     return tally.report()
+
+
+def _collect_journalless(root: str, tally: _Tally) -> None:
+    """Users, groups, netns and cgroups named for a session whose journal is gone entirely."""
+    from launcher import gc_orphans
+
+    try:
+        listed = os.listdir(root)
+    except FileNotFoundError:
+        listed = []
+    known = {name for name in listed if valid_sid(name)}
+    known |= {m.group(1) for m in map(_STAGING.match, listed) if m}
+    orphans = gc_orphans.scan(known)
+    if not orphans.sids():
+        return
+    failed = gc_orphans.remove(orphans)
+    for kind, name, detail in failed:
+        tally.errors.append(GcError("?", kind, name, f"{detail} (named for a session with no journal)"))
+    failed_kinds = {kind for kind, _, _ in failed}
+    failed_names = {name for _, name, _ in failed}
+    for kind, names in (("user", orphans.accounts), ("netns", orphans.netns), ("cgroup", orphans.cgroups)):
+        if kind != "user" or kind not in failed_kinds:  # accounts go in one transaction: all or none
+            tally.removed += [JournalEntry(kind, name) for name in names if name not in failed_names]
+    if not failed:
+        tally.sessions_removed += sorted(orphans.sids())
 
 
 def _collect_session(
