@@ -333,26 +333,43 @@ FAMILIES = (
 
 
 def host_attacks(targets: dict[str, Any]) -> None:
-    """What the app can reach of the host beyond its rules: a world-writable pathname socket outside every
-    Landlock rule (as the D-Bus system bus or resolved's varlink socket are), other users' command lines."""
+    """What the app can reach of the host beyond its rules: world-writable pathname sockets outside every
+    Landlock rule (as the D-Bus system bus or resolved's varlink socket are, under /run; or MariaDB's
+    /var/lib/mysql/mysql.sock on RHEL, outside the masked directories), other users' command lines."""
     attempt("host.pathname_socket", connect_unix(targets["host_socket"]))
-    found = []
+    attempt("host.unmasked_socket", connect_unix(targets["unmasked_socket"]))
+    found, uids = [], set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
+                uids.add(os.stat(f"/proc/{entry}").st_uid)
                 cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
             except OSError:
                 continue
             found += [arg.decode() for arg in cmdline.split(b"\0") if arg.startswith(b"sh-attack-secret-")]
-    report("host.other_users_cmdline", found=found)
-    results = {}
+    report("host.other_users_cmdline", found=found, visible_uids=sorted(uids))
+    attempt("host.secret_process_cmdline", open_read(f"/proc/{targets['secret_pid']}/cmdline"))
+    report("host.socket_families", results=socket_families())
+
+
+def socket_families() -> dict[str, str | None]:
+    """socket() in each family of FAMILIES: null where it opened, else the errno's name."""
+    results: dict[str, str | None] = {}
     for name, family, kind, proto in FAMILIES:
         try:
             socket.socket(family, kind, proto).close()
             results[name] = None
         except OSError as exc:
             results[name] = errno_name(exc.errno or 0)
-    report("host.socket_families", results=results)
+    return results
+
+
+def mount_attacks() -> None:
+    """The masks of the private mount namespace: lifting one, and what Landlock says behind it (the tmpfs
+    over /run is root's 0755, so DAC would list it)."""
+    attempt("mounts.umount_tmp", lambda: libc_call("umount2", b"/tmp", 2))  # MNT_DETACH
+    attempt("mounts.umount_run", lambda: libc_call("umount2", b"/run", 2))
+    attempt("landlock.list_masked_run", lambda: os.listdir("/run"))
 
 
 def write_text(path: str, text: str) -> str:
@@ -413,6 +430,7 @@ def main() -> int:
     file_attacks(targets, sid)
     tty_attacks()
     host_attacks(targets)
+    mount_attacks()
     report("http.exit", code=http.wait(timeout=60))
     linger()
     report("done")

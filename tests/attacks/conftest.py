@@ -2,7 +2,13 @@
 
 Two sessions run side by side. Session A's app is attack_app.py: it tries everything the tests then judge.
 Session B's app is fill_app.py: it fills its own cgroup while the test, from outside, uses B's doors; B is
-also "the other session" whose socket, SVID file and certificate A goes after.
+also "the other session" whose socket, SVID file and certificate A goes after. While both live, the test also
+runs as_app_outside.py with A's app uid and groups in the host's mounts: the layer behind A's mount namespace.
+
+The scratch root (workspaces, audit root) lies under /var/lib, where a person's workspace (/home) and the
+real audit root (/var/lib/sharness) lie: outside the directories each component's mount namespace masks
+(/run, /tmp, /var/tmp, /dev/shm), so the barriers there are the ones a real session meets. The host service
+socket the app goes after lies under /tmp, as /tmp/.X11-unix does; a second one lies outside the masks.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ HERE = Path(__file__).parent
 TRUST_DOMAIN = "test.sharness.test"
 FILL_MEMORY_MB = 128
 FILL_PIDS = 32
+SCRATCH_PARENT = "/var/lib"  # not masked by the components' mount namespaces, like /home and /var/lib/sharness
 
 
 @dataclass
@@ -50,6 +57,7 @@ class AttackRun:
     workspace_b: Path
     audit_root: Path
     b: LiveSession
+    host_socket: Path
     a_session: LiveSession | None = None
     sid_a: str = ""
     sid_b: str = ""
@@ -58,6 +66,8 @@ class AttackRun:
     outside: Outside = field(default_factory=Outside)
     door_pids_a: dict[str, int] = field(default_factory=dict)
     cmdline_secret: str = ""
+    cmdline_secret_pid: int = 0
+    outside_as_app: dict[str, dict[str, Any]] = field(default_factory=dict)
     stderr_a: str = ""
     seconds: float = 0.0
 
@@ -148,16 +158,31 @@ def _host_listener(path: Path) -> Iterator[socket.socket]:
 
 
 @contextlib.contextmanager
-def secret_in_cmdline() -> Iterator[str]:
-    """Another user's process (nobody) with a secret on its command line, as `mysql -pSECRET` would have."""
+def secret_in_cmdline() -> Iterator[tuple[str, int]]:
+    """Another user's process (nobody) with a secret on its command line, as `mysql -pSECRET` would have;
+    (the secret, its pid)."""
     secret = f"sh-attack-secret-{secrets.token_hex(8)}"
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", secret], user=65534,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
-        yield secret
+        yield secret, process.pid
     finally:
         process.kill()
         process.wait()
+
+
+def _as_app_outside(run: AttackRun) -> dict[str, dict[str, Any]]:
+    """as_app_outside.py as A's app uid with exactly its groups, in the host's mounts; its lines by probe."""
+    user = f"sh-{run.sid_a}-app"
+    targets = {"sid": run.sid_a, "other_sid": run.sid_b, "pids": run.door_pids_a, "launcher": run.a.proc.pid,
+               "tmp": f"/run/sharness/{run.sid_a}/app/tmp", "host_socket": str(run.host_socket),
+               "secret_pid": run.cmdline_secret_pid}
+    done = subprocess.run(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", sys.executable,
+                           str(HERE / "as_app_outside.py"), json.dumps(targets)],
+                          capture_output=True, text=True, timeout=60, cwd="/")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"probe"')]
+    return {line["probe"]: line for line in lines}
 
 
 def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
@@ -170,12 +195,15 @@ def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
     run.door_pids_a = {role: _door_pid(run.sid_a, role) for role in ("fs", "keys")}
     _wait_path(run.audit_root / run.sid_a / "audit.jsonl")
     abstract = f"sh-attack-outside-{run.sid_a}"
-    host_socket = run.root / "host-service.sock"
-    with _abstract_listener_in(f"sh-{run.sid_a}-app", abstract), _host_listener(host_socket):
+    unmasked_socket = run.root / "host-unmasked.sock"
+    with (_abstract_listener_in(f"sh-{run.sid_a}-app", abstract), _host_listener(run.host_socket),
+          _host_listener(unmasked_socket)):
         targets = {"pids": run.door_pids_a, "other_sid": run.sid_b, "other_svid": str(other_svid),
                    "abstract": abstract, "audit_root": str(run.audit_root), "workspace": str(run.workspace_a),
-                   "host_socket": str(host_socket)}
+                   "host_socket": str(run.host_socket), "unmasked_socket": str(unmasked_socket),
+                   "secret_pid": run.cmdline_secret_pid}
         a.send(json.dumps(targets))
+        run.outside_as_app = _as_app_outside(run)
         run.b.send("fill")
         run.b.wait_probe("filled")
         _outside_on_b(run)
@@ -192,14 +220,21 @@ def attacks() -> Iterator[AttackRun]:
     """Both sessions, run to their end; everything they made is gone before the first test reads them."""
     if os.geteuid() != 0:
         pytest.skip("needs root on a real kernel: run `sudo make test` to watch the kernel refuse")
-    root = Path(tempfile.mkdtemp(prefix="sh-test-attacks-", dir="/tmp"))
+    root = Path(tempfile.mkdtemp(prefix="sh-test-attacks-", dir=SCRATCH_PARENT))
     root.chmod(0o755)
-    manifest_a, manifest_b = _manifests(root)
-    started = time.monotonic()
-    b = LiveSession(manifest_b, root / "audit", root / "b" / "stderr")
-    run = AttackRun(root, root / "ws-a", root / "ws-b", root / "audit", b=b)
+    host_dir = Path(tempfile.mkdtemp(prefix="sh-test-attacks-host-", dir="/tmp"))
+    host_dir.chmod(0o755)
     try:
-        with secret_in_cmdline() as run.cmdline_secret:
+        manifest_a, manifest_b = _manifests(root)
+        started = time.monotonic()
+        b = LiveSession(manifest_b, root / "audit", root / "b" / "stderr")
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(host_dir, ignore_errors=True)
+        raise
+    run = AttackRun(root, root / "ws-a", root / "ws-b", root / "audit", b=b, host_socket=host_dir / "service.sock")
+    try:
+        with secret_in_cmdline() as (run.cmdline_secret, run.cmdline_secret_pid):
             _drive(run, manifest_a, root / "shared")
         run.seconds = round(time.monotonic() - started, 1)
         yield run
@@ -208,4 +243,5 @@ def attacks() -> Iterator[AttackRun]:
             if live is not None:
                 live.stop()
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(host_dir, ignore_errors=True)
 

@@ -1,6 +1,9 @@
-"""Every way to a door the app has no edge to. The socket file admits only the edge-listed clients' group
-(DAC), /proc of a door is another uid's (ptrace access check), and the door itself refuses the edge (403)
-when something bypasses the file: the test, as root, replays the app's own SVID to the keys door."""
+"""Every way to a door the app has no edge to. First barrier: the app's private mount namespace binds in only
+the sockets of its edges, and its proc (hidepid=invisible) shows no process of another uid, so each name
+gives ENOENT. Behind it, shown with the app's uid and groups in the host's mounts (as_app_outside.py): the
+socket file admits only the edge-listed clients' group (DAC), /proc of a door is another uid's (ptrace
+access check). And the door itself refuses the edge (403) when something bypasses the file: the test, as
+root, replays the app's own SVID to the keys door."""
 
 from __future__ import annotations
 
@@ -11,41 +14,71 @@ from tests.attacks.conftest import AttackRun
 pytestmark = pytest.mark.root
 
 DOORS = ("keys", "fs")
+PROC_WAYS = ["proc_fd_listener", "proc_root", "proc_cwd", "proc_svid_memfd"]
+
+
+def test_the_layer_behind_ran_with_the_apps_uid_and_edge_group(attacks: AttackRun) -> None:
+    """as_app_outside.py had the app's uid, and its groups reached the fs door (the app's one edge)."""
+    assert attacks.outside_as_app["outside.identity"]["uid"] == attacks.a.probes["inherited"]["uid"]
+    assert attacks.outside_as_app["control.fs_relative_cwd"]["result"] == "connected"
+    assert "outside.done" in attacks.outside_as_app
 
 
 @pytest.mark.parametrize("door", DOORS)
-@pytest.mark.parametrize("way", ["proc_fd_listener", "proc_root", "proc_cwd", "proc_svid_memfd"])
-def test_a_door_is_not_reached_through_its_proc_entries(attacks: AttackRun, way: str, door: str) -> None:
-    """/proc/<door>/fd/5 (its listener), /root, /cwd, fd/4 (its SVID memfd): EACCES, the kernel's ptrace
-    access check (another uid; the door is not dumpable; Landlock refuses ptrace outside the domain)."""
-    assert attacks.a.probes[f"door.{way}.{door}"]["errno"] == "EACCES"
+@pytest.mark.parametrize("way", PROC_WAYS)
+def test_a_doors_proc_entries_are_not_even_visible_to_the_app(attacks: AttackRun, way: str, door: str) -> None:
+    """/proc/<door>/fd/5 (its listener), /root, /cwd, fd/4 (its SVID memfd): ENOENT, proc hidepid=invisible
+    (the door is another uid's process)."""
+    assert attacks.a.probes[f"door.{way}.{door}"]["errno"] == "ENOENT"
+
+
+@pytest.mark.parametrize("door", DOORS)
+@pytest.mark.parametrize("way", PROC_WAYS)
+def test_behind_hidepid_a_doors_proc_entries_refuse_the_apps_uid(attacks: AttackRun, way: str, door: str) -> None:
+    """The same entries in the host's /proc as the app's uid: EACCES, the kernel's ptrace access check
+    (another uid, the door is not dumpable)."""
+    assert attacks.outside_as_app[f"door.{way}.{door}"]["errno"] == "EACCES"
 
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_door_listener_cannot_be_copied_with_pidfd_getfd(attacks: AttackRun, door: str) -> None:
-    """pidfd_getfd(door, 5): EPERM, the kernel's ptrace attach check (pidfd_getfd is not in the seccomp list)."""
+    """pidfd_open takes a pid number, not a /proc path (hidepid does not hide it), so pidfd_getfd(door, 5)
+    reaches the kernel's ptrace attach check: EPERM (pidfd_getfd is not in the seccomp list)."""
     assert attacks.a.probes[f"door.pidfd_getfd.{door}"]["errno"] == "EPERM"
 
 
 @pytest.mark.parametrize("way", ["keys_absolute", "keys_relative_cwd", "keys_symlink"])
-def test_the_keys_socket_refuses_the_app_by_any_name(attacks: AttackRun, way: str) -> None:
-    """Absolute path, relative from a cwd in doors/, a symlink in $TMPDIR: EACCES, the socket file's group."""
-    assert attacks.a.probes[f"door.{way}"]["errno"] == "EACCES"
-    assert attacks.a.probes["control.fs_relative_cwd"]["errno"] is None  # the same trick reaches an edge door
+def test_the_keys_socket_is_not_in_the_apps_mounts(attacks: AttackRun, way: str) -> None:
+    """Absolute path, relative from a cwd in doors/, a symlink in $TMPDIR: ENOENT, the private mount namespace
+    binds in only edge-listed sockets (the same cwd trick reaches fs.sock, an edge: control)."""
+    assert attacks.a.probes[f"door.{way}"]["errno"] == "ENOENT"
+    assert attacks.a.probes["control.fs_relative_cwd"]["result"] == "connected"
+
+
+@pytest.mark.parametrize("way", ["keys_absolute", "keys_relative_cwd", "keys_symlink"])
+def test_behind_the_mounts_the_keys_socket_refuses_the_apps_groups(attacks: AttackRun, way: str) -> None:
+    """The same names in the host's mounts as the app's uid and groups: EACCES, the socket file's group
+    admits only edge-listed clients (fs.sock, the app's edge, connects by the same cwd trick)."""
+    assert attacks.outside_as_app[f"door.{way}"]["errno"] == "EACCES"
+    assert attacks.outside_as_app["control.fs_relative_cwd"]["result"] == "connected"
 
 
 def test_the_keys_socket_cannot_be_hard_linked(attacks: AttackRun) -> None:
-    """link(keys.sock, $TMPDIR/…): EPERM from fs.protected_hardlinks (a link would keep the mode anyway)."""
-    assert attacks.a.probes["door.keys_hardlink"]["errno"] == "EPERM"
+    """link(keys.sock, $TMPDIR/…): ENOENT in the app's mounts (nothing to link); in the host's, as the app's
+    uid, EPERM from fs.protected_hardlinks (a link would keep the mode anyway)."""
+    assert attacks.a.probes["door.keys_hardlink"]["errno"] == "ENOENT"
+    assert attacks.outside_as_app["door.keys_hardlink"]["errno"] == "EPERM"
 
 
-def test_another_sessions_door_socket_refuses_the_app(attacks: AttackRun) -> None:
-    """Session B's fs.sock admits only B's app: EACCES for A's app."""
-    assert attacks.a.probes["other_session.fs_socket"]["errno"] == "EACCES"
+def test_another_sessions_door_socket_is_out_of_reach(attacks: AttackRun) -> None:
+    """Session B's fs.sock: ENOENT (A's mount namespace holds no other session's path); in the host's
+    mounts, as A's app uid and groups, EACCES (B's socket group admits only B's app)."""
+    assert attacks.a.probes["other_session.fs_socket"]["errno"] == "ENOENT"
+    assert attacks.outside_as_app["other_session.fs_socket"]["errno"] == "EACCES"
 
 
 def test_the_door_refuses_the_edge_when_the_socket_file_is_bypassed(attacks: AttackRun) -> None:
-    """The second lock: root (past the file's DAC) presents B's app SVID to B's keys door: 403 row edges,
+    """The last lock: root (past the file's DAC) presents B's app SVID to B's keys door: 403 row edges,
     audited once as transport.refused stage edge with the peer's uid."""
     assert attacks.outside.keys_refusal == {
         "who": "keys", "row": "edges",

@@ -23,8 +23,9 @@ def test_a_file_the_app_wrote_in_its_tmpdir_is_never_executable(attacks: AttackR
 
 
 def test_an_executable_the_fs_door_wrote_is_not_executable_by_the_app(attacks: AttackRun) -> None:
-    """bin/tool.sh, written 0755 through the door (doors.fs.exec lists bin): the workspace is not in the app's
-    Landlock exec (nor read) paths, so execve gives EACCES."""
+    """bin/tool.sh, written 0755 through the door (doors.fs.exec lists bin): the workspace (under /var/lib
+    here, as under /home for a person: outside the masked directories, so in the app's mounts) is not in the
+    app's Landlock exec (nor read) paths, so execve gives EACCES."""
     assert (attacks.workspace_a / "bin" / "tool.sh").stat().st_mode & 0o111
     assert attacks.a.probes["workspace.exec_door_written"]["errno"] == "EACCES"
 

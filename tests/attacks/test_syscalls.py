@@ -28,7 +28,8 @@ SECCOMP_EPERM = {
     "seccomp.kcmp_self": "success: comparing its own fds",
     "seccomp.setns_own_netns": "EPERM too (no CAP_SYS_ADMIN)",
     "seccomp.unshare_mount_ns": "EPERM too without a user namespace",
-    "netns.setns_run_netns_opath": "EPERM too; the O_PATH open itself is not fenced by Landlock",
+    "mounts.umount_tmp": "EPERM too (no CAP_SYS_ADMIN): the mask over /tmp stays",
+    "mounts.umount_run": "EPERM too (no CAP_SYS_ADMIN): the mask over /run stays",
 }
 
 
@@ -49,8 +50,18 @@ def test_an_x32_syscall_kills_the_caller(attacks: AttackRun) -> None:
     assert attacks.a.probes["seccomp.x32_getpid"] == {"probe": "seccomp.x32_getpid", "signal": "SIGSYS"}
 
 
-def test_another_components_netns_cannot_be_opened(attacks: AttackRun) -> None:
-    """/run/netns/sh-<sid>-keys is mode 0444 (DAC allows): EACCES is Landlock's (no rule covers /run/netns);
-    /proc/<keys>/ns/net is the ptrace access check's."""
-    assert attacks.a.probes["netns.open_run_netns"]["errno"] == "EACCES"
-    assert attacks.a.probes["netns.open_door_ns"]["errno"] == "EACCES"
+def test_another_components_netns_file_is_not_in_the_apps_mounts(attacks: AttackRun) -> None:
+    """/run/netns/sh-<sid>-keys, opened for reading and as O_PATH for setns (O_PATH is not fenced by Landlock's
+    read right): ENOENT, the private mount namespace. In the host's mounts the app's uid opens it (mode 0444:
+    DAC is no layer here); behind the mask stands Landlock, which has no rule for /run (test_files:
+    test_landlock_still_governs_the_masked_tree), and setns itself is seccomp's EPERM (setns_own_netns)."""
+    assert attacks.a.probes["netns.open_run_netns"]["errno"] == "ENOENT"
+    assert attacks.a.probes["netns.setns_run_netns_opath"]["errno"] == "ENOENT"
+    assert attacks.outside_as_app["netns.open_run_netns"]["result"] == "opened"
+
+
+def test_a_doors_netns_is_not_reached_through_proc(attacks: AttackRun) -> None:
+    """/proc/<keys>/ns/net: ENOENT, proc hidepid=invisible; in the host's /proc as the app's uid, EACCES from
+    the ptrace access check."""
+    assert attacks.a.probes["netns.open_door_ns"]["errno"] == "ENOENT"
+    assert attacks.outside_as_app["netns.open_door_ns"]["errno"] == "EACCES"
