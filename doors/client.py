@@ -22,7 +22,8 @@ from doors._http import ClientConnection, ClientResponse, ResponseProtocolError,
 from doors._transport._alerts import client_error, closed_in_handshake, connect_error, handshake_error
 from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
 from doors._transport._identity import check_door, refusal_from_response
-from doors._transport._tls import client_context_from_file
+from doors._transport._pyossl_socket import BlockingTls
+from doors._transport._tls import TlsContext, TlsSession, client_context_from_file
 
 __all__ = ["ClientResponse", "DoorClient", "DoorNotTrusted", "DoorRefused", "DoorUnavailable",
            "TransportError", "fresh_request"]
@@ -52,7 +53,7 @@ def _open(address: Address, timeout_s: float, dialled: str, client_role: str | N
 class _Connection:
     """One mutual-TLS connection to a door, checked, speaking HTTP/1.1."""
 
-    def __init__(self, sock: ssl.SSLSocket, role: str, timeout_s: float) -> None:
+    def __init__(self, sock: ssl.SSLSocket | BlockingTls, role: str, timeout_s: float) -> None:
         self.sock = sock
         self.timeout_s = timeout_s
         self.http = ClientConnection(role)
@@ -88,20 +89,29 @@ class _Connection:
         self.sock.close()
 
 
-def _readable(sock: socket.socket) -> bool:
+def _readable(sock: socket.socket | BlockingTls) -> bool:
     poller = select.poll()
     poller.register(sock.fileno(), select.POLLIN)
     return bool(poller.poll(0))
 
 
-def connect_door(address: Address, ctx: ssl.SSLContext, *, role: str, trust_domain: str, session_id: str,
+def _handshake(raw: socket.socket, ctx: TlsContext, tls_session: TlsSession | None) -> ssl.SSLSocket | BlockingTls:
+    """TLS on `raw` with the backend of `ctx` (both raise stdlib-shaped ssl errors)."""
+    if isinstance(ctx, ssl.SSLContext):
+        if tls_session is not None and not isinstance(tls_session, ssl.SSLSession):
+            raise TypeError("an ssl.SSLContext cannot resume a pyOpenSSL session: offer its own session")
+        return ctx.wrap_socket(raw, server_side=False, session=tls_session)
+    return BlockingTls.connect(raw, ctx, tls_session)
+
+
+def connect_door(address: Address, ctx: TlsContext, *, role: str, trust_domain: str, session_id: str,
                  client_role: str | None = None, timeout_s: float = 30.0,
-                 tls_session: ssl.SSLSession | None = None) -> _Connection:
+                 tls_session: TlsSession | None = None) -> _Connection:
     """Connect, handshake, and check that the peer is door `role` of this session."""
     raw = _open(address, timeout_s, role, client_role)
     where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
     try:
-        sock = ctx.wrap_socket(raw, server_side=False, session=tls_session)
+        sock = _handshake(raw, ctx, tls_session)
     except ssl.SSLError as exc:
         raw.close()
         raise handshake_error(exc, str(exc), role, where) from exc
@@ -119,9 +129,9 @@ def connect_door(address: Address, ctx: ssl.SSLContext, *, role: str, trust_doma
     return _Connection(sock, role, timeout_s)
 
 
-def fresh_request(address: Address, ctx: ssl.SSLContext, *, role: str, trust_domain: str, session_id: str,
+def fresh_request(address: Address, ctx: TlsContext, *, role: str, trust_domain: str, session_id: str,
                   method: str = "GET", target: str = "/v0/hello",
-                  tls_session: ssl.SSLSession | None = None) -> tuple[ClientResponse, ssl.SSLSession | None]:
+                  tls_session: TlsSession | None = None) -> tuple[ClientResponse, TlsSession | None]:
     """One fresh connection, handshake and request, then close (the unit a handshake bench measures)."""
     conn = connect_door(address, ctx, role=role, trust_domain=trust_domain, session_id=session_id,
                         tls_session=tls_session)
@@ -137,7 +147,7 @@ class DoorClient:
 
     def __init__(self, role: str, socket_path: Address, svid_path: str, bundle_path: str, trust_domain: str,
                  session_id: str, *, client_role: str | None = "app", timeout_s: float = 30.0,
-                 resume: bool = True, ctx: ssl.SSLContext | None = None) -> None:
+                 resume: bool = True, ctx: TlsContext | None = None) -> None:
         if ctx is None:
             with open(bundle_path, "rb") as bundle:
                 ctx = client_context_from_file(bundle.read(), svid_path)
@@ -150,7 +160,7 @@ class DoorClient:
         self.timeout_s = timeout_s
         self.resume = resume
         self._conn: _Connection | None = None
-        self._tls_session: ssl.SSLSession | None = None
+        self._tls_session: TlsSession | None = None
         self._session_from: _Connection | None = None
 
     @classmethod

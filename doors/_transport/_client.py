@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import select
-import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ from doors._transport._errors import DoorNotTrusted, DoorUnavailable
 from doors._transport._identity import check_door, refusal_from_response
 from doors._transport._server import utc_now
 from doors._transport._stream import TlsFailure, TlsStream
+from doors._transport._tls import TlsContext, TlsSession
 
 Address = str | tuple[str, int]
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
@@ -28,7 +28,7 @@ class Dial:
 
     role: str
     address: Address
-    ctx: ssl.SSLContext
+    ctx: TlsContext
     trust_domain: str
     session_id: str
     client_role: str | None = None
@@ -46,7 +46,7 @@ async def _open(dial: Dial) -> trio.SocketStream:
         raise connect_error(exc, dial.where(), dial.role, dial.client_role) from exc
 
 
-async def connect(dial: Dial, *, tls_session: ssl.SSLSession | None = None,
+async def connect(dial: Dial, *, tls_session: TlsSession | None = None,
                   now: dt.datetime | None = None) -> TlsStream:
     """Connect, handshake, and check that the peer is the dialled door of this session."""
     tls = TlsStream.wrap(await _open(dial), dial.ctx, server_side=False, session=tls_session)
@@ -89,7 +89,7 @@ async def exchange(tls: TlsStream, http: ClientConnection, dial: Dial, method: s
 
 
 async def fresh_exchange(dial: Dial, method: str = "GET", target: str = "/v0/hello", *,
-                         tls_session: ssl.SSLSession | None = None) -> tuple[ClientResponse, ssl.SSLSession]:
+                         tls_session: TlsSession | None = None) -> tuple[ClientResponse, TlsSession]:
     """One fresh connection, handshake and request, then close: the unit the handshake bench measures.
 
     Returns the response and the TLS session, which a later call may offer to resume.
@@ -123,7 +123,7 @@ class AsyncDoorClient:
         self.resume = resume
         self._tls: TlsStream | None = None
         self._http: ClientConnection | None = None
-        self._session: ssl.SSLSession | None = None
+        self._session: TlsSession | None = None
         self._session_from: TlsStream | None = None
 
     async def request(self, method: str, path: str, json: Any = None, body: bytes | None = None,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import socket
-import ssl
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -16,6 +15,7 @@ from doors._http import Limits, Request, Response, Router, serve_http
 from doors._transport._alerts import describe_local
 from doors._transport._identity import Admission, admit_client, refusal_event, refusal_response
 from doors._transport._stream import TlsFailure, TlsStream
+from doors._transport._tls import TlsContext
 from pki.edges import EdgePolicy
 from pki.spiffe import SessionIdentity
 
@@ -60,7 +60,7 @@ def peer_of(transport: trio.abc.Stream) -> dict[str, Any]:
 class _Door:
     """One door's transport state: who it is, whom it admits, and where its events go."""
 
-    def __init__(self, server_ctx: ssl.SSLContext, identity: SessionIdentity, edge_policy: EdgePolicy,
+    def __init__(self, server_ctx: TlsContext, identity: SessionIdentity, edge_policy: EdgePolicy,
                  router: Router, on_event: OnEvent, limits: Limits, handshake_timeout_s: float,
                  max_connections: int, clock: Callable[[], dt.datetime]) -> None:
         self.ctx = server_ctx
@@ -155,7 +155,7 @@ async def _linger(transport: trio.abc.Stream) -> None:
 
 async def serve_mtls(
     listeners: trio.SocketListener | Sequence[trio.SocketListener],
-    server_ctx: ssl.SSLContext,
+    server_ctx: TlsContext,
     identity: SessionIdentity,
     edge_policy: EdgePolicy,
     router: Router,

@@ -11,6 +11,9 @@ import contextlib
 import ssl
 
 import trio
+from OpenSSL import SSL
+
+from doors._transport._pyossl import IncomingBio, OutgoingBio, PyOpenSSLObject, memory_connection
 
 RECEIVE_BYTES = 64 * 1024
 
@@ -26,8 +29,8 @@ class TlsFailure(Exception):
 class TlsStream(trio.abc.Stream):
     """TLS on `transport` (a trio SocketStream over a Unix socket or TCP)."""
 
-    def __init__(self, transport: trio.abc.Stream, ssl_object: ssl.SSLObject, incoming: ssl.MemoryBIO,
-                 outgoing: ssl.MemoryBIO) -> None:
+    def __init__(self, transport: trio.abc.Stream, ssl_object: ssl.SSLObject | PyOpenSSLObject,
+                 incoming: ssl.MemoryBIO | IncomingBio, outgoing: ssl.MemoryBIO | OutgoingBio) -> None:
         self.transport = transport
         self.ssl_object = ssl_object
         self._incoming = incoming
@@ -35,9 +38,13 @@ class TlsStream(trio.abc.Stream):
         self._eof = False
 
     @classmethod
-    def wrap(cls, transport: trio.abc.Stream, ctx: ssl.SSLContext, *, server_side: bool,
-             session: ssl.SSLSession | None = None) -> TlsStream:
-        """Wrap `transport`; a client may offer `session` from an earlier connection to resume it."""
+    def wrap(cls, transport: trio.abc.Stream, ctx: ssl.SSLContext | SSL.Context, *, server_side: bool,
+             session: ssl.SSLSession | SSL.Session | None = None) -> TlsStream:
+        """Wrap `transport` with the backend of `ctx`; a client may offer an earlier `session` to resume it."""
+        if isinstance(ctx, SSL.Context):
+            return cls(transport, *memory_connection(ctx, server_side=server_side, session=session))
+        if isinstance(session, SSL.Session):
+            raise TypeError("an ssl.SSLContext cannot resume a pyOpenSSL session: offer its own session")
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         ssl_object = ctx.wrap_bio(incoming, outgoing, server_side=server_side, session=session)
         return cls(transport, ssl_object, incoming, outgoing)

@@ -9,7 +9,6 @@ import contextlib
 import functools
 import os
 import shutil
-import ssl
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import trio
 from doors._http import Request, Response, Route, Router, json_response
 from doors._transport._client import Address, Dial
 from doors._transport._server import serve_mtls, unix_listener
-from doors._transport._tls import client_context_from_file, server_context_from_file
+from doors._transport._tls import TlsContext, client_context_from_file, server_context_from_file
 from pki.edges import DEFAULT_EDGES, EdgePolicy
 from pki.testing import SessionPKI
 
@@ -66,18 +65,18 @@ class Session:
             out.write(pem)
         return path
 
-    def server_ctx(self, role: str) -> ssl.SSLContext:
+    def server_ctx(self, role: str) -> TlsContext:
         return server_context_from_file(self.pki.bundle_pem(), self.svid_path(role))
 
-    def client_ctx(self, role: str) -> ssl.SSLContext:
+    def client_ctx(self, role: str) -> TlsContext:
         return client_context_from_file(self.pki.bundle_pem(), self.svid_path(role))
 
-    def dial(self, server_role: str, address: Address, ctx: ssl.SSLContext,
+    def dial(self, server_role: str, address: Address, ctx: TlsContext,
              client_role: str | None = None) -> Dial:
         return Dial(server_role, address, ctx, self.pki.trust_domain, self.pki.session_id, client_role)
 
     async def start_door(self, nursery: trio.Nursery, role: str, *, tcp: bool = False,
-                         ctx: ssl.SSLContext | None = None, router: Router | None = None,
+                         ctx: TlsContext | None = None, router: Router | None = None,
                          name: str | None = None) -> Address:
         """Serve `role` (by default with its own SVID and the tiny router); return its address."""
         if tcp:
