@@ -6,6 +6,9 @@ from doors._transport._identity import Admission, admit_client, check_door
 from doors._transport._server import listener_from_fd, peer_of, serve_mtls, unix_listener, utc_now
 from doors._transport._stream import TlsFailure, TlsStream
 from doors._transport._tls import (
+    BACKEND,
+    TlsContext,
+    TlsSession,
     client_context,
     client_context_from_fd,
     client_context_from_file,
@@ -15,6 +18,7 @@ from doors._transport._tls import (
 )
 
 __all__ = [
+    "BACKEND",
     "Address",
     "Admission",
     "AsyncDoorClient",
@@ -22,7 +26,9 @@ __all__ = [
     "DoorNotTrusted",
     "DoorRefused",
     "DoorUnavailable",
+    "TlsContext",
     "TlsFailure",
+    "TlsSession",
     "TlsStream",
     "TransportError",
     "admit_client",
