@@ -17,7 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from doors._transport._tls import client_context
+from doors._transport import client_context, client_context_from_file
 from doors.client import DoorClient, DoorNotTrusted, DoorRefused, DoorUnavailable
 from pki.issue import LEAF_EKU, LEAF_KEY_USAGE, ca_name
 
@@ -78,10 +78,10 @@ def _dial(report: Report, probe: str, bundle: bytes, pem: bytes | None) -> None:
     """GET /v0/hello on the fs door presenting `pem` (key + chain), or no certificate at all."""
     env = os.environ
     ctx = client_context(bundle)
-    if pem is not None:
+    if pem is not None:  # whichever TLS backend the transport uses, it loads a key+chain file
         path = Path(env["TMPDIR"], f"{probe}.pem")
         path.write_bytes(pem)
-        ctx.load_cert_chain(str(path))
+        ctx = client_context_from_file(bundle, path)
     client = DoorClient("fs", env["SHARNESS_DOOR_FS"], env["SHARNESS_SVID"], env["SHARNESS_BUNDLE"],
                         env["SHARNESS_TRUST_DOMAIN"], env["SHARNESS_SESSION"], ctx=ctx)
     try:

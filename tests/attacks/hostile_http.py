@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from doors._transport._tls import client_context_from_file
+from pki.bundle import load_bundle_into_context, load_file_into_context
 
 ENV = os.environ
 HELLO = b"GET /v0/hello HTTP/1.1\r\nhost: fs\r\nconnection: close\r\n\r\n"
@@ -27,8 +27,15 @@ def report(probe: str, **observed: object) -> None:
 
 
 def _context() -> ssl.SSLContext:
+    """The stdlib's TLS 1.3 client with the app's SVID, whatever backend the doors' own clients use: the raw
+    bytes of each case go through an ssl.SSLSocket."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_3
     with open(ENV["SHARNESS_BUNDLE"], "rb") as bundle:
-        return client_context_from_file(bundle.read(), ENV["SHARNESS_SVID"])
+        load_bundle_into_context(ctx, bundle.read())
+    load_file_into_context(ctx, ENV["SHARNESS_SVID"])
+    return ctx
 
 
 CTX = _context()
