@@ -20,7 +20,7 @@ from doors._transport import _pyossl_tls
 from pki.bundle import load_bundle_into_context, load_file_into_context, load_into_context
 
 Backend = Literal["pyopenssl", "stdlib"]
-BACKEND: Final[Backend] = "stdlib"
+BACKEND: Final[Backend] = "pyopenssl"
 TlsContext = ssl.SSLContext | SSL.Context
 TlsSession = ssl.SSLSession | SSL.Session
 
