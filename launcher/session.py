@@ -7,6 +7,7 @@ import gc
 import os
 import resource
 import secrets
+import signal
 import sys
 import sysconfig
 import time
@@ -25,6 +26,7 @@ from launcher.layout import AUDIT_ROOT, DOOR_ORDER, PROXY_HOST, PROXY_PORT, Sess
 from launcher.manifest import Manifest
 from launcher.preflight import workspace_owner
 from launcher.probe_facts import KernelFacts
+from launcher.ptyrelay import PtyRelay
 from launcher.seccomp import FS_DOOR_EXTRA
 from launcher.spawn import Spawned, single_threaded, spawn_app, spawn_door
 from launcher.supervise import Ending, Supervisor
@@ -37,7 +39,8 @@ STOP_GRACE_S = 3.0
 class RunOptions:
     audit_root: str = AUDIT_ROOT
     ready_timeout_s: float = READY_TIMEOUT_S
-    app_stdio: Mapping[int, int] | None = None  # target fd → fd to give the app; default: 0, 1, 2
+    # target fd → fd to give the app; None: 0, 1, 2, through a pty the launcher relays where they are a terminal
+    app_stdio: Mapping[int, int] | None = None
     app_env_extra: Callable[[SessionInfo], dict[str, str]] | None = None
     progress: Callable[[str], None] | None = None
 
@@ -99,6 +102,7 @@ class Session:
         self._audit_log: audit_mod.AuditLog | None = None
         self._timings: dict[str, float] = {}
         self._t0 = time.monotonic()
+        self._relay: PtyRelay | None = None
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
@@ -152,7 +156,11 @@ class Session:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            self._finish(result, ending, supervisor, resources, journal)
+            try:
+                self._finish(result, ending, supervisor, resources, journal)
+            finally:
+                if self._relay is not None:  # after teardown: the app's last output, then the person's terminal back
+                    self._relay.close()
         return result
 
     def _start(self, resources: Resources, supervisor: Supervisor, journal: Journal) -> Ending:
@@ -173,6 +181,8 @@ class Session:
         app = self._spawn_app(resources, info)
         journal.record("pid", f"{app.pid}:{_starttime(app.pid)}")
         supervisor.watch(app)
+        if self._relay is not None:
+            supervisor.add_io(self._relay, (signal.SIGWINCH,))
         self._mark("app_started")
         self._open_audit_log()
         self.audit("app.start", {"pid": app.pid, "argv0": self.manifest.app.argv[0]})
@@ -316,6 +326,12 @@ class Session:
         app = self.manifest.app
         allowance = app_allowance(self.layout, python_paths(), app.files_read, app.files_exec,
                                   may_use_proxy=("app", "net") in self.manifest.edges)
-        stdio = dict(self.options.app_stdio or {0: 0, 1: 1, 2: 2})
         spec = self._spec("app", resources, allowance, self._app_env(info), (0, 1, 2), 1024)
-        return spawn_app(app.argv, spec, stdio)
+        if self.options.app_stdio is not None:
+            return spawn_app(app.argv, spec, dict(self.options.app_stdio))
+        self._relay = PtyRelay.open()
+        if self._relay is None:  # no terminal among 0, 1, 2: pipes and files are passed as they are
+            return spawn_app(app.argv, spec, {0: 0, 1: 1, 2: 2})
+        spawned = spawn_app(app.argv, spec, self._relay.app_stdio(), self._relay.child_setup)
+        self._relay.app_started()
+        return spawned

@@ -83,14 +83,20 @@ def spawn_app(
     argv: tuple[str, ...],
     spec: ConfinementSpec,
     stdio: Mapping[int, int],
+    child_setup: Callable[[], None] | None = None,
 ) -> Spawned:
-    """Fork the app, confine it, and execve its argv with the clean environment of `spec`."""
+    """Fork the app, confine it, and execve its argv with the clean environment of `spec`.
+
+    `child_setup` runs in the child once it is confined, just before execve (the pty relay's TIOCSCTTY).
+    """
     pid = os.fork()
     if pid == 0:  # child
         try:
             _reset_signals(for_exec=True)
             place_fds(dict(stdio))
             apply_confinement(spec)
+            if child_setup is not None:
+                child_setup()
         except ConfinementError as exc:
             _child_fail("app", exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
         except BaseException as exc:

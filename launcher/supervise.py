@@ -12,8 +12,9 @@ import selectors
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from launcher.spawn import Spawned, describe_exit, exit_code_of
 
@@ -30,6 +31,14 @@ class Ending:
     failed_role: str | None = None
 
 
+class IoSource(Protocol):
+    """Fds the loop serves besides the session's own: the app's pty relay (launcher/ptyrelay.py)."""
+
+    def fds_to_watch(self) -> Mapping[int, int]: ...  # fd → selectors.EVENT_READ | EVENT_WRITE, asked each step
+    def on_ready(self, fd: int, events: int) -> None: ...
+    def on_signal(self, signum: int) -> None: ...
+
+
 class Supervisor:
     """Owns the selector over pidfds, status sockets and the signal wake-up pipe."""
 
@@ -43,6 +52,9 @@ class Supervisor:
         self._old_wakeup = signal.set_wakeup_fd(self._signal_w)
         self._old_handlers = {sig: signal.signal(sig, lambda *_: None) for sig in END_SIGNALS}
         self._selector.register(self._signal_r, selectors.EVENT_READ, ("signal", ""))
+        self._io: IoSource | None = None
+        self._io_fds: dict[int, int] = {}
+        self._io_signals: frozenset[int] = frozenset()
 
     def close(self) -> None:
         signal.set_wakeup_fd(self._old_wakeup)
@@ -51,6 +63,25 @@ class Supervisor:
         self._selector.close()
         os.close(self._signal_r)
         os.close(self._signal_w)
+
+    def add_io(self, source: IoSource, signals: tuple[signal.Signals, ...] = ()) -> None:
+        """Serve `source`'s fds in this loop and hand it `signals`, which wake the loop through the pipe."""
+        self._io, self._io_signals = source, frozenset(int(sig) for sig in signals)
+        for sig in signals:
+            if sig not in self._old_handlers:
+                self._old_handlers[sig] = signal.signal(sig, lambda *_: None)
+
+    def _sync_io(self) -> None:
+        wanted = dict(self._io.fds_to_watch()) if self._io is not None else {}
+        for fd in [fd for fd in self._io_fds if fd not in wanted]:
+            self._selector.unregister(fd)
+            del self._io_fds[fd]
+        for fd, events in wanted.items():
+            if fd not in self._io_fds:
+                self._selector.register(fd, events, ("io", ""))
+            elif self._io_fds[fd] != events:
+                self._selector.modify(fd, events, ("io", ""))
+            self._io_fds[fd] = events
 
     def watch(self, spawned: Spawned) -> None:
         self._processes[spawned.role] = spawned
@@ -82,7 +113,8 @@ class Supervisor:
                 return ending
 
     def _step(self, timeout: float, app_role: str | None = None) -> Ending | None:
-        for key, _ in self._selector.select(timeout):
+        self._sync_io()
+        for key, events in self._selector.select(timeout):
             kind, role = key.data
             if kind == "signal":
                 ending = self._signal_ending()
@@ -92,6 +124,8 @@ class Supervisor:
                 self._read_status(role)
             elif kind == "exit":
                 return self._exit_ending(role, app_role)
+            elif kind == "io" and self._io is not None:
+                self._io.on_ready(key.fd, events)
         return None
 
     def _signal_ending(self) -> Ending | None:
@@ -103,6 +137,8 @@ class Supervisor:
             if signum in [int(s) for s in END_SIGNALS]:
                 name = signal.Signals(signum).name
                 return Ending(f"the launcher received {name}", 128 + signum)
+            if signum in self._io_signals and self._io is not None:
+                self._io.on_signal(signum)
         return None
 
     def _exit_ending(self, role: str, app_role: str | None) -> Ending:
