@@ -6,6 +6,7 @@ docs/decisions/bench.md). Its errors become the ssl errors TlsStream and `_alert
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import Callable
 from typing import TypeVar
@@ -66,9 +67,11 @@ class PyOpenSSLObject:
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         """Encrypt all of `data` (pyOpenSSL enables partial writes; the memory BIO never blocks)."""
-        payload = bytes(data)
-        call(self.conn, lambda: self.conn.sendall(payload))
-        return len(payload)
+        view = memoryview(data).cast("B")
+        sent = 0
+        while sent < len(view):
+            sent += call(self.conn, functools.partial(self.conn.send, view[sent:]))
+        return sent
 
     def unwrap(self) -> None:
         """Send close_notify: without it OpenSSL marks the session not resumable when the connection is freed."""
@@ -119,9 +122,13 @@ class OutgoingBio:
         pieces = []
         while True:
             try:
-                pieces.append(self._conn.bio_read(BIO_CHUNK))
+                piece = self._conn.bio_read(BIO_CHUNK)
             except SSL.WantReadError:
-                return b"".join(pieces)
+                break
+            pieces.append(piece)
+            if len(piece) < BIO_CHUNK:
+                break  # a memory BIO hands out all it holds, up to the size asked
+        return b"".join(pieces)
 
 
 def memory_connection(ctx: SSL.Context, *, server_side: bool,
