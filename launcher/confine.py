@@ -70,8 +70,7 @@ class ConfinementSpec:
     parent_pid: int | None = None  # the launcher's pid taken before fork; None: orphaned means ppid 1
     seccomp_allow_udp: bool = False  # the egress doors' resolvers need UDP (raw and ICMP stay refused)
     seccomp_extra: tuple[str, ...] = ()  # further syscalls denied outright (the fs door's metadata calls)
-    # A private mount namespace hiding /run, /tmp, /var/tmp, /dev/shm but these paths, and a hidepid proc;
-    # None: the host's mounts (launcher/mountns.py).
+    # A private root holding only these paths (and a hidepid proc); None: the host's mounts (launcher/mountns.py).
     mount_keep: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -155,7 +154,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     if spec.cgroup is not None:
         _step("cgroup", spec.cgroup.join, 0)
     if spec.mount_keep is not None:
-        _step("mounts", mountns.enter_private_mounts, spec.mount_keep)
+        _step("mounts", mountns.enter_private_root, spec.mount_keep)
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
     # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.

@@ -76,7 +76,8 @@ def hello_manifest(workspace: str) -> Manifest:
         "workspace": workspace,
         "app": {
             "argv": [sys.executable, "-m", "launcher.hello_probe"],
-            "files": {"read": [], "exec": []},
+            # The app may read the workspace, so only Landlock (not invisibility) refuses its direct write.
+            "files": {"read": [workspace], "exec": []},
             "process": {"max_memory_mb": APP_MEMORY_MB, "max_pids": APP_PIDS},
         },
         "doors": {

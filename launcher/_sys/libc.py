@@ -59,6 +59,32 @@ def mount(source: str | None, target: str, fstype: str | None, flags: int, data:
     _check(_libc.mount(c(source), target.encode(), c(fstype), flags, c(data)), f"mount {target}")
 
 
+# pivot_root and umount2 have no libc wrapper we can rely on; their numbers differ by architecture.
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+_SYS_UMOUNT2 = {"x86_64": 166, "aarch64": 39}
+MNT_DETACH = 2
+
+
+def _arch_number(table: dict[str, int], name: str) -> int:
+    machine = os.uname().machine
+    if machine not in table:
+        raise OSError(38, f"{name}: no syscall number known for {machine}")
+    return table[machine]
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """pivot_root(2): make new_root the root of this mount namespace, the old one at put_old."""
+    number = _arch_number(_SYS_PIVOT_ROOT, "pivot_root")
+    new, old = ffi.new("char[]", new_root.encode()), ffi.new("char[]", put_old.encode())
+    _check(_libc.syscall(_long(number), new, old), "pivot_root")
+
+
+def umount2(target: str, flags: int) -> None:
+    """umount2(2)."""
+    number = _arch_number(_SYS_UMOUNT2, "umount2")
+    _check(_libc.syscall(_long(number), ffi.new("char[]", target.encode()), _long(flags)), f"umount {target}")
+
+
 def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
     """prctl(2); raises OSError on failure."""
     return _check(_libc.prctl(option, arg2, arg3, arg4, arg5), f"prctl({option})")

@@ -90,17 +90,25 @@ def pids_with_uids(uids: set[int]) -> list[int]:
     return pids
 
 
-def wait_for_session_dir(timeout_s: float = 20.0) -> str:
-    """The sid of the newest session journal that appears within the timeout."""
+def session_owner(sid_dir: Path) -> int | None:
+    """The pid of the launcher that owns a session (the journal's first line)."""
+    try:
+        first = (sid_dir / "journal").read_text().splitlines()[0]
+        return int(json.loads(first)["name"].split(":")[0])
+    except (OSError, IndexError, ValueError, KeyError):
+        return None
+
+
+def wait_for_session_dir(launcher_pid: int, timeout_s: float = 20.0) -> str:
+    """The sid of the session that launcher `launcher_pid` creates (other sessions may run meanwhile)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if SESSIONS.is_dir():
-            names = sorted((p for p in SESSIONS.iterdir() if not p.name.startswith(".")),
-                           key=lambda p: p.stat().st_mtime)
-            if names:
-                return names[-1].name
+            for path in SESSIONS.iterdir():
+                if not path.name.startswith(".") and session_owner(path) == launcher_pid:
+                    return path.name
         time.sleep(0.01)
-    raise AssertionError("no session journal appeared")
+    raise AssertionError("no session journal of this launcher appeared")
 
 
 def new_leftovers(before: dict[str, list[str]]) -> dict[str, list[str]]:

@@ -19,6 +19,7 @@ from tests.integration._session import (
     manifest_hash,
     new_leftovers,
     pids_with_uids,
+    session_owner,
     session_uids,
     write_manifest,
 )
@@ -43,15 +44,6 @@ def _journal_kinds(sid_dir: Path) -> list[str]:
     return kinds
 
 
-def _owner(sid_dir: Path) -> int | None:
-    """The pid of the launcher that owns a session (the journal's first line), so other sessions are left be."""
-    try:
-        first = (sid_dir / "journal").read_text().splitlines()[0]
-        return int(json.loads(first)["name"].split(":")[0])
-    except (OSError, IndexError, ValueError, KeyError):
-        return None
-
-
 def _kill_at(
     stage: str, launcher: subprocess.Popen[bytes], stderr: Path, timeout_s: float = 30
 ) -> tuple[str, set[int]]:
@@ -61,7 +53,8 @@ def _kill_at(
     uids: set[int] = set()
     while time.monotonic() < deadline:
         if sid_dir is None and SESSIONS.is_dir():
-            candidates = [p for p in SESSIONS.iterdir() if not p.name.startswith(".") and _owner(p) == launcher.pid]
+            candidates = [p for p in SESSIONS.iterdir()
+                          if not p.name.startswith(".") and session_owner(p) == launcher.pid]
             sid_dir = candidates[0] if candidates else None
         if sid_dir is not None:
             uids |= session_uids(sid_dir.name)

@@ -139,7 +139,7 @@ def test_a_door_that_dies_ends_the_session(tmp_path: Path, workspace: Path, audi
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )
     try:
-        sid = wait_for_session_dir()
+        sid = wait_for_session_dir(launcher.pid)
         deadline = time.monotonic() + 20
         fs_pid = None
         while time.monotonic() < deadline and fs_pid is None:
@@ -166,7 +166,7 @@ def test_sigterm_ends_the_session_in_order(tmp_path: Path, workspace: Path, audi
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
     )
     try:
-        sid = wait_for_session_dir()
+        sid = wait_for_session_dir(launcher.pid)
         _wait_for_app(sid)
         uids = session_uids(sid)
         launcher.send_signal(signal.SIGTERM)

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from kernel_child import run_child
 
-from launcher.mountns import bind_back, enter_private_mounts
+from launcher.mountns import enter_private_root, minimal_paths
 
 
-def test_bind_back_keeps_only_paths_under_masked_dirs_and_drops_nested_ones() -> None:
-    paths = ("/usr", "/run/sharness/ab/app", "/run/sharness/ab/app/tmp", "/tmp/ws/", "/etc/passwd", "/runaway")
-    assert bind_back(paths) == ("/run/sharness/ab/app", "/tmp/ws")
-    assert bind_back(("/dev/shm/x", "/var/tmp")) == ("/dev/shm/x", "/var/tmp")
-    assert bind_back(()) == ()
+def test_minimal_paths_drops_nested_paths_proc_and_the_root() -> None:
+    paths = ("/usr", "/usr/lib/python3.11", "/run/sharness/ab/app", "/run/sharness/ab/app/tmp", "/tmp/ws/",
+             "/etc/passwd", "/etc", "/proc", "/proc/self", "/", "/runaway")
+    assert minimal_paths(paths) == ("/etc", "/run/sharness/ab/app", "/runaway", "/tmp/ws", "/usr")
+    assert minimal_paths(()) == ()
 
 
 @pytest.mark.root
@@ -38,7 +38,7 @@ def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_fro
             os.pause()
 
         def setup(_wfd: int) -> None:
-            enter_private_mounts((str(kept),))
+            enter_private_root((str(kept),))
             os.setresgid(65533, 65533, 65533)
             os.setresuid(65533, 65533, 65533)
 
