@@ -234,6 +234,22 @@ def test_the_persons_ctrl_c_is_the_apps_sigint(person: tuple[int, int]) -> None:
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT
 
 
+def test_the_persons_ctrl_z_does_not_stop_the_app(person: tuple[int, int]) -> None:
+    """The app's group is orphaned (its parent is in another session): the kernel discards the pty's SIGTSTP,
+    so ^Z cannot leave a stopped app that nobody resumes."""
+    master, slave = person
+    relay = PtyRelay.open((slave, slave, slave))
+    assert relay is not None
+    screen = Screen(master)
+    code = "import os, sys; os.write(1, b'app: waiting\\n'); os.write(1, b'app: got ' + sys.stdin.buffer.readline())"
+    pid = _fork_app(relay, code)
+    _relay_until(relay, screen, b"app: waiting")
+    screen.type(b"\x1a")
+    screen.type(b"still here\n")
+    _relay_until(relay, screen, b"app: got still here")
+    assert os.WEXITSTATUS(_end(relay, screen, pid)) == 0
+
+
 def test_the_apps_last_words_are_passed_on_after_it_exits(person: tuple[int, int]) -> None:
     master, slave = person
     relay = PtyRelay.open((slave, slave, slave))
