@@ -34,11 +34,14 @@ class LiveSession:
         self._stderr = stderr_path.open("wb")
         self._master: int | None = None
         stdin: int = subprocess.PIPE
+        self.tty_name, self.tty_rdev, self.modes_before = "", 0, list[Any]()
         if tty:
             self._master, stdin = os.openpty()
             attrs = termios.tcgetattr(stdin)
             attrs[3] &= ~termios.ECHO  # what the test types is not echoed back into the terminal
             termios.tcsetattr(stdin, termios.TCSANOW, attrs)
+            self.tty_name, self.tty_rdev = os.ttyname(stdin), os.fstat(stdin).st_rdev
+            self.modes_before = termios.tcgetattr(stdin)
         self.proc = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=self._stderr,
                                      start_new_session=tty, preexec_fn=_controlling_terminal if tty else None)
         if tty:
@@ -108,6 +111,25 @@ class LiveSession:
             self._buffer = b""
         text = "\n".join(self.other_lines)
         return dict(json.loads(text[text.index("{"):]))
+
+    def terminal_modes(self) -> list[Any]:
+        """The person's terminal's modes now (tcgetattr on a pty's master gives its slave's)."""
+        assert self._master is not None, "not started with tty=True"
+        return termios.tcgetattr(self._master)
+
+    def screen_until(self, end: bytes, timeout_s: float = 60.0) -> bytes:
+        """What reached the person's terminal (its master side) up to and with `end`."""
+        assert self._master is not None, "not started with tty=True"
+        seen = b""
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._master, selectors.EVENT_READ)
+            while end not in seen:
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    raise AssertionError(f"{end!r} never reached the terminal; it got {seen[-500:]!r}")
+                seen += os.read(self._master, 65536)
+        return seen
 
     def stderr(self) -> str:
         self._stderr.flush()

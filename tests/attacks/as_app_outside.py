@@ -1,14 +1,16 @@
-"""The layer behind the mount namespace: what session A's app uid and groups meet in the HOST's mounts.
+"""The layers behind the private root: what session A's app uid and groups meet in the HOST's mounts.
 
 The test runs this as root through `setpriv --reuid=sh-<sid>-app --regid=sh-<sid>-app --init-groups` while
-the sessions live: the same uid and groups as the app, but no Landlock, no seccomp and the host's mount
-namespace and /proc (no hidepid). Where the app itself got ENOENT (the path is not in its view), the errno
-here names the barrier that would hold next: the socket file's group, 0700 owners, the ptrace access check.
-It prints one JSON line per attempt, like attack_app.py; argv[1] is a JSON object of targets.
+the sessions live, twice: `dac` (the same uid and groups as the app, but no Landlock, no seccomp, the
+host's mount namespace and /proc without hidepid) and `landlock` (the same, inside the app's own Landlock
+rules, which it applies first). Where the app itself got ENOENT (the path is not in its view), the errno
+here names the barrier that would hold next: the socket file's group, 0700 owners, the ptrace check, or
+Landlock. It prints one JSON line per attempt, like attack_app.py; argv: the mode, then a JSON object.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import json
 import os
@@ -16,7 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attack_app import attempt, connect_unix, open_read, report, socket_families
+from attack_app import attempt, connect_unix, open_read, open_write, report, run_status, socket_families, write_text
+
+from launcher.landlock import LandlockRules, apply_landlock
+from launcher.probe import landlock_abi
+
+PR_SET_NO_NEW_PRIVS = 38
 
 
 def door_paths(doors_dir: str, other_sid: str, door_pids: dict[str, int], tmp: str) -> None:
@@ -50,20 +57,54 @@ def state(sid: str, other_sid: str, launcher: int) -> None:
 
 
 def host(targets: dict[str, Any]) -> None:
-    """The host socket under /tmp, another user's command line, rare socket families: what the kernel alone
-    gives this uid, so that the app's refusals name its private mounts, its proc and its seccomp filter."""
+    """Host sockets, another user's command line, rare socket families: what the kernel alone gives this uid,
+    so that the app's refusals name its private root, its proc and its seccomp filter."""
     attempt("host.pathname_socket", connect_unix(targets["host_socket"]))
+    attempt("host.var_lib_socket", connect_unix(targets["var_lib_socket"]))
     attempt("host.other_users_cmdline", lambda: Path(f"/proc/{targets['secret_pid']}/cmdline").read_bytes().decode())
     report("host.socket_families", results=socket_families())
 
 
+def landlocked(targets: dict[str, Any]) -> None:
+    """What DAC would allow the app's uid but its Landlock rules refuse (or, for sockets, do not govern)."""
+    sid, audit_dir = targets["sid"], f"{targets['audit_root']}/{targets['sid']}"
+    report("workspace.exec_door_written", **run_status([f"{targets['workspace']}/bin/tool.sh"]))
+    attempt("audit.list_root", lambda: os.listdir(targets["audit_root"]))
+    attempt("audit.read_log", open_read(f"{audit_dir}/audit.jsonl"))
+    attempt("audit.append_log", lambda: os.close(os.open(f"{audit_dir}/audit.jsonl", os.O_WRONLY | os.O_APPEND)))
+    attempt("audit.create_file", open_write(f"{audit_dir}/forged.jsonl"))
+    for controller, name, value in (("memory", "memory.limit_in_bytes", "-1"), ("pids", "pids.max", "max")):
+        path = f"/sys/fs/cgroup/{controller}/sharness/{sid}/app/{name}"
+        attempt(f"cgroup.raise_{controller}", functools.partial(write_text, path, value))
+    attempt("cgroup.join_fs_door", lambda: write_text(f"/sys/fs/cgroup/pids/sharness/{sid}/fs/cgroup.procs",
+                                                      str(os.getpid())))
+    attempt("tty.open_dev_tty", open_read("/dev/tty"))
+    attempt("tty.open_person_tty", lambda: os.close(os.open(targets["person_tty"], os.O_RDWR)))
+    attempt("netns.open_run_netns", open_read(f"/run/netns/sh-{sid}-keys"))
+    attempt("host.pathname_socket", connect_unix(targets["host_socket"]))
+    attempt("host.var_lib_socket", connect_unix(targets["var_lib_socket"]))
+
+
+def enter_landlock(rules: dict[str, list[str]]) -> None:
+    """The app's own Landlock rules (read, write, exec paths; signal and abstract-socket scoping)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    apply_landlock(LandlockRules(read=tuple(rules["read"]), write=tuple(rules["write"]),
+                                 exec=tuple(rules["exec"])), landlock_abi())
+
+
 def main() -> int:
-    targets = json.loads(sys.argv[1])
-    sid, other = targets["sid"], targets["other_sid"]
-    report("outside.identity", uid=os.getuid(), gid=os.getgid(), groups=sorted(os.getgroups()))
-    door_paths(f"/run/sharness/{sid}/doors", other, targets["pids"], targets["tmp"])
-    state(sid, other, targets["launcher"])
-    host(targets)
+    mode, targets = sys.argv[1], json.loads(sys.argv[2])
+    report("outside.identity", mode=mode, uid=os.getuid(), gid=os.getgid(), groups=sorted(os.getgroups()))
+    if mode == "landlock":
+        enter_landlock(targets["landlock"])
+        report("control.etc_listed", entries=len(os.listdir("/etc")))  # a read path of the app still reads
+        landlocked(targets)
+    else:
+        door_paths(f"/run/sharness/{targets['sid']}/doors", targets["other_sid"], targets["pids"], targets["tmp"])
+        state(targets["sid"], targets["other_sid"], targets["launcher"])
+        host(targets)
     report("outside.done")
     return 0
 

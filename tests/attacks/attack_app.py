@@ -38,7 +38,10 @@ NR = {"process_vm_readv": 310, "perf_event_open": 298, "bpf": 321, "keyctl": 250
 X32_BIT = 0x40000000
 CLONE_NEWUSER, CLONE_NEWNET, CLONE_NEWNS = 0x10000000, 0x40000000, 0x00020000
 TOUCH = "/usr/bin/touch"
-SHM = "/dev/shm"  # mode 1777: DAC lets anyone create here, so only Landlock can refuse it
+TTY_MARK_ERASE = b"\x01"  # the erase character the app sets on its terminal (^A: nobody's default)
+# A window title and an OSC 52 clipboard write ("sh-attack" base64), then plain text the test reads up to.
+TTY_ESCAPES = b"\x1b]0;sh-attack-title\x07\x1b]52;c;c2gtYXR0YWNr\x07"
+TTY_SCREEN_END = b"sh-attack-screen-end"  # no newline: a pty's ONLCR would rewrite it
 
 
 def report(probe: str, **observed: object) -> None:
@@ -123,23 +126,24 @@ def run_status(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str, obj
 def exec_attacks(tmp: Path, sid: str) -> None:
     """A writable path is never executable. What still runs (an interpreter reading a script, the loader
     mapping a binary, a memfd) is reported, and each of those tries a create only Landlock refuses."""
-    shm = f"{SHM}/sh-attack-{sid}"
-    attempt("landlock.shm_create", open_write(f"{shm}-direct"))
+    # Its private dir (parent of $TMPDIR) is its own, 0700: DAC lets it create there, only Landlock refuses.
+    landlocked = f"{tmp.parent}/sh-attack-{sid}"
+    attempt("landlock.private_dir_create", open_write(f"{landlocked}-direct"))
     script = tmp / "dropped.sh"
-    script.write_text(f"#!/bin/sh\necho ran-from-tmpdir\n: > {shm}-sh\n")
+    script.write_text(f"#!/bin/sh\necho ran-from-tmpdir\n: > {landlocked}-sh\n")
     script.chmod(0o755)
     report("exec.tmpdir_script", **run_status([str(script)]))
     binary = tmp / "touch-copy"
     shutil.copyfile(TOUCH, binary)
     binary.chmod(0o755)
-    report("exec.tmpdir_binary", **run_status([str(binary), f"{shm}-binary"]))
+    report("exec.tmpdir_binary", **run_status([str(binary), f"{landlocked}-binary"]))
     report("limit.sh_reads_script", **run_status(["/bin/sh", str(script)]))
     pyscript = tmp / "dropped.py"
-    pyscript.write_text(f"print('ran-from-tmpdir')\nopen({shm + '-py'!r}, 'w')\n")
+    pyscript.write_text(f"print('ran-from-tmpdir')\nopen({landlocked + '-py'!r}, 'w')\n")
     report("limit.python_reads_script", **run_status([sys.executable, str(pyscript)]))
     loader = os.path.realpath("/lib64/ld-linux-x86-64.so.2")
-    report("limit.loader_maps_binary", loader=loader, **run_status([loader, str(binary), f"{shm}-loader"]))
-    report("limit.memfd_exec", **memfd_exec(f"{shm}-memfd"))
+    report("limit.loader_maps_binary", loader=loader, **run_status([loader, str(binary), f"{landlocked}-loader"]))
+    report("limit.memfd_exec", **memfd_exec(f"{landlocked}-memfd"))
 
 
 def memfd_exec(target: str) -> dict[str, object]:
@@ -335,9 +339,11 @@ FAMILIES = (
 def host_attacks(targets: dict[str, Any]) -> None:
     """What the app can reach of the host beyond its rules: world-writable pathname sockets outside every
     Landlock rule (as the D-Bus system bus or resolved's varlink socket are, under /run; or MariaDB's
-    /var/lib/mysql/mysql.sock on RHEL, outside the masked directories), other users' command lines."""
+    /var/lib/mysql/mysql.sock on RHEL), one inside a path it may read (a project's PostgreSQL socket,
+    0777 by default), other users' command lines."""
     attempt("host.pathname_socket", connect_unix(targets["host_socket"]))
-    attempt("host.unmasked_socket", connect_unix(targets["unmasked_socket"]))
+    attempt("host.var_lib_socket", connect_unix(targets["var_lib_socket"]))
+    attempt("host.socket_in_read_path", connect_unix(targets["read_path_socket"]))
     found, uids = [], set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -365,11 +371,11 @@ def socket_families() -> dict[str, str | None]:
 
 
 def mount_attacks() -> None:
-    """The masks of the private mount namespace: lifting one, and what Landlock says behind it (the tmpfs
-    over /run is root's 0755, so DAC would list it)."""
-    attempt("mounts.umount_tmp", lambda: libc_call("umount2", b"/tmp", 2))  # MNT_DETACH
-    attempt("mounts.umount_run", lambda: libc_call("umount2", b"/run", 2))
-    attempt("landlock.list_masked_run", lambda: os.listdir("/run"))
+    """Its private root: unmount its proc or the root itself, and what Landlock says inside it (the root's
+    /run is a directory of the root's tmpfs, root's 0755, so DAC would list it)."""
+    attempt("mounts.umount_proc", lambda: libc_call("umount2", b"/proc", 2))  # MNT_DETACH
+    attempt("mounts.umount_root", lambda: libc_call("umount2", b"/", 2))
+    attempt("landlock.list_root_run", lambda: os.listdir("/run"))
 
 
 def write_text(path: str, text: str) -> str:
@@ -386,16 +392,24 @@ def inherited() -> None:
            env=sorted(os.environ), uid=os.getuid())
 
 
-def tty_attacks() -> None:
-    """The person's terminal on fd 0: inject input (TIOCSTI), take it as controlling terminal, reopen it."""
-    report("tty.isatty", value=os.isatty(0))
+def tty_attacks(targets: dict[str, Any]) -> None:
+    """The terminal on fd 0 (the person's, or a pty the launcher relays): inject input (TIOCSTI), take it as
+    controlling terminal, reopen it or the person's by name, change its modes, write escape sequences to it.
+    Then it waits for a line: meanwhile the test looks at the person's terminal."""
+    name = os.readlink("/proc/self/fd/0")  # not os.ttyname: /dev/pts may not be in its view at all
+    report("tty.isatty", value=os.isatty(0), name=name, rdev=os.fstat(0).st_rdev)
     attempt("tty.tiocsti", lambda: fcntl.ioctl(0, termios.TIOCSTI, b"#"))
     attempt("tty.take_ctty", lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
     attempt("tty.steal_ctty", lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 1))
     attempt("tty.open_dev_tty", open_read("/dev/tty"))
-    attempt("tty.open_slave_path", lambda: os.close(os.open(os.ttyname(0), os.O_RDWR)))
-    # Setting the modes it read back changes nothing, but the kernel checks the right to set them all the same.
-    attempt("tty.set_modes", lambda: termios.tcsetattr(0, termios.TCSANOW, termios.tcgetattr(0)))
+    attempt("tty.open_slave_path", lambda: os.close(os.open(name, os.O_RDWR)))
+    attempt("tty.open_person_tty", lambda: os.close(os.open(targets["person_tty"], os.O_RDWR)))
+    modes = termios.tcgetattr(0)
+    modes[6][termios.VERASE] = TTY_MARK_ERASE
+    attempt("tty.set_modes", lambda: termios.tcsetattr(0, termios.TCSANOW, modes))
+    attempt("tty.escape_sequences", lambda: os.write(0, TTY_ESCAPES + TTY_SCREEN_END))
+    report("tty.modes_set", erase=TTY_MARK_ERASE.decode(), escapes=TTY_ESCAPES.decode(), end=TTY_SCREEN_END.decode())
+    sys.stdin.readline()
 
 
 def linger() -> None:
@@ -428,7 +442,7 @@ def main() -> int:
     abstract_attacks(targets, sid)
     seccomp_attacks(targets)
     file_attacks(targets, sid)
-    tty_attacks()
+    tty_attacks(targets)
     host_attacks(targets)
     mount_attacks()
     report("http.exit", code=http.wait(timeout=60))

@@ -2,13 +2,15 @@
 
 Two sessions run side by side. Session A's app is attack_app.py: it tries everything the tests then judge.
 Session B's app is fill_app.py: it fills its own cgroup while the test, from outside, uses B's doors; B is
-also "the other session" whose socket, SVID file and certificate A goes after. While both live, the test also
-runs as_app_outside.py with A's app uid and groups in the host's mounts: the layer behind A's mount namespace.
+also "the other session" whose socket, SVID file and certificate A goes after.
+
+Each component runs in a private root holding only its own paths (launcher/mountns.py), so most of what
+the app goes after is not there (ENOENT). as_app_outside.py runs twice: with the app's uid and groups (DAC,
+the ptrace check), and inside the app's Landlock rules too (Landlock), both in the host's mounts.
 
 The scratch root (workspaces, audit root) lies under /var/lib, where a person's workspace (/home) and the
-real audit root (/var/lib/sharness) lie: outside the directories each component's mount namespace masks
-(/run, /tmp, /var/tmp, /dev/shm), so the barriers there are the ones a real session meets. The host service
-socket the app goes after lies under /tmp, as /tmp/.X11-unix does; a second one lies outside the masks.
+real audit root (/var/lib/sharness) lie. Host service sockets: one under /tmp (as /tmp/.X11-unix), one
+under /var/lib (as MariaDB's on RHEL), one inside the app's own read path (a project's PostgreSQL socket).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ import pytest
 
 from doors.client import DoorClient, DoorRefused
 from launcher import netns
+from launcher.confine_plan import app_allowance
+from launcher.layout import SessionLayout
+from launcher.session import python_paths
 from tests.attacks._live import LiveSession
 from tests.integration._session import basic_manifest, write_manifest
 
@@ -39,7 +44,7 @@ HERE = Path(__file__).parent
 TRUST_DOMAIN = "test.sharness.test"
 FILL_MEMORY_MB = 128
 FILL_PIDS = 32
-SCRATCH_PARENT = "/var/lib"  # not masked by the components' mount namespaces, like /home and /var/lib/sharness
+SCRATCH_PARENT = "/var/lib"  # where the real audit root lies; a workspace under /home alike
 
 
 @dataclass
@@ -48,6 +53,15 @@ class Outside:
 
     fs_write: dict[str, Any] = field(default_factory=dict)
     keys_refusal: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Terminal:
+    """The person's terminal (session A's stdin) as the test saw it from its master side."""
+
+    modes_during: list[Any] = field(default_factory=list)  # after the app set its terminal's modes
+    modes_after: list[Any] = field(default_factory=list)  # after the launcher ended
+    screen: bytes = b""  # what reached it, up to the app's plain end marker
 
 
 @dataclass
@@ -67,7 +81,9 @@ class AttackRun:
     door_pids_a: dict[str, int] = field(default_factory=dict)
     cmdline_secret: str = ""
     cmdline_secret_pid: int = 0
-    outside_as_app: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outside_as_app: dict[str, dict[str, Any]] = field(default_factory=dict)  # as the app's uid, host mounts
+    outside_landlocked: dict[str, dict[str, Any]] = field(default_factory=dict)  # ... in its Landlock rules too
+    terminal: Terminal = field(default_factory=Terminal)
     stderr_a: str = ""
     seconds: float = 0.0
 
@@ -171,18 +187,32 @@ def secret_in_cmdline() -> Iterator[tuple[str, int]]:
         process.wait()
 
 
-def _as_app_outside(run: AttackRun) -> dict[str, dict[str, Any]]:
-    """as_app_outside.py as A's app uid with exactly its groups, in the host's mounts; its lines by probe."""
+def _app_landlock_rules(run: AttackRun) -> dict[str, list[str]]:
+    """Session A's app's Landlock paths, made as the launcher makes them (launcher/confine_plan.py)."""
+    allowance = app_allowance(SessionLayout(run.sid_a), python_paths(), (str(run.root / "shared"),), (), False)
+    return {"read": list(allowance.read), "write": list(allowance.write), "exec": list(allowance.exec)}
+
+
+def _as_app_outside(run: AttackRun, mode: str, app_targets: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """as_app_outside.py as A's app uid with exactly its groups, in the host's mounts (`mode` dac or
+    landlock: in the app's Landlock rules too); its lines by probe."""
     user = f"sh-{run.sid_a}-app"
-    targets = {"sid": run.sid_a, "other_sid": run.sid_b, "pids": run.door_pids_a, "launcher": run.a.proc.pid,
-               "tmp": f"/run/sharness/{run.sid_a}/app/tmp", "host_socket": str(run.host_socket),
-               "secret_pid": run.cmdline_secret_pid}
+    targets = {**app_targets, "sid": run.sid_a, "launcher": run.a.proc.pid, "tmp": f"/run/sharness/{run.sid_a}/app/tmp",
+               "landlock": _app_landlock_rules(run)}
     done = subprocess.run(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", sys.executable,
-                           str(HERE / "as_app_outside.py"), json.dumps(targets)],
+                           str(HERE / "as_app_outside.py"), mode, json.dumps(targets)],
                           capture_output=True, text=True, timeout=60, cwd="/")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, f"{done.stderr}\nsession A's stderr: {run.a.stderr()[-3000:]}"
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"probe"')]
     return {line["probe"]: line for line in lines}
+
+
+def _watch_the_persons_terminal(run: AttackRun) -> None:
+    """While the app waits after changing its terminal's modes: the person's terminal's modes and screen."""
+    marks = run.a.wait_probe("tty.modes_set", timeout_s=90)
+    run.terminal.modes_during = run.a.terminal_modes()
+    run.terminal.screen = run.a.screen_until(marks["end"].encode())
+    run.a.send("go on")
 
 
 def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
@@ -195,23 +225,27 @@ def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
     run.door_pids_a = {role: _door_pid(run.sid_a, role) for role in ("fs", "keys")}
     _wait_path(run.audit_root / run.sid_a / "audit.jsonl")
     abstract = f"sh-attack-outside-{run.sid_a}"
-    unmasked_socket = run.root / "host-unmasked.sock"
+    var_lib_socket, read_path_socket = run.root / "host-service.sock", shared / "dev-db.sock"
     with (_abstract_listener_in(f"sh-{run.sid_a}-app", abstract), _host_listener(run.host_socket),
-          _host_listener(unmasked_socket)):
+          _host_listener(var_lib_socket), _host_listener(read_path_socket)):
         targets = {"pids": run.door_pids_a, "other_sid": run.sid_b, "other_svid": str(other_svid),
                    "abstract": abstract, "audit_root": str(run.audit_root), "workspace": str(run.workspace_a),
-                   "host_socket": str(run.host_socket), "unmasked_socket": str(unmasked_socket),
-                   "secret_pid": run.cmdline_secret_pid}
+                   "host_socket": str(run.host_socket), "var_lib_socket": str(var_lib_socket),
+                   "read_path_socket": str(read_path_socket),
+                   "secret_pid": run.cmdline_secret_pid, "person_tty": a.tty_name}
         a.send(json.dumps(targets))
-        run.outside_as_app = _as_app_outside(run)
+        run.outside_as_app = _as_app_outside(run, "dac", targets)
+        run.outside_landlocked = _as_app_outside(run, "landlock", targets)
         run.b.send("fill")
         run.b.wait_probe("filled")
         _outside_on_b(run)
         run.b.send("write")
         run.b.wait_probe("wrote")
         run.summary_b = run.b.finish()
+        _watch_the_persons_terminal(run)
         a.wait_probe("done", timeout_s=90)
     run.summary_a = a.finish()
+    run.terminal.modes_after = a.terminal_modes()
     run.stderr_a = a.stderr()
 
 

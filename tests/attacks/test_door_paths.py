@@ -1,9 +1,9 @@
-"""Every way to a door the app has no edge to. First barrier: the app's private mount namespace binds in only
-the sockets of its edges, and its proc (hidepid=invisible) shows no process of another uid, so each name
-gives ENOENT. Behind it, shown with the app's uid and groups in the host's mounts (as_app_outside.py): the
-socket file admits only the edge-listed clients' group (DAC), /proc of a door is another uid's (ptrace
-access check). And the door itself refuses the edge (403) when something bypasses the file: the test, as
-root, replays the app's own SVID to the keys door."""
+"""Every way to a door the app has no edge to. First barrier: the app's private root holds only the sockets of
+its edges, and its proc (hidepid=invisible) shows no process of another uid, so each name gives ENOENT.
+Behind it, shown with the app's uid and groups in the host's mounts (as_app_outside.py): the socket file
+admits only the edge-listed clients' group (DAC), /proc of a door is another uid's (ptrace access check).
+And the door itself refuses the edge (403) when something bypasses the file: the test, as root, replays the
+app's own SVID to the keys door."""
 
 from __future__ import annotations
 
@@ -48,15 +48,15 @@ def test_a_door_listener_cannot_be_copied_with_pidfd_getfd(attacks: AttackRun, d
 
 
 @pytest.mark.parametrize("way", ["keys_absolute", "keys_relative_cwd", "keys_symlink"])
-def test_the_keys_socket_is_not_in_the_apps_mounts(attacks: AttackRun, way: str) -> None:
-    """Absolute path, relative from a cwd in doors/, a symlink in $TMPDIR: ENOENT, the private mount namespace
-    binds in only edge-listed sockets (the same cwd trick reaches fs.sock, an edge: control)."""
+def test_the_keys_socket_is_not_in_the_apps_root(attacks: AttackRun, way: str) -> None:
+    """Absolute path, relative from a cwd in doors/, a symlink in $TMPDIR: ENOENT, the private root holds
+    only edge-listed sockets (the same cwd trick reaches fs.sock, an edge: control)."""
     assert attacks.a.probes[f"door.{way}"]["errno"] == "ENOENT"
     assert attacks.a.probes["control.fs_relative_cwd"]["result"] == "connected"
 
 
 @pytest.mark.parametrize("way", ["keys_absolute", "keys_relative_cwd", "keys_symlink"])
-def test_behind_the_mounts_the_keys_socket_refuses_the_apps_groups(attacks: AttackRun, way: str) -> None:
+def test_behind_the_root_the_keys_socket_refuses_the_apps_groups(attacks: AttackRun, way: str) -> None:
     """The same names in the host's mounts as the app's uid and groups: EACCES, the socket file's group
     admits only edge-listed clients (fs.sock, the app's edge, connects by the same cwd trick)."""
     assert attacks.outside_as_app[f"door.{way}"]["errno"] == "EACCES"
@@ -64,15 +64,15 @@ def test_behind_the_mounts_the_keys_socket_refuses_the_apps_groups(attacks: Atta
 
 
 def test_the_keys_socket_cannot_be_hard_linked(attacks: AttackRun) -> None:
-    """link(keys.sock, $TMPDIR/…): ENOENT in the app's mounts (nothing to link); in the host's, as the app's
-    uid, EPERM from fs.protected_hardlinks (a link would keep the mode anyway)."""
+    """link(keys.sock, $TMPDIR/…): ENOENT in the app's root (nothing to link); in the host's mounts, as the
+    app's uid, EPERM from fs.protected_hardlinks (a link would keep the mode anyway)."""
     assert attacks.a.probes["door.keys_hardlink"]["errno"] == "ENOENT"
     assert attacks.outside_as_app["door.keys_hardlink"]["errno"] == "EPERM"
 
 
 def test_another_sessions_door_socket_is_out_of_reach(attacks: AttackRun) -> None:
-    """Session B's fs.sock: ENOENT (A's mount namespace holds no other session's path); in the host's
-    mounts, as A's app uid and groups, EACCES (B's socket group admits only B's app)."""
+    """Session B's fs.sock: ENOENT (A's private root holds no other session's path); in the host's mounts,
+    as A's app uid and groups, EACCES (B's socket group admits only B's app)."""
     assert attacks.a.probes["other_session.fs_socket"]["errno"] == "ENOENT"
     assert attacks.outside_as_app["other_session.fs_socket"]["errno"] == "EACCES"
 

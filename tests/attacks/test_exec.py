@@ -12,8 +12,9 @@ pytestmark = pytest.mark.root
 
 
 def test_landlock_alone_refuses_a_create_that_dac_allows(attacks: AttackRun) -> None:
-    """/dev/shm is mode 1777: only Landlock can refuse the app's create there (the baseline the limits use)."""
-    assert attacks.a.probes["landlock.shm_create"]["errno"] == "EACCES"
+    """The app's private dir (parent of $TMPDIR) is its own, mode 0700: only Landlock (read there, write in
+    tmp/ only) can refuse the app's create in it (the baseline the limits use)."""
+    assert attacks.a.probes["landlock.private_dir_create"]["errno"] == "EACCES"
 
 
 @pytest.mark.parametrize("probe", ["exec.tmpdir_script", "exec.tmpdir_binary"])
@@ -23,16 +24,18 @@ def test_a_file_the_app_wrote_in_its_tmpdir_is_never_executable(attacks: AttackR
 
 
 def test_an_executable_the_fs_door_wrote_is_not_executable_by_the_app(attacks: AttackRun) -> None:
-    """bin/tool.sh, written 0755 through the door (doors.fs.exec lists bin): the workspace (under /var/lib
-    here, as under /home for a person: outside the masked directories, so in the app's mounts) is not in the
-    app's Landlock exec (nor read) paths, so execve gives EACCES."""
+    """bin/tool.sh, written 0755 through the door (doors.fs.exec lists bin): ENOENT, the workspace is not in
+    the app's private root. Behind it, as the app's uid in its Landlock rules in the host's mounts: EACCES,
+    Landlock (the workspace is in none of the app's paths; DAC, 0755, would let it run)."""
     assert (attacks.workspace_a / "bin" / "tool.sh").stat().st_mode & 0o111
-    assert attacks.a.probes["workspace.exec_door_written"]["errno"] == "EACCES"
+    assert attacks.a.probes["workspace.exec_door_written"]["errno"] == "ENOENT"
+    assert attacks.outside_landlocked["workspace.exec_door_written"]["errno"] == "EACCES"
 
 
 @pytest.mark.parametrize("probe", ["limit.sh_reads_script", "limit.python_reads_script"])
 def test_limit_an_interpreter_runs_a_script_from_tmpdir_but_it_stays_confined(attacks: AttackRun, probe: str) -> None:
-    """NOT held by Landlock (a read is not an exec): the script runs, and its create in /dev/shm is refused."""
+    """NOT held by Landlock (a read is not an exec): the script runs, and its create in the private dir is
+    refused."""
     seen = attacks.a.probes[probe]
     assert seen["errno"] is None and seen["stdout"] == "ran-from-tmpdir", seen
     assert seen["exit"] != 0 and "Permission denied" in seen["stderr"], seen

@@ -1,10 +1,13 @@
-"""What the app reaches of the host beyond the rules of the design. Three findings of the first run are
-held since c6fc80f (a private mount namespace and proc per component, an allow list of socket families);
-each test names the barrier and shows, with the app's uid in the host's mounts (as_app_outside.py) or by
-what opened before the fix, that nothing else holds the same thing. Two remain NOT HELD (xfail, strict:
-fixing one makes it pass, and strict then asks for the mark to go); the fixes are in docs/decisions/attacks.md."""
+"""What the app reaches of the host beyond the rules of the design. The first run's findings are held now:
+a private root and proc per component (launcher/mountns.py), an allow list of socket families (seccomp),
+a pty the launcher relays (launcher/ptyrelay.py). Each test names the barrier and shows, as the app's uid
+in the host's mounts (as_app_outside.py) or by what opened before the fix, that nothing else holds the
+same thing. What is still NOT HELD is an xfail (strict: fixing it makes it pass, and strict then asks for
+the mark to go); the fixes are in docs/decisions/attacks.md."""
 
 from __future__ import annotations
+
+import termios
 
 import pytest
 
@@ -13,23 +16,26 @@ from tests.attacks.conftest import AttackRun
 pytestmark = pytest.mark.root
 
 
-def test_a_world_writable_host_socket_under_tmp_is_not_in_the_apps_mounts(attacks: AttackRun) -> None:
-    """A 0666 socket under /tmp (as /tmp/.X11-unix/X0; D-Bus, resolved and journald live under /run):
-    ENOENT, the private mount namespace (tmpfs over /tmp). Landlock ABI 7 does not govern connect() to a
-    pathname socket, so the mask is all that holds it: the app's uid connects in the host's mounts."""
-    assert attacks.a.probes["host.pathname_socket"]["errno"] == "ENOENT"
-    assert attacks.outside_as_app["host.pathname_socket"]["result"] == "connected"
+@pytest.mark.parametrize("probe", ["host.pathname_socket", "host.var_lib_socket"])
+def test_a_world_writable_host_socket_is_not_in_the_apps_root(attacks: AttackRun, probe: str) -> None:
+    """0666 sockets under /tmp (as /tmp/.X11-unix/X0; D-Bus, resolved and journald live under /run) and
+    under /var/lib (as MariaDB's /var/lib/mysql/mysql.sock on RHEL): ENOENT, the private root. Landlock ABI 7
+    does not govern connect() to a pathname socket, so the root is all that holds it: as the app's uid, in
+    its Landlock rules too, it connects in the host's mounts."""
+    assert attacks.a.probes[probe]["errno"] == "ENOENT"
+    assert attacks.outside_as_app[probe]["result"] == "connected"
+    assert attacks.outside_landlocked[probe]["result"] == "connected"
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT HELD: the mount namespace masks only /run, /tmp, /var/tmp and /dev/shm, and Landlock ABI 7 does not "
-    "govern connect() to pathname unix sockets: a world-writable socket anywhere else is one connect() away "
-    "(here a 0666 socket under /var/lib, as MariaDB's /var/lib/mysql/mysql.sock on RHEL; sockets in /home, "
-    "/var/spool, /srv alike). Fix in launcher/mountns.py: build the component's root from an allow list "
-    "(a tmpfs root with only its Landlock paths bound in, then pivot_root), so any other path gives ENOENT; "
-    "on Landlock ABI 9 (Linux 7.1+) LANDLOCK_ACCESS_FS_RESOLVE_UNIX granted only on edge sockets gives EACCES"))
-def test_a_world_writable_host_socket_outside_the_masked_dirs_is_out_of_reach(attacks: AttackRun) -> None:
-    assert attacks.a.probes["host.unmasked_socket"]["errno"] == "ENOENT"
+    "NOT HELD: a path the app may read is bound into its root whole, and Landlock ABI 7 does not govern "
+    "connect() to a pathname socket: a world-writable socket inside a read path connects (here a 0666 socket "
+    "in the manifest's files.read dir, as a project's PostgreSQL socket, 0777 by default). Fix: on Landlock "
+    "ABI 9 (Linux 7.1+) handle LANDLOCK_ACCESS_FS_RESOLVE_UNIX and grant it only on the edge sockets (EACCES, "
+    "as this test asserts); on ABI 7, preflight can name the sockets another uid may write under files.read "
+    "and refuse the manifest"))
+def test_a_socket_inside_a_read_path_is_refused(attacks: AttackRun) -> None:
+    assert attacks.a.probes["host.socket_in_read_path"]["errno"] == "EACCES"
 
 
 def test_other_users_processes_are_invisible(attacks: AttackRun) -> None:
@@ -45,8 +51,8 @@ def test_other_users_processes_are_invisible(attacks: AttackRun) -> None:
 
 def test_socket_families_beyond_unix_netlink_and_inet_are_refused_by_seccomp(attacks: AttackRun) -> None:
     """Every rare family gives EPERM in the app: seccomp's allow list (AF_UNIX, AF_NETLINK, AF_INET/6). The
-    kernel alone, for the same uid, opens some (AF_VSOCK, AF_ALG, ... on this machine) or answers
-    EAFNOSUPPORT: where it does not say EPERM itself, EPERM is seccomp's, and there is such a family."""
+    kernel alone, for the same uid, opens some (AF_VSOCK on this machine) or answers EAFNOSUPPORT: where it
+    does not say EPERM itself, EPERM is seccomp's, and there is such a family."""
     results = dict(attacks.a.probes["host.socket_families"]["results"])
     assert results.pop("netlink_route") is None  # the app's own netns: allowed, and harmless
     assert results == dict.fromkeys(results, "EPERM"), results
@@ -54,10 +60,24 @@ def test_socket_families_beyond_unix_netlink_and_inet_are_refused_by_seccomp(att
     assert {name for name in results if kernel_alone[name] != "EPERM"}, kernel_alone
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT HELD: the app's stdin is the person's terminal itself, so it may change its modes (echo off, raw) and "
-    "write escape sequences to it; Landlock's IOCTL_DEV does not cover fds opened before the restriction. "
-    "TIOCSTI and taking the terminal are held (test_terminal). Fix in launcher/session.py: relay the app's "
-    "stdio through a pty the launcher owns (as sudo's use_pty and ssh do), or give it pipes"))
 def test_the_app_cannot_change_the_persons_terminal_modes(attacks: AttackRun) -> None:
-    assert attacks.a.probes["tty.set_modes"]["errno"] is not None
+    """The app sets ^A as its terminal's erase character (tcsetattr succeeds, on the relay's pty): the person's
+    terminal keeps its own meanwhile, and after the launcher it has exactly the modes it had before (the relay
+    put it in raw mode while relaying and restored it). Held by the launcher's pty relay."""
+    marks = attacks.a.probes["tty.modes_set"]
+    assert attacks.a.probes["tty.set_modes"]["errno"] is None
+    erase = termios.VERASE
+    assert attacks.terminal.modes_during[6][erase] == attacks.a.modes_before[6][erase] != marks["erase"].encode()
+    assert attacks.terminal.modes_after == attacks.a.modes_before
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "NOT HELD: the pty relay passes the app's output byte for byte, so its escape sequences reach the person's "
+    "terminal emulator: here a window title (OSC 0) and a clipboard write (OSC 52, honoured by xterm, kitty, "
+    "iTerm2, tmux with set-clipboard on, ...). Fix in launcher/ptyrelay.py: a filter on the screen channel "
+    "that drops OSC/DCS/APC/PM strings (or all but a short allow list such as SGR and cursor moves)"))
+def test_escape_sequences_do_not_reach_the_persons_terminal(attacks: AttackRun) -> None:
+    escapes = attacks.a.probes["tty.modes_set"]["escapes"].encode()
+    assert attacks.a.probes["tty.escape_sequences"]["errno"] is None  # written to its own terminal
+    assert attacks.a.probes["tty.modes_set"]["end"].encode() in attacks.terminal.screen
+    assert b"\x1b]" not in attacks.terminal.screen and escapes not in attacks.terminal.screen, attacks.terminal.screen

@@ -1,8 +1,7 @@
-"""After both sessions: nothing of theirs is left, the audit logs verify, no /dev/shm file was made."""
+"""After both sessions: nothing of theirs is left, the audit logs verify, the app's daemon is gone."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -18,7 +17,6 @@ def test_both_sessions_left_nothing(attacks: AttackRun) -> None:
     for sid, summary in ((attacks.sid_a, attacks.summary_a), (attacks.sid_b, attacks.summary_b)):
         assert summary["teardown_errors"] == []
         assert leftovers(sid) == {}, sid
-    assert not [name for name in os.listdir("/dev/shm") if name.startswith("sh-attack")]
 
 
 @pytest.mark.parametrize("which", ["a", "b"])

@@ -28,8 +28,8 @@ SECCOMP_EPERM = {
     "seccomp.kcmp_self": "success: comparing its own fds",
     "seccomp.setns_own_netns": "EPERM too (no CAP_SYS_ADMIN)",
     "seccomp.unshare_mount_ns": "EPERM too without a user namespace",
-    "mounts.umount_tmp": "EPERM too (no CAP_SYS_ADMIN): the mask over /tmp stays",
-    "mounts.umount_run": "EPERM too (no CAP_SYS_ADMIN): the mask over /run stays",
+    "mounts.umount_proc": "EPERM too (no CAP_SYS_ADMIN): its hidepid proc stays",
+    "mounts.umount_root": "EPERM too (no CAP_SYS_ADMIN): its private root stays",
 }
 
 
@@ -50,13 +50,14 @@ def test_an_x32_syscall_kills_the_caller(attacks: AttackRun) -> None:
     assert attacks.a.probes["seccomp.x32_getpid"] == {"probe": "seccomp.x32_getpid", "signal": "SIGSYS"}
 
 
-def test_another_components_netns_file_is_not_in_the_apps_mounts(attacks: AttackRun) -> None:
+def test_another_components_netns_file_is_not_in_the_apps_root(attacks: AttackRun) -> None:
     """/run/netns/sh-<sid>-keys, opened for reading and as O_PATH for setns (O_PATH is not fenced by Landlock's
-    read right): ENOENT, the private mount namespace. In the host's mounts the app's uid opens it (mode 0444:
-    DAC is no layer here); behind the mask stands Landlock, which has no rule for /run (test_files:
-    test_landlock_still_governs_the_masked_tree), and setns itself is seccomp's EPERM (setns_own_netns)."""
+    read right): ENOENT, the private root. Behind it: in the app's Landlock rules EACCES, Landlock; with the
+    app's uid alone it opens (mode 0444: DAC is no layer here); setns itself is seccomp's EPERM
+    (setns_own_netns)."""
     assert attacks.a.probes["netns.open_run_netns"]["errno"] == "ENOENT"
     assert attacks.a.probes["netns.setns_run_netns_opath"]["errno"] == "ENOENT"
+    assert attacks.outside_landlocked["netns.open_run_netns"]["errno"] == "EACCES"
     assert attacks.outside_as_app["netns.open_run_netns"]["result"] == "opened"
 
 

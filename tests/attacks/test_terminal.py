@@ -1,7 +1,7 @@
-"""The person's terminal is the app's stdin (as when the launcher runs from a shell): the app cannot push
-input into it (TIOCSTI, the bubblewrap CVE-2017-5226 shape) nor make it its controlling terminal, because
-the launcher put the app in a session of its own (setsid); dev.tty.legacy_tiocsti is 1 on this machine,
-so the ioctl itself is not disabled. Reopening the terminal by name is refused too."""
+"""The person's terminal is the launcher's stdin (as when it runs from a shell). The launcher relays the app's
+stdio through a pty of its own (launcher/ptyrelay.py): the app's terminal is that pty, so what it injects
+(TIOCSTI), takes (TIOCSCTTY) or sets (modes) lands on its own pty, and it holds no fd and reaches no path of
+the person's terminal. dev.tty.legacy_tiocsti is 1 on this machine: the ioctl itself is not disabled."""
 
 from __future__ import annotations
 
@@ -12,21 +12,33 @@ from tests.attacks.conftest import AttackRun
 pytestmark = pytest.mark.root
 
 
-def test_stdin_is_the_launchers_controlling_terminal(attacks: AttackRun) -> None:
-    assert attacks.a.probes["tty.isatty"]["value"] is True
-    assert attacks.a.probes["inherited"]["fds"]["0"].startswith("/dev/pts/")
+def test_the_apps_terminal_is_the_relays_pty_not_the_persons(attacks: AttackRun) -> None:
+    """fd 0 is a terminal, another device than the person's (held by the launcher's pty relay)."""
+    seen = attacks.a.probes["tty.isatty"]
+    assert seen["value"] is True and seen["name"].startswith("/dev/pts/"), seen
+    assert (seen["name"], seen["rdev"]) != (attacks.a.tty_name, attacks.a.tty_rdev), seen
+    assert attacks.a.probes["inherited"]["fds"]["0"] == seen["name"]
 
 
 @pytest.mark.parametrize("probe", ["tty.tiocsti", "tty.take_ctty", "tty.steal_ctty"])
-def test_the_app_cannot_inject_input_or_take_the_terminal(attacks: AttackRun, probe: str) -> None:
-    """EPERM from the tty layer: not the caller's controlling terminal, and no CAP_SYS_ADMIN to steal it."""
-    assert attacks.a.probes[probe]["errno"] == "EPERM"
+def test_input_injection_and_taking_the_terminal_land_on_the_apps_own_pty(attacks: AttackRun, probe: str) -> None:
+    """TIOCSTI and TIOCSCTTY succeed: on the relay's pty, already the app's controlling terminal. The person's
+    terminal is not that device (above), nor any fd the app holds (test_the_app_inherits_only_…)."""
+    assert attacks.a.probes[probe]["errno"] is None, attacks.a.probes[probe]
 
 
-@pytest.mark.parametrize("probe", ["tty.open_dev_tty", "tty.open_slave_path"])
-def test_the_app_cannot_reopen_the_terminal(attacks: AttackRun, probe: str) -> None:
-    """/dev/tty and /dev/pts/N are under no Landlock rule of the app: EACCES (the pts is root's 0620 too)."""
-    assert attacks.a.probes[probe]["errno"] == "EACCES"
+@pytest.mark.parametrize("probe", ["tty.open_dev_tty", "tty.open_slave_path", "tty.open_person_tty"])
+def test_the_app_cannot_open_a_terminal_by_name(attacks: AttackRun, probe: str) -> None:
+    """/dev/tty, its own /dev/pts/M and the person's /dev/pts/N: ENOENT, neither /dev/tty nor /dev/pts is in
+    the app's private root."""
+    assert attacks.a.probes[probe]["errno"] == "ENOENT"
+
+
+@pytest.mark.parametrize("probe", ["tty.open_dev_tty", "tty.open_person_tty"])
+def test_behind_the_root_landlock_refuses_the_terminals(attacks: AttackRun, probe: str) -> None:
+    """As the app's uid in its Landlock rules in the host's mounts: EACCES, Landlock (no rule for /dev/tty or
+    /dev/pts; the person's pts is root's 0620 here besides)."""
+    assert attacks.outside_landlocked[probe]["errno"] == "EACCES"
 
 
 def test_the_app_inherits_only_its_stdio_and_named_variables(attacks: AttackRun) -> None:
