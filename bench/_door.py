@@ -6,6 +6,7 @@ serve_mtls with the session's edges and a router answering ``GET /v0/hello``; pr
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,8 +52,8 @@ def hello_router(identity: SessionIdentity) -> Router:
 async def serve(spec: DoorSpec) -> None:
     """Listen, say ready, and serve until killed; events (refusals, requests) are dropped."""
     with open(spec.bundle_path, "rb") as bundle:
-        ctx = server_context_from_file(bundle.read(), spec.svid_path)
-    if spec.num_tickets >= 0:
+        ctx = server_context_from_file(bundle.read(), spec.svid_path, "stdlib")
+    if spec.num_tickets >= 0 and isinstance(ctx, ssl.SSLContext):
         ctx.num_tickets = spec.num_tickets
     if spec.backend == "pyopenssl":
         from bench import _pyossl

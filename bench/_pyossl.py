@@ -19,6 +19,7 @@ import doors._transport._server as transport_server
 from bench._certs import CertFiles
 from bench._tls import TlsOptions, pyopenssl_context
 from doors._transport._stream import TlsStream
+from doors._transport._tls import TlsContext
 
 _BIO_CHUNK = 1 << 16
 
@@ -109,7 +110,7 @@ class PyOpenSSLTlsStream(TlsStream):
     """TlsStream whose TLS is pyOpenSSL's; the ssl.SSLContext argument is ignored for the installed one."""
 
     @classmethod
-    def wrap(cls, transport: object, ctx: ssl.SSLContext, *, server_side: bool,
+    def wrap(cls, transport: object, ctx: TlsContext, *, server_side: bool,
              session: object | None = None) -> TlsStream:
         py_ctx = _CONTEXTS.server if server_side else _CONTEXTS.client
         if py_ctx is None:

@@ -9,7 +9,6 @@ import contextlib
 import functools
 import os
 import signal
-import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,13 @@ import trio
 from doors._contract import DoorContract
 from doors._http import Limits, Request, Response, Route, Router, json_response
 from doors._status import StatusSender
-from doors._transport import client_context_from_fd, listener_from_fd, serve_mtls, server_context_from_fd
+from doors._transport import (
+    TlsContext,
+    client_context_from_fd,
+    listener_from_fd,
+    serve_mtls,
+    server_context_from_fd,
+)
 from pki.edges import EdgePolicy
 from pki.spiffe import SessionIdentity
 
@@ -34,8 +39,8 @@ class DoorRuntime:
     contract: DoorContract
     identity: SessionIdentity
     edge_policy: EdgePolicy
-    server_ctx: ssl.SSLContext
-    client_ctx: ssl.SSLContext
+    server_ctx: TlsContext
+    client_ctx: TlsContext
     audit_channel: trio.MemorySendChannel[dict[str, Any]]
     dropped: int = 0
 
@@ -76,7 +81,7 @@ def _router(runtime: DoorRuntime, routes: RoutesArg, held_rows: frozenset[str]) 
     return Router(runtime.contract.role, [Route("GET", "/v0/hello", hello), *extra])
 
 
-def _contexts(contract: DoorContract) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+def _contexts(contract: DoorContract) -> tuple[TlsContext, TlsContext]:
     """Load the SVID once for serving and once for calling other doors, then close the memfd."""
     server_ctx = server_context_from_fd(contract.bundle_pem, contract.svid_fd)
     client_ctx = client_context_from_fd(contract.bundle_pem, contract.svid_fd)

@@ -61,6 +61,7 @@ def _only_protocol(family: int, sock_type: int, allowed: int) -> list[Rule]:
 
 
 AF_UNIX, AF_NETLINK = 1, 16
+NETLINK_ROUTE = 0
 AF_MAX = 46  # AF_MCTP (45) is the last family Linux 6.x defines
 # An allow list of families: anything else (AF_VSOCK to the hypervisor, AF_BLUETOOTH, AF_CAN, AF_ALG, ...)
 # is refused, whatever the kernel's config builds in. AF_NETLINK stays: glibc's getaddrinfo asks it about
@@ -72,6 +73,8 @@ def _family_rules() -> list[Rule]:
     rules = [Rule("socket", errno.EPERM, (_int_eq(0, family),))
              for family in range(AF_MAX) if family not in FAMILIES_ALLOWED]
     rules.append(Rule("socket", errno.EPERM, ((0, scmp.CMP_GE, AF_MAX, 0),)))
+    # Netlink only as NETLINK_ROUTE (protocol 0), the component's own netns: not uevents, audit, sock_diag...
+    rules.append(Rule("socket", errno.EPERM, (_int_eq(0, AF_NETLINK), (2, scmp.CMP_GT, NETLINK_ROUTE, 0))))
     return rules
 
 

@@ -78,6 +78,11 @@ def test_only_unix_netlink_and_inet_families_open() -> None:
     assert run_child(seccomp_only(False), lambda: sys_call("socket", 46, 1, 0)).errno == errno.EPERM
     for family, kind in ((socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW)):
         assert run_child(seccomp_only(True), partial(_sock, family, kind)).report == {"value": 0}
+    for protocol in (15, 4, 9):  # NETLINK_KOBJECT_UEVENT, NETLINK_SOCK_DIAG, NETLINK_AUDIT
+        control = run_child(nothing, partial(_sock, socket.AF_NETLINK, socket.SOCK_RAW, protocol))
+        assert control.report == {"value": 0}, (protocol, control.report)
+        filtered = run_child(seccomp_only(True), partial(_sock, socket.AF_NETLINK, socket.SOCK_RAW, protocol))
+        assert filtered.errno == errno.EPERM, (protocol, filtered.report)
 
 
 # --- kernel: root children, filter only, against an unfiltered control ---------------------------
