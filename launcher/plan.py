@@ -79,6 +79,8 @@ class Plan:
     workspace: str
     components: tuple[ComponentPlan, ...]
     rows: tuple[PlanRow, ...]
+    # Known gaps no row asks about but a person should know (tests/attacks/test_host_reach.py keeps them honest).
+    not_covered: tuple[str, ...] = ()
 
     @property
     def unheld_count(self) -> int:
@@ -92,6 +94,7 @@ class Plan:
             "components": [component.as_dict() for component in self.components],
             "rows": [row.as_dict() for row in self.rows],
             "row_count": len(self.rows), "unheld_count": self.unheld_count,
+            "not_covered": list(self.not_covered),
         }
 
 
@@ -314,7 +317,18 @@ def build_plan(manifest: Manifest, facts: KernelFacts) -> Plan:
         ttl_s=manifest.session.ttl_s, workspace=manifest.workspace,
         components=tuple(_component(manifest, role) for role in manifest.roles),
         rows=tuple(_judge(component, spec, facts) for component, spec in specs),
+        not_covered=_not_covered(manifest, facts),
     )
+
+
+def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
+    gaps = []
+    if manifest.app.files_read and facts.landlock_abi < 9:
+        gaps.append("a world-writable Unix socket inside app.files.read is reachable: Landlock ABI "
+                    f"{facts.landlock_abi} does not govern connect() (ABI 9's RESOLVE_UNIX does)")
+    if "app" in manifest.roles:
+        gaps.append("the app's terminal output is relayed as it is: escape sequences reach the person's terminal")
+    return tuple(gaps)
 
 
 def render_plan(plan: Plan) -> str:
@@ -334,4 +348,5 @@ def render_plan(plan: Plan) -> str:
         lines.append(f"  {'':<8} {'':<22} {'':<11} {'':<7} by {row.held_by}"
                      + ("" if row.held else f"; unheld: {row.why_unheld}"))
     lines += ["", f"{plan.unheld_count} of {len(plan.rows)} rows unheld on this machine"]
+    lines += [f"not covered: {gap}" for gap in plan.not_covered]
     return "\n".join(lines)

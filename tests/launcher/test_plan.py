@@ -126,3 +126,10 @@ def test_json_and_text() -> None:
     text = render_plan(plan)
     assert f"{plan.unheld_count} of {len(plan.rows)} rows unheld on this machine" in text
     assert plan.sha256 in text and "\x1b" not in text
+
+
+def test_known_gaps_are_said_not_hidden() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    assert any("files.read" in gap and "ABI 7" in gap for gap in plan.not_covered)
+    assert all(f"not covered: {gap}" in render_plan(plan) for gap in plan.not_covered)
+    assert plan.as_dict()["not_covered"] == list(plan.not_covered)
