@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from launcher.termfilter import TermFilter
+
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 CHUNK = 65536
 BUFFER_LIMIT = 256 * 1024  # per direction: past it the relay stops reading, and the writer waits
@@ -74,6 +76,7 @@ class Channel:
     pending: bytearray = field(default_factory=bytearray)
     source_open: bool = True
     sink_open: bool = True
+    screen_filter: TermFilter | None = None  # app → person: its escape sequences pass only through this
 
     def wants_read(self) -> bool:
         return self.source_open and len(self.pending) < self.limit
@@ -85,8 +88,10 @@ class Channel:
         """What the source gave; b"" is its end."""
         if not data:
             self.source_open = False
+            if self.screen_filter is not None and self.sink_open:
+                self.pending += self.screen_filter.end()
         elif self.sink_open:
-            self.pending += data
+            self.pending += data if self.screen_filter is None else self.screen_filter.feed(data)
 
     def sent(self, count: int) -> None:
         del self.pending[:count]
@@ -156,7 +161,7 @@ class PtyRelay:
         self._raw = False
         self._saved_flags: dict[int, int] = {}
         self._keys = Channel(source_open=plan.keys_from is not None)  # person → app
-        self._screen = Channel()  # app → person
+        self._screen = Channel(screen_filter=TermFilter())  # app → person, filtered (launcher/termfilter.py)
         self._closed = False
 
     @classmethod

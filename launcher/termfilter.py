@@ -1,0 +1,214 @@
+"""Filter the app's terminal output before it reaches the person's terminal (app → person, the screen).
+
+Pure and streaming: bytes in, bytes out, the state carried from one chunk to the next, so a sequence may
+be split anywhere. What comes out is safe by construction, each piece emitted whole: well-formed UTF-8
+text; BEL, BS, HT, LF, CR; well-formed CSI sequences (colours, cursor moves, erase, modes) except window
+operations and media copy; ESC 7 8 = > M and the G0/G1 designations of ASCII and line drawing. Strings
+that reach past the screen (OSC: titles, clipboard, hyperlinks; DCS, APC, PM, SOS) are dropped whole, in
+their 7-bit, 8-bit and UTF-8-encoded C1 forms. The policy and why: docs/decisions/ptyrelay.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from enum import Enum
+
+CSI_MAX = 4096  # bytes of one CSI sequence, ESC [ and final byte included; a longer one is dropped
+REPLACEMENT = "\N{REPLACEMENT CHARACTER}".encode()  # what an ill-formed UTF-8 sequence becomes
+
+ESC, CAN, SUB, DEL = 0x1B, 0x18, 0x1A, 0x7F
+_CONTROLS_KEPT = b"\x07\x08\x09\x0a\x0d"  # BEL BS HT LF CR
+_ESC_KEPT = b"78=>M"  # DECSC DECRC DECKPAM DECKPNM RI
+_DESIGNATORS, _CHARSETS_KEPT = b"()", b"0B"  # ESC ( 0 and ESC ( B: what ncurses' smacs/rmacs/sgr0 send
+_CSI_FINALS_DROPPED = b"ti"  # XTWINOPS (resize, iconify, report the title), media copy (print)
+_STRING_STARTS = {ord("]"): True, ord("P"): False, ord("_"): False, ord("^"): False, ord("X"): False}
+_C1_STRINGS = {0x9D: True, 0x90: False, 0x9F: False, 0x9E: False, 0x98: False}  # True: an OSC (ends at BEL)
+_C1_CSI = 0x9B
+
+_UTF8_CHAR = (rb"\xc2[\xa0-\xbf]|[\xc3-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
+              rb"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
+              rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}")
+_UTF8_PREFIX = re.compile(  # the longest start of a well-formed character (Unicode table 3-7)
+    rb"[\xc2-\xdf]|\xe0[\xa0-\xbf]?|[\xe1-\xec\xee\xef][\x80-\xbf]?|\xed[\x80-\x9f]?"
+    rb"|\xf0(?:[\x90-\xbf][\x80-\xbf]?)?|[\xf1-\xf3](?:[\x80-\xbf][\x80-\xbf]?)?|\xf4(?:[\x80-\x8f][\x80-\xbf]?)?")
+_TEXT_RUN = re.compile(rb"(?:[\x07-\x0a\x0d\x20-\x7e]+|" + _UTF8_CHAR + rb")+")
+_DROPPED_CONTROLS = re.compile(rb"[\x00-\x06\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+")
+_CSI_WHOLE = re.compile(rb"\x1b\[[\x20-\x3f]*[\x40-\x7e]")
+_CSI_BODY = re.compile(rb"[\x20-\x3f]*")
+_CSI_WELL_FORMED = re.compile(rb"\x1b\[[\x30-\x3f]*([\x20-\x2f]*)([\x40-\x7e])")
+_OSC_END = re.compile(rb"[\x07\x18\x1a\x1b]|\xc2\x9c")  # BEL, CAN, SUB, ESC (ESC \ is ST), C1 ST in UTF-8
+_STRING_END = re.compile(rb"[\x18\x1a\x1b]|\xc2\x9c")
+
+
+class State(Enum):
+    GROUND = "ground"
+    ESCAPE = "escape"  # after ESC
+    ESCAPE_INTERMEDIATE = "escape intermediate"  # after ESC and a byte 0x20-0x2F (ESC ( B, ESC # 8, ESC % G)
+    CSI = "csi"  # inside ESC [ (or 0x9B): held until its final byte says whether it passes
+    CSI_DROPPED = "csi dropped"  # inside a CSI past CSI_MAX: skipped to its final byte
+    OSC = "osc"  # inside ESC ] (or 0x9D): skipped to BEL or ST
+    STRING = "string"  # inside DCS, APC, PM or SOS: skipped to ST
+
+
+def csi_allowed(sequence: bytes) -> bool:
+    """Whether a whole CSI sequence (ESC [ ... final) passes: well-formed, within CSI_MAX, not t or i."""
+    match = _CSI_WELL_FORMED.fullmatch(sequence)
+    if match is None or len(sequence) > CSI_MAX:
+        return False
+    return bool(match.group(1)) or match.group(2)[0] not in _CSI_FINALS_DROPPED
+
+
+class TermFilter:
+    """The screen direction's filter: feed() each chunk the app wrote, end() once the pty hung up."""
+
+    def __init__(self) -> None:
+        self._state = State.GROUND
+        self._held = b""  # bytes of an unfinished UTF-8 character (GROUND) or a lone C2 (OSC, STRING)
+        self._csi = bytearray()  # the CSI sequence so far, in its 7-bit form
+        self._intermediate: int | None = None  # ESCAPE_INTERMEDIATE: its one byte, None after a second
+        self._steps: dict[State, Callable[[bytes, int, list[bytes]], int]] = {
+            State.GROUND: self._ground, State.ESCAPE: self._escape,
+            State.ESCAPE_INTERMEDIATE: self._escape_intermediate, State.CSI: self._in_csi,
+            State.CSI_DROPPED: self._in_csi, State.OSC: self._in_string, State.STRING: self._in_string}
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def held(self) -> int:
+        """How many bytes wait for the rest of their sequence (at most CSI_MAX)."""
+        return len(self._held) + len(self._csi)
+
+    def feed(self, data: bytes) -> bytes:
+        """What of `data` (and of what earlier chunks left unfinished) may reach the person's terminal now."""
+        if self._held:
+            data, self._held = self._held + data, b""
+        out: list[bytes] = []
+        position = 0
+        while position < len(data):
+            position = self._steps[self._state](data, position, out)
+        return b"".join(out)
+
+    def end(self) -> bytes:
+        """The app's output ended: an unfinished sequence or string is dropped, an unfinished character is U+FFFD."""
+        tail = REPLACEMENT if self._held and self._state is State.GROUND else b""
+        self._state, self._held, self._csi, self._intermediate = State.GROUND, b"", bytearray(), None
+        return tail
+
+    # -- one step per state: consume from data[position:], return where the next step starts --
+
+    def _ground(self, data: bytes, position: int, out: list[bytes]) -> int:
+        if run := _TEXT_RUN.match(data, position):
+            out.append(run.group())
+            return run.end()
+        if run := _DROPPED_CONTROLS.match(data, position):
+            return run.end()
+        byte = data[position]
+        if byte == ESC:
+            if whole := _CSI_WHOLE.match(data, position):  # the usual case: no need to hold it
+                if csi_allowed(whole.group()):
+                    out.append(whole.group())
+                return whole.end()
+            self._state = State.ESCAPE
+            return position + 1
+        if 0x80 <= byte <= 0x9F:  # an 8-bit C1 control (not part of a well-formed character)
+            self._c1(byte)
+            return position + 1
+        if byte == 0xC2 and position + 1 < len(data) and 0x80 <= data[position + 1] <= 0x9F:
+            self._c1(data[position + 1])  # a C1 control encoded as UTF-8 (U+0080..U+009F)
+            return position + 2
+        prefix = _UTF8_PREFIX.match(data, position)
+        if prefix and prefix.end() == len(data):
+            self._held = data[position:]  # the rest of this character is in the next chunk
+            return len(data)
+        out.append(REPLACEMENT)  # ill-formed: one U+FFFD for its longest well-formed start, as decoders do
+        return prefix.end() if prefix else position + 1
+
+    def _c1(self, control: int) -> None:
+        if control == _C1_CSI:
+            self._start_csi()
+        elif control in _C1_STRINGS:
+            self._state = State.OSC if _C1_STRINGS[control] else State.STRING
+        # every other C1 control (IND, NEL, SS2, DECID, ST alone, ...) is dropped
+
+    def _start_csi(self) -> None:
+        self._state = State.CSI
+        self._csi = bytearray(b"\x1b[")
+
+    def _escape(self, data: bytes, position: int, out: list[bytes]) -> int:
+        byte = data[position]
+        if byte < 0x20 or byte == DEL:
+            self._control_inside(byte, out)
+        elif byte == ord("["):
+            self._start_csi()
+        elif byte in _STRING_STARTS:
+            self._state = State.OSC if _STRING_STARTS[byte] else State.STRING
+        elif byte in _ESC_KEPT:
+            out.append(bytes((ESC, byte)))
+            self._state = State.GROUND
+        elif byte <= 0x2F:
+            self._intermediate = byte
+            self._state = State.ESCAPE_INTERMEDIATE
+        else:
+            self._state = State.GROUND
+            if byte > 0x7E:
+                return position  # not an escape sequence: the byte is read again as text
+        return position + 1
+
+    def _escape_intermediate(self, data: bytes, position: int, out: list[bytes]) -> int:
+        byte = data[position]
+        if byte < 0x20 or byte == DEL:
+            self._control_inside(byte, out)
+        elif byte <= 0x2F:
+            self._intermediate = None  # two intermediates: nothing kept has that shape
+        else:
+            self._state = State.GROUND
+            if byte > 0x7E:
+                return position
+            if self._intermediate is not None and self._intermediate in _DESIGNATORS and byte in _CHARSETS_KEPT:
+                out.append(bytes((ESC, self._intermediate, byte)))
+        return position + 1
+
+    def _in_csi(self, data: bytes, position: int, out: list[bytes]) -> int:
+        body = _CSI_BODY.match(data, position)
+        assert body is not None  # `*` matches the empty string
+        if body.end() > position:
+            if self._state is State.CSI:
+                self._csi += body.group()
+                if len(self._csi) >= CSI_MAX:  # even with its final byte it would be too long
+                    self._state, self._csi = State.CSI_DROPPED, bytearray()
+            return body.end()
+        byte = data[position]
+        if byte < 0x20 or byte == DEL:
+            self._control_inside(byte, out)
+        elif byte <= 0x7E:
+            if self._state is State.CSI and csi_allowed(bytes(self._csi) + bytes((byte,))):
+                out.append(bytes(self._csi) + bytes((byte,)))
+            self._state = State.GROUND
+        else:
+            self._state = State.GROUND
+            return position  # a byte no CSI holds ends it unfinished; it is read again as text
+        if self._state is not State.CSI:
+            self._csi = bytearray()
+        return position + 1
+
+    def _control_inside(self, byte: int, out: list[bytes]) -> None:
+        """A C0 control or DEL inside an escape or CSI sequence: as a VT500 parser does."""
+        if byte == ESC:  # the sequence so far is abandoned; a new one starts
+            self._state = State.ESCAPE
+        elif byte in (CAN, SUB):  # cancel
+            self._state = State.GROUND
+        elif byte in _CONTROLS_KEPT:  # executed where it stands, so emitted before the sequence
+            out.append(bytes((byte,)))
+
+    def _in_string(self, data: bytes, position: int, out: list[bytes]) -> int:
+        terminator = (_OSC_END if self._state is State.OSC else _STRING_END).search(data, position)
+        if terminator is None:
+            if data[-1] == 0xC2:  # maybe the start of a UTF-8-encoded ST
+                self._held = b"\xc2"
+            return len(data)
+        byte = data[terminator.start()]
+        self._state = State.ESCAPE if byte == ESC else State.GROUND  # ESC \ (ST) then ends in ESCAPE
+        return terminator.end()
