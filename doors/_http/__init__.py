@@ -12,9 +12,10 @@ from doors._http._records import (
     json_body,
     json_response,
 )
-from doors._http._router import Handler, Route, Router
+from doors._http._router import Handler, Route, Router, TakeoverHandler, TakeoverRoute
 from doors._http._serve import serve_http
 from doors._http._server_conn import ServerConnection
+from doors._http._takeover import ReplayStream
 
 __all__ = [
     "ERROR_STATUSES",
@@ -24,12 +25,15 @@ __all__ = [
     "Handler",
     "HttpError",
     "Limits",
+    "ReplayStream",
     "Request",
     "Response",
     "ResponseProtocolError",
     "Route",
     "Router",
     "ServerConnection",
+    "TakeoverHandler",
+    "TakeoverRoute",
     "encode_body",
     "error_response",
     "json_body",

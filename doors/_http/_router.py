@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from doors._http._records import HttpError, Request, Response
 
+if TYPE_CHECKING:
+    import trio
+
 Handler = Callable[[Request], Awaitable[Response]]
+# Gets the request and the connection's stream, which replays every byte the server read since that
+# request began (its head included): the handler owns the connection from then on.
+TakeoverHandler = Callable[[Request, "trio.abc.Stream"], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,14 @@ class Route:
 
 
 @dataclass(frozen=True)
+class TakeoverRoute:
+    """`method` with a target that is not a path (CONNECT host:port, GET http://...): `handler` takes over."""
+
+    method: str
+    handler: TakeoverHandler
+
+
+@dataclass(frozen=True)
 class Match:
     route: Route
     rest: str
@@ -34,14 +49,29 @@ class Match:
 class Router:
     """Routes of one door; `who` names the door in 404/405 refusals."""
 
-    def __init__(self, who: str, routes: Iterable[Route] = ()) -> None:
+    def __init__(self, who: str, routes: Iterable[Route | TakeoverRoute] = ()) -> None:
         self.who = who
         self._routes: list[Route] = []
+        self._takeovers: dict[str, TakeoverRoute] = {}
         for route in routes:
             self.add(route)
 
-    def add(self, route: Route) -> None:
+    @property
+    def takes_over(self) -> bool:
+        """Whether any route takes over connections (only then may a target be other than a path)."""
+        return bool(self._takeovers)
+
+    def takeover(self, method: str) -> TakeoverRoute | None:
+        """The takeover route for `method` with a non-path target, if any."""
+        return self._takeovers.get(method)
+
+    def add(self, route: Route | TakeoverRoute) -> None:
         """Add `route`; a second route for the same method and path is a programming error."""
+        if isinstance(route, TakeoverRoute):
+            if route.method in self._takeovers:
+                raise ValueError(f"takeover route {route.method} is already defined")
+            self._takeovers[route.method] = route
+            return
         if any(r.method == route.method and r.path == route.path for r in self._routes):
             raise ValueError(f"route {route.method} {route.path} is already defined")
         self._routes.append(route)

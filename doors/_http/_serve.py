@@ -11,8 +11,9 @@ import trio
 
 from doors._http._limits import Limits
 from doors._http._records import HttpError, Request, Response
-from doors._http._router import Match, Router
+from doors._http._router import Match, Router, TakeoverRoute
 from doors._http._server_conn import BodyData, BodyEnd, Event, Head, Malformed, NeedData, ServerConnection
+from doors._http._takeover import ReplayStream
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +114,12 @@ async def serve_http(
     peer_role: str | None = None,
     peer_id: str | None = None,
 ) -> None:
-    """Serve requests on `stream` until the client leaves, breaks a limit, or a response closes it."""
-    conn = ServerConnection(limits, router.who)
+    """Serve requests on `stream` until the client leaves, breaks a limit, or a response closes it.
+
+    A request for a TakeoverRoute (that `gate` lets through) hands the connection to its handler for good;
+    the handler does its own auditing (`on_exchange` is not called for it).
+    """
+    conn = ServerConnection(limits, router.who, any_target=router.takes_over)
     reader = _Reader(stream, conn)
     try:
         while True:
@@ -122,6 +127,9 @@ async def serve_http(
             if head is None:
                 return
             request = replace(head.request, peer_role=peer_role, peer_id=peer_id)
+            takeover = _takeover_route(router, request, gate)
+            if takeover is not None:
+                return await _take_over(takeover, request, ReplayStream(conn.takeover_bytes(), stream))
             response, body = await _respond(reader, router, request, head, gate)
             if on_exchange is not None:
                 on_exchange(request, response.status)
@@ -137,6 +145,27 @@ async def serve_http(
                 return
     except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
         return  # the client stopped reading or left: nothing more to say to it
+
+
+def _takeover_route(router: Router, request: Request, gate: Gate | None) -> TakeoverRoute | None:
+    """The route taking this connection over: a non-path target, its method's route, the gate passed."""
+    if request.target.startswith("/"):
+        return None
+    route = router.takeover(request.method)
+    if route is None or (gate is not None and gate(request) is not None):
+        return None
+    return route
+
+
+async def _take_over(route: TakeoverRoute, request: Request, stream: ReplayStream) -> None:
+    try:
+        await route.handler(request, stream)
+    except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+        raise
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        log.error("takeover for %s failed: %s at %s:%s", request.method, type(exc).__name__,
+                  frame.filename, frame.lineno)
 
 
 def _bodyless(conn: ServerConnection) -> bool:
@@ -177,6 +206,9 @@ async def _respond(
         refusal = gate(request) if gate is not None else None
         if refusal is not None:
             return refusal, None
+        if not request.target.startswith("/"):
+            raise HttpError(400, "http.target", router.who, f"target {request.target[:80]!r} is not a path",
+                            f"{request.method} takes a path here, such as /v0/hello", close=True)
         match = router.match(request.method, request.path)
         max_body = match.route.max_body_bytes or reader.conn.limits.max_body_bytes
         if head.content_length is not None and head.content_length > max_body:

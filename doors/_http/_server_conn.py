@@ -55,14 +55,30 @@ Event = NeedData | Head | BodyData | BodyEnd | PeerClosed | Malformed
 class ServerConnection:
     """Wraps h11.Connection: limits on heads, error responses for malformed input, keep-alive cycles."""
 
-    def __init__(self, limits: Limits, who: str) -> None:
+    def __init__(self, limits: Limits, who: str, *, any_target: bool = False) -> None:
         self.limits = limits
         self.who = who
+        self.any_target = any_target  # also authority- and absolute-form targets (for a takeover route)
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        # Every byte of this cycle up to and including the read that completed its head (bounded by
+        # max_header_bytes plus one read): what a takeover route replays.
+        self._raw = bytearray()
+        self._head_seen = False
+        self._read_after_head = False
 
     def receive_data(self, data: bytes | bytearray) -> None:
         """Feed bytes from the client; b"" means the client closed its side."""
+        if self._head_seen:
+            self._read_after_head = True
+        else:
+            self._raw += data
         self._h11.receive_data(bytes(data))
+
+    def takeover_bytes(self) -> bytes:
+        """Right after a head: every byte received since its request began (the head, and what followed)."""
+        if not self._head_seen or self._read_after_head:
+            raise RuntimeError("take over right after the head, before reading on")
+        return bytes(self._raw)
 
     def next_event(self) -> Event:
         """Return the next event, turning protocol errors and limit breaks into Malformed."""
@@ -94,7 +110,7 @@ class ServerConnection:
         if len(target) > limits.max_target_bytes:
             return Malformed(self._limit(414, "http.max_target_bytes", f"a {len(target)}-byte target",
                                          limits.max_target_bytes))
-        if not target.startswith("/"):
+        if not target.startswith("/") and not self.any_target:
             return Malformed(HttpError(400, "http.target", self.who, f"target {target[:80]!r} is not a path",
                                        "request a path such as /v0/hello", close=True).response())
         names = {k for k, _ in headers}
@@ -107,6 +123,7 @@ class ServerConnection:
         query = {k: tuple(v) for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         length = next((int(v) for k, v in headers if k == "content-length"), None)
         request = Request(event.method.decode("ascii"), target, parts.path, query, headers)
+        self._head_seen = True
         return Head(request, length)
 
     def _limit(self, status: int, row: str, what: str, limit: int) -> Response:
@@ -152,6 +169,8 @@ class ServerConnection:
         """After a full exchange, prepare for the next request; False means close the connection."""
         if self._h11.our_state is h11.DONE and self._h11.their_state is h11.DONE:
             self._h11.start_next_cycle()
+            self._raw = bytearray(self._h11.trailing_data[0])
+            self._head_seen = self._read_after_head = False
             return True
         return False
 
