@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from doors._contract import DoorContract
-from doors._http import Limits, Request, Response, Route, Router, json_response
+from doors._http import Limits, Request, Response, Route, Router, TakeoverRoute, json_response
 from doors._status import StatusSender
 from doors._transport import (
     TlsContext,
@@ -52,7 +52,8 @@ class DoorRuntime:
             self.dropped += 1
 
 
-RoutesArg = Iterable[Route] | Callable[[DoorRuntime], Iterable[Route]] | None
+DoorRoutes = Iterable[Route | TakeoverRoute]
+RoutesArg = DoorRoutes | Callable[[DoorRuntime], DoorRoutes] | None
 
 
 def hello_body(contract: DoorContract, held_rows: frozenset[str] = frozenset()) -> dict[str, Any]:

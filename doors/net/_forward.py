@@ -32,21 +32,21 @@ class _Failed(Exception):
 
 
 class _Receiver(Protocol):
-    async def receive_some(self, max_bytes: int) -> bytes: ...
+    async def receive_some(self, max_bytes: int | None = ...) -> bytes | bytearray: ...
 
 
 async def _next(conn: h11.Connection, stream: _Receiver, idle_s: float) -> object:
     """The next h11 event, reading from `stream` when h11 needs data."""
     while (event := conn.next_event()) is h11.NEED_DATA:
         with trio.move_on_after(idle_s) as scope:
-            conn.receive_data(await stream.receive_some(RECEIVE))
+            conn.receive_data(bytes(await stream.receive_some(RECEIVE)))
         if scope.cancelled_caught:
             raise _Failed(refusal.upstream_failed(504, "idle-timeout", f"nothing arrived for {idle_s} s"))
     return event
 
 
 async def _send_request(proxy: Proxy, client: h11.Connection, upstream: trio.SocketStream,
-                        conn: h11.Connection, stream: trio.SocketStream, first: h11.Request,
+                        conn: h11.Connection, stream: trio.abc.Stream, first: h11.Request,
                         exchange: Exchange) -> None:
     """The request head and body, client → upstream; bad chunking from the client is a 400."""
     data = client.send(first) or b""
@@ -72,7 +72,7 @@ async def _send_request(proxy: Proxy, client: h11.Connection, upstream: trio.Soc
 
 
 async def _relay_response(proxy: Proxy, client: h11.Connection, upstream: trio.SocketStream,
-                          conn: h11.Connection, stream: trio.SocketStream, exchange: Exchange) -> None:
+                          conn: h11.Connection, stream: trio.abc.Stream, exchange: Exchange) -> None:
     """The response, upstream → client, re-framed by h11; 1xx interim responses are dropped."""
     counting = _Counting(upstream, exchange)
     started = False
@@ -107,7 +107,7 @@ class _Counting:
     def __init__(self, stream: trio.SocketStream, exchange: Exchange) -> None:
         self._stream, self._exchange = stream, exchange
 
-    async def receive_some(self, max_bytes: int) -> bytes:
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
         data = await self._stream.receive_some(max_bytes)
         self._exchange.bytes_down += len(data)
         return data
@@ -121,7 +121,7 @@ def _target(proxy: Proxy, request: h11.Request, role: str) -> Target | Refusal:
     return decide_target(proxy.config.allowlist, role, authority, 80)
 
 
-async def _exchange(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, request: h11.Request,
+async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                     role: str, exchange: Exchange) -> Refusal | None:
     """Do the request; return the refusal to send when it never reached the client as a response."""
     config = proxy.config
@@ -151,7 +151,7 @@ async def _exchange(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connectio
     return None
 
 
-async def forward(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, request: h11.Request,
+async def forward(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                   role: str) -> bytes | None:
     """One plain-HTTP request, one audit event; the bytes of the next request, or None to close."""
     exchange = proxy.exchange(role, request.method, _authority_only(request.target))

@@ -1,6 +1,7 @@
 """Copy bytes both ways between two sockets until both ends close or the tunnel goes idle.
 
 The bytes move socket → pipe → socket with splice(2): the kernel moves pages, Python never holds the data.
+A client that is not a plain socket (a door over mutual TLS) is relayed by reading and writing instead.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from dataclasses import dataclass
 
 import trio
 
+from doors._transport import TlsFailure
+
 CHUNK = 256 * 1024
 PIPE_BYTES = 1024 * 1024
 _SPLICE_FLAGS = os.SPLICE_F_MOVE | os.SPLICE_F_NONBLOCK
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+_ONE_WAY = "one-way-closed"  # internal: a side that cannot half-close ended the tunnel at the other's EOF
 
 
 @dataclass
@@ -79,13 +83,39 @@ async def _pump(src: trio.SocketStream, dst: trio.SocketStream, result: RelayRes
         pipe.close()
 
 
-async def relay(client: trio.SocketStream, upstream: trio.SocketStream, idle_s: float) -> RelayResult:
+async def _copy(src: trio.abc.Stream, dst: trio.abc.Stream, result: RelayResult, up: bool,
+                scope: trio.CancelScope, idle_s: float) -> None:
+    """Read and write (a TLS stream has no fd to splice); a `dst` that cannot half-close ends the tunnel."""
+    try:
+        while data := await src.receive_some(CHUNK):
+            await dst.send_all(data)
+            if up:
+                result.up += len(data)
+            else:
+                result.down += len(data)
+            scope.deadline = trio.current_time() + idle_s
+        if isinstance(dst, trio.abc.HalfCloseableStream):
+            await dst.send_eof()
+            return
+        result.ended = _ONE_WAY
+    except (trio.BrokenResourceError, trio.ClosedResourceError, TlsFailure, OSError):
+        result.ended = "reset"
+    scope.cancel()
+
+
+async def relay(client: trio.abc.Stream, upstream: trio.SocketStream, idle_s: float) -> RelayResult:
     """Relay until both directions reach EOF, one side resets, or nothing moves for `idle_s`."""
     result = RelayResult()
     with trio.CancelScope(deadline=trio.current_time() + idle_s) as scope:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_pump, client, upstream, result, True, scope, idle_s)
-            nursery.start_soon(_pump, upstream, client, result, False, scope, idle_s)
-    if scope.cancelled_caught and result.ended == "closed":
+            if isinstance(client, trio.SocketStream):
+                nursery.start_soon(_pump, client, upstream, result, True, scope, idle_s)
+                nursery.start_soon(_pump, upstream, client, result, False, scope, idle_s)
+            else:
+                nursery.start_soon(_copy, client, upstream, result, True, scope, idle_s)
+                nursery.start_soon(_copy, upstream, client, result, False, scope, idle_s)
+    if result.ended == _ONE_WAY:
+        result.ended = "closed"
+    elif scope.cancelled_caught and result.ended == "closed":
         result.ended = "idle-timeout"
     return result

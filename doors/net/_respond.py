@@ -33,7 +33,7 @@ def refusal_bytes(conn: h11.Connection, refusal: Refusal, close: bool) -> bytes:
     return b"".join(part for part in parts if part)
 
 
-async def send_refusal(stream: trio.SocketStream, conn: h11.Connection | None, refusal: Refusal,
+async def send_refusal(stream: trio.abc.Stream, conn: h11.Connection | None, refusal: Refusal,
                        close: bool = False) -> None:
     """Send `refusal`; without a parsed request, a fresh h11 state frames it (and the door closes)."""
     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, h11.LocalProtocolError):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from doors.net.proxy import Proxy
 
 
-async def _read_hello(proxy: Proxy, stream: trio.SocketStream, buf: bytes) -> tuple[Result, bytes]:
+async def _read_hello(proxy: Proxy, stream: trio.abc.Stream, buf: bytes) -> tuple[Result, bytes]:
     """Accumulate the client's first flight until the ClientHello reader decides."""
     with trio.move_on_after(proxy.config.head_timeout_s):
         while (result := parse_client_hello(buf, proxy.config.max_hello)) is NEED_MORE:
@@ -36,7 +36,7 @@ async def _read_hello(proxy: Proxy, stream: trio.SocketStream, buf: bytes) -> tu
     return Refused("hello-timeout", f"no ClientHello within {proxy.config.head_timeout_s} s"), buf
 
 
-async def _first_flight(proxy: Proxy, stream: trio.SocketStream, target: Target, buf: bytes,
+async def _first_flight(proxy: Proxy, stream: trio.abc.Stream, target: Target, buf: bytes,
                         exchange: Exchange) -> bytes | None:
     """The bytes to forward once the ClientHello passed; None (tunnel refused) otherwise."""
     if target.rule.raw_tcp:
@@ -53,13 +53,13 @@ async def _first_flight(proxy: Proxy, stream: trio.SocketStream, target: Target,
     return None
 
 
-async def _refuse(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, exchange: Exchange,
+async def _refuse(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, exchange: Exchange,
                   verdict: Refusal) -> None:
     exchange.refuse(verdict.status, verdict.reason, verdict.row)
     await send_refusal(stream, conn, verdict, close=True)
 
 
-async def tunnel(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, request: h11.Request,
+async def tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                  role: str) -> None:
     """Handle one CONNECT request to its end, with exactly one audit event."""
     exchange = proxy.exchange(role, request.method, request.target)
@@ -69,7 +69,7 @@ async def tunnel(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, 
         proxy.finish(exchange)
 
 
-async def _tunnel(proxy: Proxy, stream: trio.SocketStream, conn: h11.Connection, request: h11.Request,
+async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                   role: str, exchange: Exchange) -> None:
     config = proxy.config
     target = decide_target(config.allowlist, role, request.target.decode("utf-8", "replace"), None)

@@ -92,13 +92,13 @@ class Proxy:
                     continue
                 nursery.start_soon(self._handle_in_slot, stream, role, slots)
 
-    async def _handle_in_slot(self, stream: trio.SocketStream, role: str, slots: trio.Semaphore) -> None:
+    async def _handle_in_slot(self, stream: trio.abc.Stream, role: str, slots: trio.Semaphore) -> None:
         try:
             await self.handle(stream, role)
         finally:
             slots.release()
 
-    async def handle(self, stream: trio.SocketStream, role: str) -> None:
+    async def handle(self, stream: trio.abc.Stream, role: str) -> None:
         """One client connection: requests in order (keep-alive, pipelining), or one tunnel."""
         async with stream:
             try:
@@ -106,7 +106,7 @@ class Proxy:
             except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
                 return  # the client went away; its request's audit event is already out
 
-    async def _requests_on(self, stream: trio.SocketStream, role: str) -> None:
+    async def _requests_on(self, stream: trio.abc.Stream, role: str) -> None:
         buf = b""
         while True:
             parsed, buf = await self._read_request(stream, buf)
@@ -125,7 +125,7 @@ class Proxy:
                 return
             buf = leftover
 
-    async def _read_request(self, stream: trio.SocketStream, buf: bytes) -> tuple[Any, bytes]:
+    async def _read_request(self, stream: trio.abc.Stream, buf: bytes) -> tuple[Any, bytes]:
         """(h11 state + request | FramingError | None when the client left or stalled, bytes so far)."""
         with trio.move_on_after(self.config.head_timeout_s):
             while True:

@@ -1,4 +1,5 @@
-"""Build the net door from its contract: proxy listeners by fd, rows, audit to the status fd, mTLS hello."""
+"""Build the net door from its contract: proxy listeners by fd, rows, audit to the status fd, and on mTLS
+the hello plus the same proxy for doors on its edges (their role is their SVID's)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import trio
 
 from doors._contract import DoorContract
 from doors._door import DoorRuntime, serve_door
-from doors._http import Route
+from doors._http import Request, TakeoverRoute
 from doors._status import StatusSender
-from doors._transport import listener_from_fd
+from doors._transport import TlsFailure, listener_from_fd
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
 from doors.net._audit import AuditSink
 from doors.net._policy import Allowlist
@@ -22,6 +23,8 @@ from doors.net._resolve import Resolver
 from doors.net.proxy import Proxy, ProxyConfig
 
 PROXY_FD_PREFIX = "proxy."
+# Requests a door on an edge to net may send over mutual TLS: CONNECT and absolute-form plain HTTP.
+PROXY_METHODS = ("CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
 HELD_ROWS = frozenset({"allow", "max_tunnels", "max_connections", "connect_timeout_s", "idle_timeout_s",
                        "resolve_timeout_s"})
@@ -64,29 +67,43 @@ def own_addresses(listeners: list[tuple[str, trio.SocketListener]]) -> frozenset
     return frozenset(found)
 
 
+def proxy_routes(proxy: Proxy) -> list[TakeoverRoute]:
+    """The proxy on the mTLS listener: the connection speaks for the client's SVID role (edge already checked)."""
+
+    async def take_over(request: Request, stream: trio.abc.Stream) -> None:
+        if request.peer_role is None:  # only an admitted client gets here; it always has a role
+            return
+        with contextlib.suppress(TlsFailure):  # the client reset its TLS: its audit event is already out
+            await proxy.handle(stream, request.peer_role)
+
+    return [TakeoverRoute(method, take_over) for method in PROXY_METHODS]
+
+
 class _LateAudit:
     """The proxy's audit sink until the door runtime (and its status channel) exists."""
 
     def __init__(self) -> None:
         self.sink: AuditSink | None = None
         self.ready = trio.Event()
+        self.proxy: Proxy | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
         if self.sink is not None:
             self.sink(event)
 
-    def routes(self, runtime: DoorRuntime) -> list[Route]:
+    def routes(self, runtime: DoorRuntime) -> list[TakeoverRoute]:
         self.sink = runtime.audit
         self.ready.set()
-        return []
+        return proxy_routes(self.proxy) if self.proxy is not None else []
 
 
 async def serve_net(contract: DoorContract, status: StatusSender, resolver: Resolver | None = None,
                     test_internet: tuple[IPNetwork, ...] = ()) -> None:
-    """The door's hello on mTLS plus one proxy loop per `proxy.<role>` listener, until SIGTERM."""
+    """The door on mTLS (hello, and the proxy for doors on its edges) plus one proxy loop per `proxy.<role>`."""
     listeners = proxy_listeners(contract.listen_fds)
     late = _LateAudit()
     proxy = Proxy(config_from_rows(contract.rows, own_addresses(listeners), test_internet), late, resolver)
+    late.proxy = proxy
 
     async def serve_after_runtime(listener: trio.SocketListener, role: str) -> None:
         await late.ready.wait()

@@ -7,6 +7,7 @@ import socket
 import trio
 import trio.testing
 
+from doors._http import ReplayStream
 from doors.net._relay import relay
 
 
@@ -62,3 +63,28 @@ async def test_reset_ends_both_directions() -> None:
     await app.send_all(b"x" * 100_000)
     outcome = await relay(door_side, door_up, idle_s=60)
     assert outcome.ended == "reset"
+
+
+async def test_a_client_that_is_not_a_socket_is_copied_and_ends_at_the_hosts_eof() -> None:
+    app, inner = trio.testing.memory_stream_pair()
+    door_side = ReplayStream(b"", inner)  # like the door's TLS stream: no fd to splice, no half-close
+    door_up, host = pair()
+    results = {}
+
+    async def app_side() -> None:
+        await app.send_all(b"u" * 100_000)
+        await app.send_eof()
+
+    async def host_side() -> None:
+        results["host"] = await read_all(host)  # ends when the app's EOF is carried up
+        await host.send_all(b"d" * 7)
+        await host.send_eof()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(app_side)
+        nursery.start_soon(host_side)
+        outcome = await relay(door_side, door_up, idle_s=60)
+    await door_side.aclose()
+    assert await app.receive_some(100) == b"d" * 7 and await app.receive_some(100) == b""
+    assert results == {"host": b"u" * 100_000}
+    assert (outcome.up, outcome.down, outcome.ended) == (100_000, 7, "closed")
