@@ -191,3 +191,28 @@ async def test_serve_net_proxies_for_a_door_on_its_edge(net: TestNet) -> None:
             assert [e["kind"] for e in events] == ["http.request", "net.request"]
             assert events[1]["client_role"] == "shell" and events[1]["decision"] == "allow"
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("raw", "refusal"),
+    [
+        # h11 (the door's HTTP server) accepts these heads; the proxy re-reads the same raw bytes and refuses.
+        (b"GET http://plain.sharness.test/ HTTP/1.1\nHost: x\n\n", "bare-lf; row=doors.net.framing"),
+        (b"GET http://plain.sharness.test/ HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n",
+         "obs-fold; row=doors.net.framing"),
+        (b"GET http://plain.sharness.test/ HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+         "duplicate-content-length; row=doors.net.framing"),
+        # These the door's HTTP server refuses first, in the door error shape (no X-Sharness-Refusal).
+        (b"POST http://plain.sharness.test/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\n"
+         b"hello", ""),
+        (b"POST http://plain.sharness.test/ HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", ""),
+        (b"GET http://plain.sharness.test/ HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n", ""),
+    ],
+)
+async def test_framing_attacks_over_mtls_are_400(net: TestNet, door: MtlsDoor, raw: bytes, refusal: str) -> None:
+    stream = await door.client("app")
+    [reply] = await http(stream, raw)
+    await stream.aclose()
+    assert reply is not None and reply.status == 400 and reply.refusal == refusal
+    assert reply.headers["connection"] == "close" and net.logs["public-http"].connections == 0
