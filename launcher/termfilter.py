@@ -26,13 +26,14 @@ _STRING_STARTS = {ord("]"): True, ord("P"): False, ord("_"): False, ord("^"): Fa
 _C1_STRINGS = {0x9D: True, 0x90: False, 0x9F: False, 0x9E: False, 0x98: False}  # True: an OSC (ends at BEL)
 _C1_CSI = 0x9B
 
-_UTF8_CHAR = (rb"\xc2[\xa0-\xbf]|[\xc3-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]"
-              rb"|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]"
-              rb"|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}")
 _UTF8_PREFIX = re.compile(  # the longest start of a well-formed character (Unicode table 3-7)
     rb"[\xc2-\xdf]|\xe0[\xa0-\xbf]?|[\xe1-\xec\xee\xef][\x80-\xbf]?|\xed[\x80-\x9f]?"
     rb"|\xf0(?:[\x90-\xbf][\x80-\xbf]?)?|[\xf1-\xf3](?:[\x80-\xbf][\x80-\xbf]?)?|\xf4(?:[\x80-\x8f][\x80-\xbf]?)?")
-_TEXT_RUN = re.compile(rb"(?:[\x07-\x0a\x0d\x20-\x7e]+|" + _UTF8_CHAR + rb")+")
+_SHORT_CSI_KEPT = rb"\x1b\[[\x30-\x3f]{0,64}(?:[\x20-\x2f]{1,8}[\x40-\x7e]|[\x40-\x68\x6a-\x73\x75-\x7e])"
+_ASCII_RUN = re.compile(  # ASCII text and short allowed CSI sequences in one scan (csi_allowed agrees)
+    rb"(?:[\x07-\x0a\x0d\x20-\x7e]+|" + _SHORT_CSI_KEPT + rb")+")
+_TEXT_RUN = re.compile(rb"[\x07-\x0a\x0d\x20-\x7e\x80-\xff]+")  # text, if it decodes as UTF-8
+_ENCODED_C1 = re.compile(rb"\xc2[\x80-\x9f]")  # U+0080..U+009F: C1 controls, not text
 _DROPPED_CONTROLS = re.compile(rb"[\x00-\x06\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+")
 _CSI_WHOLE = re.compile(rb"\x1b\[[\x20-\x3f]*[\x40-\x7e]")
 _CSI_BODY = re.compile(rb"[\x20-\x3f]*")
@@ -57,6 +58,17 @@ def csi_allowed(sequence: bytes) -> bool:
     if match is None or len(sequence) > CSI_MAX:
         return False
     return bool(match.group(1)) or match.group(2)[0] not in _CSI_FINALS_DROPPED
+
+
+def _well_formed_length(text: bytes) -> int:
+    """How long a start of `text` is well-formed UTF-8 without C1 controls (the decoder in C does the work)."""
+    try:
+        text.decode()
+        length = len(text)
+    except UnicodeDecodeError as exc:
+        length = exc.start
+    c1 = _ENCODED_C1.search(text, 0, length)
+    return c1.start() if c1 else length
 
 
 class TermFilter:
@@ -100,9 +112,12 @@ class TermFilter:
     # -- one step per state: consume from data[position:], return where the next step starts --
 
     def _ground(self, data: bytes, position: int, out: list[bytes]) -> int:
-        if run := _TEXT_RUN.match(data, position):
+        if run := _ASCII_RUN.match(data, position):
             out.append(run.group())
             return run.end()
+        if (run := _TEXT_RUN.match(data, position)) and (length := _well_formed_length(run.group())):
+            out.append(data[position:position + length])
+            return position + length
         if run := _DROPPED_CONTROLS.match(data, position):
             return run.end()
         byte = data[position]
