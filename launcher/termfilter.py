@@ -10,11 +10,14 @@ their 7-bit, 8-bit and UTF-8-encoded C1 forms. The policy and why: docs/decision
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Callable
 from enum import Enum
 
 CSI_MAX = 4096  # bytes of one CSI sequence, ESC [ and final byte included; a longer one is dropped
+TEXT_WINDOW_MIN, TEXT_WINDOW = 64, 4096  # UTF-8 text is validated this much at a time (the window grows
+# while the text is well-formed and shrinks at an error, so ill-formed bytes cost no rescan of a long run)
 REPLACEMENT = "\N{REPLACEMENT CHARACTER}".encode()  # what an ill-formed UTF-8 sequence becomes
 
 ESC, CAN, SUB, DEL = 0x1B, 0x18, 0x1A, 0x7F
@@ -34,7 +37,9 @@ _ASCII_RUN = re.compile(  # ASCII text and short allowed CSI sequences in one sc
     rb"(?:[\x07-\x0a\x0d\x20-\x7e]+|" + _SHORT_CSI_KEPT + rb")+")
 _TEXT_RUN = re.compile(rb"[\x07-\x0a\x0d\x20-\x7e\x80-\xff]+")  # text, if it decodes as UTF-8
 _ENCODED_C1 = re.compile(rb"\xc2[\x80-\x9f]")  # U+0080..U+009F: C1 controls, not text
-_DROPPED_CONTROLS = re.compile(rb"[\x00-\x06\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]+")
+_DROPPED = re.compile(  # C0 controls but BEL BS HT LF CR ESC, DEL, C1 controls but the 8-bit CSI and strings
+    rb"[\x00-\x06\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\x80-\x8f\x91-\x97\x99\x9a\x9c]+")
+_REPLACED = re.compile(rb"[\xa0-\xbf\xc0\xc1\xf5-\xff]+")  # never the start of a well-formed character
 _CSI_WHOLE = re.compile(rb"\x1b\[[\x20-\x3f]*[\x40-\x7e]")
 _CSI_BODY = re.compile(rb"[\x20-\x3f]*")
 _CSI_WELL_FORMED = re.compile(rb"\x1b\[[\x30-\x3f]*([\x20-\x2f]*)([\x40-\x7e])")
@@ -60,15 +65,15 @@ def csi_allowed(sequence: bytes) -> bool:
     return bool(match.group(1)) or match.group(2)[0] not in _CSI_FINALS_DROPPED
 
 
-def _well_formed_length(text: bytes) -> int:
-    """How long a start of `text` is well-formed UTF-8 without C1 controls (the decoder in C does the work)."""
+def _well_formed_length(text: bytes) -> tuple[int, bool]:
+    """How long a start of `text` is well-formed UTF-8 without C1 controls, and whether the rest is only an
+    unfinished character (the decoder in C does the work)."""
     try:
-        text.decode()
-        length = len(text)
+        length, clean = codecs.utf_8_decode(text, "strict", False)[1], True
     except UnicodeDecodeError as exc:
-        length = exc.start
+        length, clean = exc.start, False
     c1 = _ENCODED_C1.search(text, 0, length)
-    return c1.start() if c1 else length
+    return (c1.start() if c1 else length), clean
 
 
 class TermFilter:
@@ -79,6 +84,7 @@ class TermFilter:
         self._held = b""  # bytes of an unfinished UTF-8 character (GROUND) or a lone C2 (OSC, STRING)
         self._csi = bytearray()  # the CSI sequence so far, in its 7-bit form
         self._intermediate: int | None = None  # ESCAPE_INTERMEDIATE: its one byte, None after a second
+        self._window = TEXT_WINDOW_MIN
         self._steps: dict[State, Callable[[bytes, int, list[bytes]], int]] = {
             State.GROUND: self._ground, State.ESCAPE: self._escape,
             State.ESCAPE_INTERMEDIATE: self._escape_intermediate, State.CSI: self._in_csi,
@@ -111,15 +117,28 @@ class TermFilter:
 
     # -- one step per state: consume from data[position:], return where the next step starts --
 
-    def _ground(self, data: bytes, position: int, out: list[bytes]) -> int:
+    def _runs(self, data: bytes, position: int, out: list[bytes]) -> int:
+        """GROUND's fast path, what needs no state: text with short allowed CSIs, dropped and replaced bytes."""
         if run := _ASCII_RUN.match(data, position):
             out.append(run.group())
             return run.end()
-        if (run := _TEXT_RUN.match(data, position)) and (length := _well_formed_length(run.group())):
+        if 0xC2 <= data[position] <= 0xF4:  # a UTF-8 lead byte
+            run = _TEXT_RUN.match(data, position, position + self._window)
+            assert run is not None  # the lead byte itself is in its class
+            length, clean = _well_formed_length(run.group())
+            self._window = min(self._window * 4, TEXT_WINDOW) if clean else TEXT_WINDOW_MIN
             out.append(data[position:position + length])
             return position + length
-        if run := _DROPPED_CONTROLS.match(data, position):
+        if run := _DROPPED.match(data, position):
             return run.end()
+        if run := _REPLACED.match(data, position):
+            out.append(REPLACEMENT * len(run.group()))
+            return run.end()
+        return position
+
+    def _ground(self, data: bytes, position: int, out: list[bytes]) -> int:
+        if (after_runs := self._runs(data, position, out)) > position:
+            return after_runs
         byte = data[position]
         if byte == ESC:
             if whole := _CSI_WHOLE.match(data, position):  # the usual case: no need to hold it

@@ -195,3 +195,12 @@ def test_the_relays_screen_channel_filters_and_drops_the_unfinished_at_its_end()
     assert bytes(channel.pending) == b"\x1b[1mbold"
     channel.received(b"")
     assert bytes(channel.pending) == b"\x1b[1mbold" + REPLACEMENT and channel.wants_write()
+
+
+def test_long_text_is_validated_in_windows_and_errors_far_apart_are_each_found() -> None:
+    text = "日本語のテキスト, café 🙂 ".encode() * 400
+    data = text + b"\xff" + text * 3 + b"\xe2\x28" + text + b"\xc2\x9d0;title\x07" + text + b"\xf0\x9f"
+    expected = (text + REPLACEMENT + text * 3 + REPLACEMENT + b"(" + text + text + REPLACEMENT)
+    assert whole(data) == expected
+    for size in (1, 3, 4093, 65536):
+        assert in_pieces([data[i:i + size] for i in range(0, len(data), size)]) == expected
