@@ -48,6 +48,8 @@ _STRING_END = re.compile(rb"[\x18\x1a\x1b]|\xc2\x9c")
 
 
 class State(Enum):
+    """Where the filter is in the app's output, as in a VT500 parser."""
+
     GROUND = "ground"
     ESCAPE = "escape"  # after ESC
     ESCAPE_INTERMEDIATE = "escape intermediate"  # after ESC and a byte 0x20-0x2F (ESC ( B, ESC # 8, ESC % G)
