@@ -324,8 +324,9 @@ def build_plan(manifest: Manifest, facts: KernelFacts) -> Plan:
 def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
     gaps = []
     if manifest.app.files_read and facts.landlock_abi < 9:
-        gaps.append("a world-writable Unix socket inside app.files.read is reachable: Landlock ABI "
-                    f"{facts.landlock_abi} does not govern connect() (ABI 9's RESOLVE_UNIX does)")
+        gaps.append("a world-writable Unix socket that appears inside app.files.read after the session starts is "
+                    f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI 9's RESOLVE_UNIX "
+                    "does); one present at start refuses the session")
     return tuple(gaps)
 
 

@@ -40,3 +40,55 @@ def workspace_owner(path: str) -> WorkspaceOwner:
             f"give it to the person whose project it is (chown -R alice:alice {path})",
         )
     return WorkspaceOwner(info.st_uid, info.st_gid)
+
+
+SOCKET_SCAN_LIMIT = 200_000  # directory entries walked before giving up (said, not silent)
+
+
+@dataclass(frozen=True)
+class SocketScan:
+    reachable: tuple[str, ...]  # world-writable Unix sockets found: any uid may connect to them
+    complete: bool  # False when the walk stopped at SOCKET_SCAN_LIMIT entries
+
+
+def reachable_sockets(paths: tuple[str, ...], limit: int = SOCKET_SCAN_LIMIT) -> SocketScan:
+    """World-writable sockets under `paths` (symlinks not followed): what Landlock ABI < 9 lets the app reach."""
+    found: list[str] = []
+    seen = 0
+    pending = [os.path.normpath(p) for p in paths]
+    while pending:
+        path = pending.pop()
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISSOCK(info.st_mode) and info.st_mode & 0o002:
+            found.append(path)
+        if not stat.S_ISDIR(info.st_mode):
+            continue
+        try:
+            with os.scandir(path) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > limit:
+                        return SocketScan(tuple(sorted(found)), complete=False)
+                    pending.append(entry.path)
+        except OSError:
+            continue
+    return SocketScan(tuple(sorted(found)), complete=True)
+
+
+def refuse_reachable_sockets(paths: tuple[str, ...], landlock_abi: int) -> SocketScan | None:
+    """On Landlock ABI < 9, refuse a session whose app could connect to a world-writable socket it may read."""
+    if landlock_abi >= 9 or not paths:
+        return None
+    scan = reachable_sockets(paths)
+    if scan.reachable:
+        shown = ", ".join(scan.reachable[:5]) + (" …" if len(scan.reachable) > 5 else "")
+        raise PreflightError(
+            "app.files.read",
+            f"the app could connect to world-writable Unix socket(s) under its read paths: {shown} "
+            f"(Landlock ABI {landlock_abi} does not govern connect())",
+            "take them out of app.files.read/exec, or make them 0660 for a group the app is not in",
+        )
+    return scan

@@ -24,7 +24,7 @@ from launcher.journal import Journal, RemovalError
 from launcher.landlock import LandlockRules
 from launcher.layout import AUDIT_ROOT, DOOR_ORDER, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups, groups_of
 from launcher.manifest import Manifest
-from launcher.preflight import workspace_owner
+from launcher.preflight import SOCKET_SCAN_LIMIT, refuse_reachable_sockets, workspace_owner
 from launcher.probe_facts import KernelFacts
 from launcher.ptyrelay import PtyRelay
 from launcher.seccomp import FS_DOOR_EXTRA
@@ -135,6 +135,11 @@ class Session:
     def run(self) -> SessionResult:
         """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
         fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
+        app_paths = (*self.manifest.app.files_read, *self.manifest.app.files_exec)
+        scan = refuse_reachable_sockets(app_paths, self.facts.landlock_abi)
+        if scan is not None and not scan.complete:
+            self._progress(f"app.files.read holds more than {SOCKET_SCAN_LIMIT} entries: sockets past them were not "
+                           "checked (a world-writable socket there would be reachable)")
         # Everything is imported by now: keep the collector off these objects, so forked doors share their
         # pages and the launcher's exit does not walk them (96–136 ms → 11 ms, docs/decisions/session-bench.md).
         gc.freeze()

@@ -239,3 +239,26 @@ def test_on_a_terminal_the_person_types_the_hash_prefix(tmp_path: Path, workspac
     else:
         assert launcher.returncode == 125 and "do not match" in err
         assert list(audit_dir.iterdir()) == []
+
+
+def test_a_world_writable_socket_in_the_apps_read_paths_refuses_the_session(tmp_path: Path, workspace: Path,
+                                                                             audit_dir: Path) -> None:
+    import socket
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(shared / "dev-db.sock"))
+    (shared / "dev-db.sock").chmod(0o777)
+    document = basic_manifest(workspace, ["/bin/true"])
+    document["app"]["files"]["read"] = [str(shared)]  # type: ignore[index]
+    manifest = write_manifest(tmp_path, document)
+    before = leftovers()
+    try:
+        done = _run(manifest, "--expect-hash", manifest_hash(manifest), audit_dir=audit_dir)
+    finally:
+        listener.close()
+    assert done.returncode == 78, done.stderr
+    assert str(shared / "dev-db.sock") in done.stderr and "app.files.read" in done.stderr
+    assert "nothing was created" in done.stderr
+    assert new_leftovers(before) == {}
