@@ -29,11 +29,10 @@ def test_a_world_writable_host_socket_is_not_in_the_apps_root(attacks: AttackRun
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "NOT HELD: a path the app may read is bound into its root whole, and Landlock ABI 7 does not govern "
-    "connect() to a pathname socket: a world-writable socket inside a read path connects (here a 0666 socket "
-    "in the manifest's files.read dir, as a project's PostgreSQL socket, 0777 by default). Fix: on Landlock "
-    "ABI 9 (Linux 7.1+) handle LANDLOCK_ACCESS_FS_RESOLVE_UNIX and grant it only on the edge sockets (EACCES, "
-    "as this test asserts); on ABI 7, preflight can name the sockets another uid may write under files.read "
-    "and refuse the manifest"))
+    "connect() to a pathname socket: a world-writable socket that appears inside a read path after the session "
+    "started connects (here a 0666 socket made in the manifest's files.read dir while the app runs; one present "
+    "at start refuses the session, launcher/preflight.py). Fix: on Landlock ABI 9 (Linux 7.1+) handle "
+    "LANDLOCK_ACCESS_FS_RESOLVE_UNIX and grant it only on the edge sockets (EACCES, as this test asserts)"))
 def test_a_socket_inside_a_read_path_is_refused(attacks: AttackRun) -> None:
     assert attacks.a.probes["host.socket_in_read_path"]["errno"] == "EACCES"
 
