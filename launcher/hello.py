@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -140,6 +141,8 @@ def run_hello(facts: KernelFacts, audit_root: str = AUDIT_ROOT) -> HelloReport:
         os.close(output)
         os.close(null)
         shutil.rmtree(workspace, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the scratch root too, unless another hello is using it
+            os.rmdir(HELLO_ROOT)
 
 
 def render(report: HelloReport) -> str:
