@@ -71,21 +71,37 @@ class _Door:
         self.limits = limits
         self.handshake_timeout_s = handshake_timeout_s
         self.slots = trio.CapacityLimiter(max_connections)
+        # One client (a uid, as the kernel says) may hold at most half the slots: the app cannot starve the
+        # shell out of the net door, nor any edge client the others.
+        self.per_peer_max = max(1, max_connections // 2)
+        self.per_peer: dict[int, int] = {}
         self.clock = clock
 
     async def connection(self, transport: trio.SocketStream) -> None:
-        """Serve one accepted connection; refuse at once when the door is full."""
+        """Serve one accepted connection; refuse at once when the door, or this client's share, is full."""
+        peer = peer_of(transport)
+        uid = peer.get("peer_uid")
+        if uid is not None and self.per_peer.get(uid, 0) >= self.per_peer_max:
+            reason = f"this client (uid {uid}) holds {self.per_peer_max} connections, its share of the door"
+            self.on_event(refusal_event(self.identity, "capacity", reason, None, peer))
+            await transport.aclose()
+            return
         try:
             self.slots.acquire_nowait()
         except trio.WouldBlock:
-            self.on_event(refusal_event(self.identity, "capacity", "the door has too many connections",
-                                        None, peer_of(transport)))
+            self.on_event(refusal_event(self.identity, "capacity", "the door has too many connections", None, peer))
             await transport.aclose()
             return
+        if uid is not None:
+            self.per_peer[uid] = self.per_peer.get(uid, 0) + 1
         try:
             await self._serve(transport)
         finally:
             self.slots.release()
+            if uid is not None:
+                self.per_peer[uid] -= 1
+                if not self.per_peer[uid]:
+                    del self.per_peer[uid]
 
     async def _serve(self, transport: trio.SocketStream) -> None:
         peer = peer_of(transport)

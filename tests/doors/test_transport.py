@@ -245,3 +245,41 @@ def test_the_scratch_directory_is_removed() -> None:
     import os
 
     assert not os.path.exists(path)
+
+
+@pytest.mark.root
+async def test_one_client_holds_at_most_half_the_slots_and_another_uid_still_gets_in() -> None:
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="sh-test-share-", dir="/tmp")
+    os.chmod(directory, 0o755)
+    try:
+        async with session() as s, trio.open_nursery() as nursery:
+            path = os.path.join(directory, "fs.sock")
+            listener = unix_listener(path)
+            os.chmod(path, 0o777)
+            await nursery.start(functools.partial(
+                serve_mtls, [listener], s.server_ctx("fs"), s.pki.identity("fs"), EdgePolicy(s.edges),
+                tiny_router("fs"), s.events.append, max_connections=4, handshake_timeout_s=30))
+            held = [await trio.open_unix_socket(path) for _ in range(2)]  # this uid's share: 2 of 4
+            third = await trio.open_unix_socket(path)
+            with trio.fail_after(5):
+                assert await third.receive_some(1) == b""  # closed at once: over its share
+            probe = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+                     "s.settimeout(1.0)\ntry:\n    print('closed' if s.recv(1) == b'' else 'data')\n"
+                     "except TimeoutError:\n    print('open')")
+            other = await trio.to_thread.run_sync(functools.partial(
+                subprocess.run, ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+                                 "-c", probe, path], capture_output=True, text=True, timeout=30))
+            assert other.stdout.strip() == "open", other.stderr  # another client still has its slots
+            # (the probe's own connection ends as a "tls" refusal when it hangs up before its ClientHello)
+            refused = [e for e in s.events if e["kind"] == "transport.refused" and e["stage"] == "capacity"]
+            assert len(refused) == 1 and "uid 0" in refused[0]["reason"] and refused[0]["peer_uid"] == 0
+            for stream in (*held, third):
+                await stream.aclose()
+            nursery.cancel_scope.cancel()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
