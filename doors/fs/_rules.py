@@ -129,10 +129,16 @@ def is_hidden(path: WorkspacePath, rows: FsRows) -> bool:
     return _under(path, rows.hidden) is not None
 
 
-def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Decision | None:
-    prefix = _under(path, rows.hidden)
+def _covering(op: Op, path: WorkspacePath, prefixes: tuple[WorkspacePath, ...]) -> WorkspacePath | None:
+    """The prefix `path` lies in, or (for a destructive op) one lying in `path`: deleting a parent counts."""
+    prefix = _under(path, prefixes)
     if prefix is None and op in DESTRUCTIVE:
-        prefix = _above(path, rows.hidden)
+        prefix = _above(path, prefixes)
+    return prefix
+
+
+def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Decision | None:
+    prefix = _covering(op, path, rows.hidden)
     if prefix is None:
         return None
     return refuse(
@@ -146,9 +152,7 @@ def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Decision | 
 def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Decision | None:
     if op not in MUTATING:
         return None
-    prefix = _under(path, rows.read_only)
-    if prefix is None and op in DESTRUCTIVE:
-        prefix = _above(path, rows.read_only)
+    prefix = _covering(op, path, rows.read_only)
     if prefix is None:
         return None
     return refuse(
