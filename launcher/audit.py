@@ -30,11 +30,11 @@ from launcher.audit_verify import (
     key_fingerprint,
     line_hash,
 )
+from launcher.layout import valid_sid
 
 AUDIT_ROOT = "/var/lib/sharness/sessions"
 MAX_LINE_BYTES = 256 * 1024
 RESERVED_KEYS = frozenset({"seq", "ts", "prev"})
-_SID = re.compile(r"^[0-9a-f]{8}$")
 
 
 class AuditError(Exception):
@@ -255,7 +255,7 @@ class AuditLog:
 
         `durable` fsyncs every line, so a crash loses no event that was appended.
         """
-        if not _SID.match(sid):
+        if not valid_sid(sid):
             raise AuditError(f"session id must be 8 lowercase hex characters, got {sid!r}")
         directory = os.path.normpath(directory or os.path.join(AUDIT_ROOT, sid))
         _make_private_dir(directory)

@@ -10,7 +10,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from launcher.journal_removers import (
     process_name,
     removers_for,
 )
+from launcher.layout import valid_sid
 
 RUNTIME_DIR = "/run/sharness"
 KINDS = ("user", "group", "netns", "cgroup", "dir", "file", "pid")
@@ -52,7 +52,6 @@ __all__ = [
     "valid_sid",
 ]
 
-_SID = re.compile(r"^[0-9a-f]{8}$")
 
 
 BUSY = "another process is tearing it down now"
@@ -79,10 +78,6 @@ class RemovalError:
 
 
 # --- pure helpers -------------------------------------------------------------------------------------
-
-
-def valid_sid(sid: str) -> bool:
-    return bool(_SID.match(sid))
 
 
 def encode_entry(kind: str, name: str) -> bytes:
