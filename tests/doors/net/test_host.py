@@ -179,6 +179,8 @@ def test_numeric_looking_authorities_never_slip_through(raw: str) -> None:
         return
     if host.ip is None:
         last = host.name.rsplit(".", 1)[-1]
-        assert not last.isdigit() and not last.startswith("0x")
+        # WHATWG "ends in a number": all digits, or 0x followed by hex digits only ("0xx" is a name)
+        assert not last.isdigit()
+        assert not (last.startswith("0x") and all(c in "0123456789abcdef" for c in last[2:]))
     elif host.ip.version == 4:
         assert raw.split(":")[0] == str(host.ip)  # only the canonical quad itself
