@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-LAUNCHER_MODULES = ("launcher.cli", "launcher.plan", "launcher.probe", "launcher.gc", "launcher.session")
+LAUNCHER_MODULES = (
+    "launcher.cli",
+    "launcher.policy.plan",
+    "launcher.kernel.probe",
+    "launcher.lifecycle.sweep",
+    "launcher.lifecycle.session",
+)
 WAYS = ("fork", "exec", "fork_frozen")  # fork_frozen: forked after gc.freeze() in the helper
 
 

@@ -245,7 +245,7 @@ def _in_child(directory: str, count: int, *, landlock: bool) -> float:
         try:
             os.close(read_fd)
             if landlock:
-                from launcher.landlock import LandlockRules, apply_landlock
+                from launcher.kernel.landlock import LandlockRules, apply_landlock
 
                 project = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
                 apply_landlock(LandlockRules(read=("/usr", "/proc", sys.prefix, project), write=(directory,)), 7)

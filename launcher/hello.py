@@ -10,10 +10,10 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 
-from launcher.layout import AUDIT_ROOT
+from launcher.kernel.probe_facts import KernelFacts
+from launcher.lifecycle.session import RunOptions, Session, SessionInfo, SessionResult
 from launcher.manifest import Manifest, load_manifest
-from launcher.probe_facts import KernelFacts
-from launcher.session import RunOptions, Session, SessionInfo, SessionResult
+from launcher.policy.layout import AUDIT_ROOT
 
 HELLO_ROOT = "/var/lib/sharness/hello"
 APP_MEMORY_MB = 128
@@ -76,7 +76,7 @@ def hello_manifest(workspace: str) -> Manifest:
         "session": {"name": "hello", "trust_domain": "hello.sharness.test", "ttl_s": 300},
         "workspace": workspace,
         "app": {
-            "argv": [sys.executable, "-m", "launcher.hello_probe"],
+            "argv": [sys.executable, "-m", "doors.hello_probe"],
             # The app may read the workspace, so only Landlock (not invisibility) refuses its direct write.
             "files": {"read": [workspace], "exec": []},
             "process": {"max_memory_mb": APP_MEMORY_MB, "max_pids": APP_PIDS},

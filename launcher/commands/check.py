@@ -7,7 +7,7 @@ import hmac
 import json
 
 from launcher.commands import EXIT_HASH_MISMATCH, EXIT_OK, CommandError, expected_hash, fail, read_manifest
-from launcher.probe_facts import KernelFacts
+from launcher.kernel.probe_facts import KernelFacts
 
 # What `check` assumes when it cannot probe: nothing can be held.
 NO_KERNEL = KernelFacts(landlock_abi=0, netns=False, seccomp_filter=False, openat2=False,
@@ -24,11 +24,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def probe() -> KernelFacts:
-    """The kernel's facts from launcher.probe when it is built, else NO_KERNEL."""
+    """The kernel's facts from launcher.kernel.probe when it is built, else NO_KERNEL."""
     try:
-        from launcher.probe import probe_kernel
+        from launcher.kernel.probe import probe_kernel
     except ModuleNotFoundError as exc:
-        if exc.name != "launcher.probe":
+        if exc.name != "launcher.kernel.probe":
             raise
         return NO_KERNEL
     return probe_kernel()
@@ -36,7 +36,7 @@ def probe() -> KernelFacts:
 
 def run(args: argparse.Namespace) -> int:
     """Print the plan; 65 bad manifest, 66 unreadable, 125 hash mismatch, 2 malformed --expect-hash."""
-    from launcher.plan import build_plan, render_plan
+    from launcher.policy.plan import build_plan, render_plan
 
     try:
         want = expected_hash(args.expect_hash) if args.expect_hash is not None else None

@@ -7,8 +7,8 @@ import json
 import os
 import sys
 
-from launcher.gc import GcReport, collect
-from launcher.journal import DEFAULT_ROOTS, RUNTIME_DIR, SESSIONS_DIR
+from launcher.lifecycle.journal import DEFAULT_ROOTS, RUNTIME_DIR, SESSIONS_DIR
+from launcher.lifecycle.sweep import GcReport, collect
 
 EXIT_OK = 0
 EXIT_LEFT_SOMETHING = 1
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     roots = DEFAULT_ROOTS if args.runtime_dir in DEFAULT_ROOTS else (*DEFAULT_ROOTS, args.runtime_dir)
     report = collect(args.sessions_dir, runtime_root=args.runtime_dir, allowed_roots=roots)
     if report.ok:
-        from launcher.create import remove_empty_roots
+        from launcher.lifecycle.create import remove_empty_roots
 
         remove_empty_roots(args.sessions_dir, args.runtime_dir)
     if args.json:

@@ -21,12 +21,12 @@ def run(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("sharness-launch: hello starts a real session and must run as root: use sudo", file=sys.stderr)
         return EXIT_NOT_ROOT
-    from launcher import gc
     from launcher.hello import render, run_hello
-    from launcher.layout import AUDIT_ROOT
-    from launcher.probe import probe_kernel
+    from launcher.kernel.probe import probe_kernel
+    from launcher.lifecycle import sweep
+    from launcher.policy.layout import AUDIT_ROOT
 
-    gc.collect()
+    sweep.collect()
     report = run_hello(probe_kernel(), audit_root=args.audit_dir or AUDIT_ROOT)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))

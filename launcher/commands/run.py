@@ -58,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
     except CommandError as error:
         return fail(args, error)
 
-    from launcher.plan import build_plan, render_plan
-    from launcher.probe import probe_kernel
+    from launcher.kernel.probe import probe_kernel
+    from launcher.policy.plan import build_plan, render_plan
 
     facts = probe_kernel()
     plan = build_plan(manifest, facts)
@@ -84,12 +84,12 @@ def run(args: argparse.Namespace) -> int:
         _err("change the manifest, or run with --best-effort to run those rows unheld")
         return EXIT_UNHELD
 
-    from launcher import gc
-    from launcher.layout import AUDIT_ROOT
-    from launcher.preflight import PreflightError
-    from launcher.session import RunOptions, Session
+    from launcher.lifecycle import sweep
+    from launcher.lifecycle.preflight import PreflightError
+    from launcher.lifecycle.session import RunOptions, Session
+    from launcher.policy.layout import AUDIT_ROOT
 
-    gc.collect()
+    sweep.collect()
     options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)
     try:
         result = Session(manifest, facts, options).run()

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from launcher.audit_verify import LOG_NAME, PUB_NAME, SIG_NAME, verify_audit
+from launcher.lifecycle.audit_verify import LOG_NAME, PUB_NAME, SIG_NAME, verify_audit
 
 EXIT_INTACT = 0
 EXIT_BROKEN = 1

@@ -20,8 +20,8 @@ from typing import Any
 
 from attack_app import attempt, connect_unix, open_read, open_write, report, run_status, socket_families, write_text
 
-from launcher.landlock import LandlockRules, apply_landlock
-from launcher.probe import landlock_abi
+from launcher.kernel.landlock import LandlockRules, apply_landlock
+from launcher.kernel.probe import landlock_abi
 
 PR_SET_NO_NEW_PRIVS = 38
 

@@ -4,7 +4,7 @@ Two sessions run side by side. Session A's app is attack_app.py: it tries everyt
 Session B's app is fill_app.py: it fills its own cgroup while the test, from outside, uses B's doors; B is
 also "the other session" whose socket, SVID file and certificate A goes after.
 
-Each component runs in a private root holding only its own paths (launcher/mountns.py), so most of what
+Each component runs in a private root holding only its own paths (launcher/kernel/mountns.py), so most of what
 the app goes after is not there (ENOENT). as_app_outside.py runs twice: with the app's uid and groups (DAC,
 the ptrace check), and inside the app's Landlock rules too (Landlock), both in the host's mounts.
 
@@ -33,10 +33,10 @@ from typing import Any
 import pytest
 
 from doors.client import DoorClient, DoorRefused
-from launcher import netns
-from launcher.confine_plan import app_allowance
-from launcher.layout import SessionLayout
-from launcher.session import python_paths
+from launcher.kernel import netns
+from launcher.lifecycle.session import python_paths
+from launcher.policy.confine_plan import app_allowance
+from launcher.policy.layout import SessionLayout
 from tests.attacks._live import LiveSession
 from tests.integration._session import basic_manifest, write_manifest
 
@@ -188,7 +188,7 @@ def secret_in_cmdline() -> Iterator[tuple[str, int]]:
 
 
 def _app_landlock_rules(run: AttackRun) -> dict[str, list[str]]:
-    """Session A's app's Landlock paths, made as the launcher makes them (launcher/confine_plan.py)."""
+    """Session A's app's Landlock paths, made as the launcher makes them (launcher/policy/confine_plan.py)."""
     allowance = app_allowance(SessionLayout(run.sid_a), python_paths(), (str(run.root / "shared"),), (), False)
     return {"read": list(allowance.read), "write": list(allowance.write), "exec": list(allowance.exec)}
 

@@ -1,6 +1,6 @@
 """What the app reaches of the host beyond the rules of the design. The first run's findings are held now:
-a private root and proc per component (launcher/mountns.py), an allow list of socket families (seccomp),
-a pty the launcher relays (launcher/ptyrelay.py). Each test names the barrier and shows, as the app's uid
+a private root and proc per component (launcher/kernel/mountns.py), an allow list of socket families (seccomp),
+a pty the launcher relays (launcher/lifecycle/ptyrelay.py). Each test names the barrier and shows, as the app's uid
 in the host's mounts (as_app_outside.py) or by what opened before the fix, that nothing else holds the
 same thing. What is still NOT HELD is an xfail (strict: fixing it makes it pass, and strict then asks for
 the mark to go); the fixes are in docs/decisions/attacks.md."""
@@ -31,7 +31,7 @@ def test_a_world_writable_host_socket_is_not_in_the_apps_root(attacks: AttackRun
     "NOT HELD: a path the app may read is bound into its root whole, and Landlock ABI 7 does not govern "
     "connect() to a pathname socket: a world-writable socket that appears inside a read path after the session "
     "started connects (here a 0666 socket made in the manifest's files.read dir while the app runs; one present "
-    "at start refuses the session, launcher/preflight.py). Fix: on Landlock ABI 9 (Linux 7.1+) handle "
+    "at start refuses the session, launcher/lifecycle/preflight.py). Fix: on Landlock ABI 9 (Linux 7.1+) handle "
     "LANDLOCK_ACCESS_FS_RESOLVE_UNIX and grant it only on the edge sockets (EACCES, as this test asserts)"))
 def test_a_socket_inside_a_read_path_is_refused(attacks: AttackRun) -> None:
     assert attacks.a.probes["host.socket_in_read_path"]["errno"] == "EACCES"

@@ -1,5 +1,5 @@
 """The person's terminal is the launcher's stdin (as when it runs from a shell). The launcher relays the app's
-stdio through a pty of its own (launcher/ptyrelay.py): the app's terminal is that pty, so what it injects
+stdio through a pty of its own (launcher/lifecycle/ptyrelay.py): the app's terminal is that pty, so what it injects
 (TIOCSTI), takes (TIOCSCTTY) or sets (modes) lands on its own pty, and it holds no fd and reaches no path of
 the person's terminal. dev.tty.legacy_tiocsti is 1 on this machine: the ioctl itself is not disabled."""
 

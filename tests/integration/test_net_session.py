@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from launcher import netns
+from launcher.kernel import netns
 from tests.integration._session import (
     LAUNCHER,
     RUN_ROOT,

@@ -10,8 +10,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from launcher.audit import AuditLog
 from launcher.commands import verify_audit as command
+from launcher.lifecycle.audit import AuditLog
 
 
 def _cli(*argv: str) -> int:

@@ -60,7 +60,7 @@ def outside() -> Iterator[str]:
 @pytest.mark.root
 def test_landlock_does_not_fence_chown_or_chmod(workspace: str, outside: str) -> None:
     """Why not CAP_CHOWN/CAP_FOWNER: Landlock (ABI <= 7) does not restrict metadata changes."""
-    from launcher.landlock import LandlockRules, apply_landlock
+    from launcher.kernel.landlock import LandlockRules, apply_landlock
 
     victim = os.path.join(outside, "victim")
     open(victim, "w").close()

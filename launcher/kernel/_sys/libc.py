@@ -1,0 +1,140 @@
+"""libc and raw syscalls through cffi ABI mode: setns, prctl, close_range, openat2, Landlock."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from launcher.kernel._sys._ffi import ffi
+
+_libc: Any = ffi.dlopen(None)
+
+# Syscalls numbered 424 and above are the same on every architecture (asm-generic unification).
+SYS_CLOSE_RANGE = 436
+SYS_OPENAT2 = 437
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+
+CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+PR_SET_PDEATHSIG = 1
+PR_GET_PDEATHSIG = 2
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_GET_SECCOMP = 21
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ffi.errno
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return int(result)
+
+
+def _long(value: int) -> Any:
+    return ffi.cast("long", value)
+
+
+def raw_syscall(number: int, *args: int) -> int:
+    """Call syscall(number, args...) with every argument passed as a C long; -1 with errno on failure."""
+    return int(_libc.syscall(_long(number), *(_long(a) for a in args)))
+
+
+def setns(fd: int, nstype: int) -> None:
+    """Move the calling thread into the namespace fd refers to."""
+    _check(_libc.setns(fd, nstype), "setns")
+
+
+def unshare(flags: int) -> None:
+    """Give the calling thread new namespaces of the kinds in flags."""
+    _check(_libc.unshare(flags), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    """mount(2); None passes NULL."""
+    def c(text: str | None) -> Any:
+        return ffi.NULL if text is None else text.encode()
+
+    _check(_libc.mount(c(source), target.encode(), c(fstype), flags, c(data)), f"mount {target}")
+
+
+# pivot_root and umount2 have no libc wrapper we can rely on; their numbers differ by architecture.
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+_SYS_UMOUNT2 = {"x86_64": 166, "aarch64": 39}
+MNT_DETACH = 2
+
+
+def _arch_number(table: dict[str, int], name: str) -> int:
+    machine = os.uname().machine
+    if machine not in table:
+        raise OSError(38, f"{name}: no syscall number known for {machine}")
+    return table[machine]
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """pivot_root(2): make new_root the root of this mount namespace, the old one at put_old."""
+    number = _arch_number(_SYS_PIVOT_ROOT, "pivot_root")
+    new, old = ffi.new("char[]", new_root.encode()), ffi.new("char[]", put_old.encode())
+    _check(_libc.syscall(_long(number), new, old), "pivot_root")
+
+
+def umount2(target: str, flags: int) -> None:
+    """umount2(2)."""
+    number = _arch_number(_SYS_UMOUNT2, "umount2")
+    _check(_libc.syscall(_long(number), ffi.new("char[]", target.encode()), _long(flags)), f"umount {target}")
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
+    """prctl(2); raises OSError on failure."""
+    return _check(_libc.prctl(option, arg2, arg3, arg4, arg5), f"prctl({option})")
+
+
+def parent_death_signal() -> int:
+    """PR_GET_PDEATHSIG: the signal this process gets when its parent dies (0: none)."""
+    sig = ffi.new("int *")
+    _check(_libc.prctl(PR_GET_PDEATHSIG, ffi.cast("unsigned long", sig), 0, 0, 0), "prctl(PR_GET_PDEATHSIG)")
+    return int(sig[0])
+
+
+def close_range(first: int, last: int) -> None:
+    """Close every fd in [first, last]."""
+    _check(raw_syscall(SYS_CLOSE_RANGE, first, last, 0), "close_range")
+
+
+def openat2_available() -> bool:
+    """True when openat2(2) exists: a call with a NULL how-pointer fails with EFAULT, not ENOSYS."""
+    if raw_syscall(SYS_OPENAT2, -100, 0, 0, 24) >= 0:  # pragma: no cover - cannot succeed on a NULL path
+        return True
+    return ffi.errno != 38  # ENOSYS
+
+
+def landlock_create_ruleset(attr: bytes | None, flags: int) -> int:
+    """landlock_create_ruleset(2); attr is the packed struct landlock_ruleset_attr (or None)."""
+    if attr is None:
+        return _check(raw_syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, flags), "landlock_create_ruleset")
+    buf = ffi.from_buffer(attr)
+    addr = int(ffi.cast("long", buf))
+    return _check(raw_syscall(SYS_LANDLOCK_CREATE_RULESET, addr, len(attr), flags), "landlock_create_ruleset")
+
+
+def landlock_add_rule(ruleset_fd: int, rule_type: int, attr: bytes) -> None:
+    """landlock_add_rule(2) with a packed rule attribute."""
+    buf = ffi.from_buffer(attr)
+    addr = int(ffi.cast("long", buf))
+    _check(raw_syscall(SYS_LANDLOCK_ADD_RULE, ruleset_fd, rule_type, addr, 0), "landlock_add_rule")
+
+
+def landlock_restrict_self(ruleset_fd: int) -> None:
+    """landlock_restrict_self(2): enforce the ruleset on the calling thread and its future children."""
+    _check(raw_syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0), "landlock_restrict_self")
+
+
+def lckpwdf() -> None:
+    """Take the shadow-suite lock on the account databases (/etc/.pwd.lock), as useradd does."""
+    _check(_libc.lckpwdf(), "lckpwdf")
+
+
+def ulckpwdf() -> None:
+    """Release the lock lckpwdf took."""
+    _check(_libc.ulckpwdf(), "ulckpwdf")

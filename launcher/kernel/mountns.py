@@ -1,0 +1,75 @@
+"""A private root per component: only the paths it may use exist in its view of the filesystem.
+
+Landlock (ABI ≤ 7) does not govern connect() to pathname Unix sockets, so without this a component reaches
+every world-writable socket of the host (D-Bus, systemd-resolved, journald, X11, a 0666 socket anywhere).
+Each component gets a fresh tmpfs as its root, holding bind mounts of exactly its own paths (the same ones
+Landlock grants: system directories, Python, its private directory, its edges' door sockets), the root's
+compatibility symlinks (/bin → usr/bin …), and a proc instance with hidepid=invisible so processes of
+other users are not even visible. Everything else is not there (ENOENT).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from launcher.kernel._sys import libc
+
+NEW_ROOT = "/tmp"  # any directory works as the mount point: it is covered by the new root's tmpfs
+MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 1 << 18
+PROC = "/proc"
+
+
+def _under(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def minimal_paths(paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths to bind (normalised, sorted), without those inside another kept path, nor /proc. Pure."""
+    kept = sorted({os.path.normpath(p) for p in paths} - {"/"})
+    kept = [p for p in kept if not _under(p, PROC)]
+    return tuple(p for p in kept if not any(other != p and _under(p, other) for other in kept))
+
+
+def _mount_point(path: str, like: int) -> None:
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    if stat.S_ISDIR(os.fstat(like).st_mode):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif not os.path.lexists(path):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+
+
+def _root_symlinks(new_root: str) -> None:
+    """/bin, /lib, /lib64, /sbin → usr/… on merged-/usr systems: programs name them."""
+    for name in os.listdir("/"):
+        link = os.path.join("/", name)
+        if os.path.islink(link) and not os.path.lexists(new_root + link):
+            os.symlink(os.readlink(link), new_root + link)
+
+
+def enter_private_root(keep: tuple[str, ...], hide_processes: bool = True) -> None:
+    """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc)."""
+    wanted = minimal_paths(keep)
+    libc.unshare(libc.CLONE_NEWNS)
+    libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # O_PATH handles first: the new root's tmpfs may cover some of the originals (a workspace under /tmp).
+    handles = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in wanted if os.path.exists(path)}
+    try:
+        libc.mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256k")
+        for path, handle in handles.items():
+            _mount_point(NEW_ROOT + path, handle)
+            libc.mount(f"/proc/self/fd/{handle}", NEW_ROOT + path, None, MS_BIND | MS_REC)
+    finally:
+        for handle in handles.values():
+            os.close(handle)
+    _root_symlinks(NEW_ROOT)
+    os.makedirs(NEW_ROOT + PROC, mode=0o555, exist_ok=True)
+    options = "hidepid=invisible" if hide_processes else None
+    libc.mount("proc", NEW_ROOT + PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+    old = NEW_ROOT + "/.old-root"
+    os.mkdir(old, 0o700)
+    libc.pivot_root(NEW_ROOT, old)
+    os.chdir("/")
+    libc.umount2("/.old-root", libc.MNT_DETACH)
+    os.rmdir("/.old-root")

@@ -1,0 +1,316 @@
+"""The session's audit log: structlog JSON lines, hash-chained, the head signed by a key that lives only for
+the session. The launcher is the only writer; no secret enters a line (the guard refuses the event).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from launcher.lifecycle.audit_verify import (
+    CLOSE_EVENT,
+    FORMAT,
+    LOG_NAME,
+    OPEN_EVENT,
+    PUB_NAME,
+    SIG_NAME,
+    genesis_hash,
+    head_message,
+    key_fingerprint,
+    line_hash,
+)
+from launcher.policy.layout import valid_sid
+
+AUDIT_ROOT = "/var/lib/sharness/sessions"
+MAX_LINE_BYTES = 256 * 1024
+RESERVED_KEYS = frozenset({"seq", "ts", "prev"})
+
+
+class AuditError(Exception):
+    """The audit log cannot be written as promised."""
+
+
+class AuditRefused(AuditError, ValueError):
+    """An event that would put a secret (or a reserved field) into the log; the value is never repeated."""
+
+    def __init__(self, event: object, where: str, rule: str) -> None:
+        super().__init__(
+            f"audit event {event!r} refused: {where} {rule}; log a name or a fingerprint instead"
+        )
+        self.where = where
+        self.rule = rule
+
+
+# --- the guard: pure ----------------------------------------------------------------------------------
+
+# Key names that hold a secret's value. A key ending in one of _METADATA names or describes a secret instead.
+_SECRET_WORDS = frozenset({
+    "secret", "secrets", "password", "passwd", "passphrase", "pwd", "apikey", "privkey", "privatekey",
+    "credential", "credentials", "cookie", "cookies", "authorization", "bearer", "mnemonic", "otp", "token",
+})
+_SECRET_PAIRS = frozenset({
+    ("api", "key"), ("private", "key"), ("secret", "key"), ("access", "key"), ("signing", "key"),
+    ("session", "key"), ("client", "secret"), ("set", "cookie"),
+})
+_METADATA = frozenset({"name", "names", "id", "ids", "ref", "fingerprint", "len", "length", "bytes", "count",
+                       "kind", "type", "host", "hosts", "role", "roles", "path", "label", "source"})
+_SECRET_VALUES = {  # group name: (what it looks like, pattern)
+    "pem": ("a PEM private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
+    "anthropic": ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
+    "openai": ("an OpenAI API key", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{32,}"),
+    "aws": ("an AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    "github": ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
+    "slack": ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
+    "google": ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    "stripe": ("a Stripe live key", r"\b[rs]k_live_[0-9A-Za-z]{20,}"),
+    "jwt": ("a JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    "bearer": ("a bearer credential", r"\b(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}"),
+    "url_password": ("a password in a URL", r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"),
+}
+# One alternation: a single scan per string, whatever the number of patterns.
+_SECRET_VALUE = re.compile("|".join(f"(?P<{group}>{pattern})" for group, (_, pattern) in _SECRET_VALUES.items()))
+
+
+def _segments(key: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+    return [part for part in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if part]
+
+
+def secret_key_rule(key: str) -> str | None:
+    """Why a field named `key` would hold a secret's value, or None."""
+    parts = _segments(key)
+    if not parts or parts[-1] in _METADATA:
+        return None
+    if any(part in _SECRET_WORDS for part in parts):
+        return "is named like a secret"
+    if any(pair in _SECRET_PAIRS for pair in itertools.pairwise(parts)):
+        return "is named like a secret"
+    return None
+
+
+def secret_value_rule(text: str, known: frozenset[str] = frozenset()) -> str | None:
+    """Why `text` looks like (or contains) a secret, or None."""
+    match = _SECRET_VALUE.search(text)
+    if match and match.lastgroup:
+        return f"holds what looks like {_SECRET_VALUES[match.lastgroup][0]}"
+    if any(secret in text for secret in known):
+        return "holds a secret this session registered"
+    return None
+
+
+def _walk(value: object, where: str) -> Iterator[tuple[str, str, bool]]:
+    """Every (where, text, is_key) inside a JSON-shaped value; a key is yielded (with its parent's path)
+    before anything whose path names it, so a refused key never appears in a path."""
+    if isinstance(value, str):
+        yield where, value, False
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield where, str(key), True
+            yield from _walk(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _walk(item, f"{where}[{index}]")
+
+
+def check_event(event: Mapping[str, object], known: frozenset[str] = frozenset()) -> None:
+    """AuditRefused when a field is reserved, named like a secret, or holds what looks like a secret."""
+    name = event.get("event")
+    if not isinstance(name, str) or not name:
+        raise AuditRefused(type(name).__name__, "the field 'event'", "must be a non-empty string naming what happened")
+    rule = secret_value_rule(name, known)
+    if rule:
+        raise AuditRefused("<not shown>", "the event name", rule)
+    for key in event:
+        if key in RESERVED_KEYS:
+            raise AuditRefused(name, f"the field {key!r}", "is written by the log itself")
+    for where, text, is_key in _walk(event, ""):
+        rule = secret_value_rule(text, known)
+        if rule:
+            place = f"a key in {where or 'the event'!r}" if is_key else f"the value of {where!r}"
+            raise AuditRefused(name, place, rule)
+        rule = secret_key_rule(text) if is_key else None
+        if rule:
+            raise AuditRefused(name, f"the key {f'{where}.{text}' if where else text!r}", rule)
+
+
+# --- the writer ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Chain:
+    sid: str
+    seq: int = 0
+    head: str = ""
+
+
+def _refuse_non_json(value: object) -> Any:
+    raise TypeError(f"audit values must be JSON (str, number, bool, None, list, dict), not {type(value)}")
+
+
+class _LineSink:
+    """structlog's output: appends one rendered line, then advances the chain to it."""
+
+    def __init__(self, fd: int, chain: _Chain) -> None:
+        self._fd = fd
+        self._chain = chain
+
+    def msg(self, rendered: str) -> None:
+        line = rendered.encode()
+        if len(line) > MAX_LINE_BYTES:
+            raise AuditError(f"audit line of {len(line)} bytes is over the {MAX_LINE_BYTES} byte limit")
+        data = memoryview(line + b"\n")
+        while data:
+            data = data[os.write(self._fd, data) :]
+        self._chain.seq += 1
+        self._chain.head = line_hash(line)
+
+
+def _build_logger(fd: int, chain: _Chain, known: set[str]) -> Any:
+    def guard(_logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
+        check_event(event_dict, frozenset(known))
+        return event_dict
+
+    def link(_logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
+        ts, event = event_dict.pop("ts"), event_dict.pop("event")
+        return {"seq": chain.seq + 1, "ts": ts, "event": event, **event_dict, "prev": chain.head}
+
+    return structlog.wrap_logger(
+        _LineSink(fd, chain),
+        processors=[
+            guard,
+            structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+            link,
+            structlog.processors.JSONRenderer(
+                default=_refuse_non_json, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+            ),
+        ],
+        wrapper_class=structlog.BoundLogger,
+        context_class=dict,
+        cache_logger_on_first_use=False,
+    )
+
+
+def _make_private_dir(path: str) -> None:
+    """mkdir -p whatever the umask: missing parents 0755 (others live beside, e.g. /var/lib/sharness/hello),
+    the leaf 0700."""
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for index, directory in enumerate(reversed(missing)):
+        mode = 0o700 if index == len(missing) - 1 else 0o755
+        try:
+            os.mkdir(directory, mode)
+        except FileExistsError:
+            continue
+        os.chmod(directory, mode)
+
+
+def _write_file(path: str, data: bytes, mode: int) -> None:
+    """Write `path` whole and durably (tmp + fsync + rename): a reader sees all of it or none."""
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, path)
+
+
+class AuditLog:
+    """One session's audit log: `create`, `append` events, `close` to sign the head."""
+
+    def __init__(self, directory: str, sid: str, fd: int, *, durable: bool) -> None:
+        self.directory = directory
+        self.sid = sid
+        self.path = os.path.join(directory, LOG_NAME)
+        self._fd = fd
+        self._durable = durable
+        self._chain = _Chain(sid, head=genesis_hash(sid))
+        self._known: set[str] = set()
+        self._logger = _build_logger(fd, self._chain, self._known)
+        self._key: Ed25519PrivateKey | None = Ed25519PrivateKey.generate()  # in memory only, for this session
+        public_key = self._key.public_key()
+        self.fingerprint = key_fingerprint(public_key)
+        self.public_key_pem = public_key.public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        ).decode()
+        self._closed: tuple[str, str] | None = None
+
+    @classmethod
+    def create(cls, directory: str | None, sid: str, *, durable: bool = True) -> AuditLog:
+        """A new log in `directory` (default `/var/lib/sharness/sessions/<sid>/`, 0700), first line written.
+
+        `durable` fsyncs every line, so a crash loses no event that was appended.
+        """
+        if not valid_sid(sid):
+            raise AuditError(f"session id must be 8 lowercase hex characters, got {sid!r}")
+        directory = os.path.normpath(directory or os.path.join(AUDIT_ROOT, sid))
+        _make_private_dir(directory)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(os.path.join(directory, LOG_NAME), flags, 0o600)
+        except FileExistsError:
+            raise AuditError(f"{directory}/{LOG_NAME} exists: a log is never reopened") from None
+        log = cls(directory, sid, fd, durable=durable)
+        _write_file(os.path.join(directory, PUB_NAME), log.public_key_pem.encode(), 0o644)
+        log.append({"event": OPEN_EVENT, "sid": sid, "format": FORMAT, "alg": "Ed25519",
+                    "key": log.fingerprint})
+        return log
+
+    @property
+    def lines(self) -> int:
+        return self._chain.seq
+
+    def forbid(self, secret: str) -> None:
+        """Refuse, from now on, any event holding this exact value (at least 8 characters)."""
+        if len(secret) < 8:
+            raise AuditError("a value to forbid must be at least 8 characters (shorter ones match too much)")
+        self._known.add(secret)
+
+    def append(self, event: Mapping[str, object]) -> None:
+        """Write one event (`{"event": "<what>", ...}`); AuditRefused if it would put a secret in the log."""
+        if self._closed is not None:
+            raise AuditError(f"audit log {self.path} is closed and signed; nothing more can be appended")
+        bad_keys = [key for key in event if not isinstance(key, str)]
+        if bad_keys:
+            raise AuditRefused(event.get("event"), f"the key {bad_keys[0]!r}", "is not a string")
+        self._logger.bind(**event).msg()
+        if self._durable:
+            os.fsync(self._fd)
+
+    def close(self) -> tuple[str, str]:
+        """Write the close line, sign the head, write audit.sig; return (signature path, public key PEM)."""
+        if self._closed is not None:
+            return self._closed
+        assert self._key is not None
+        self.append({"event": CLOSE_EVENT, "lines": self._chain.seq + 1})
+        os.fsync(self._fd)
+        os.close(self._fd)
+        chain = self._chain
+        signature = self._key.sign(head_message(chain.sid, chain.seq, chain.head))
+        self._key = None  # the private key is never written anywhere; drop it as soon as it has signed
+        document = {
+            "format": FORMAT, "alg": "Ed25519", "sid": chain.sid, "seq": chain.seq, "head": chain.head,
+            "key": self.fingerprint, "signature": base64.b64encode(signature).decode(),
+        }
+        sig_path = os.path.join(self.directory, SIG_NAME)
+        _write_file(sig_path, json.dumps(document, indent=2).encode() + b"\n", 0o644)
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            os.fsync(dir_fd)
+            os.close(dir_fd)
+        self._closed = (sig_path, self.public_key_pem)
+        return self._closed

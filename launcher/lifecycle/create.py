@@ -1,0 +1,191 @@
+"""Create a session's resources, each one journaled before it exists (DESIGN.md steps 3–6)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from launcher.kernel import cgroups, netns, users
+from launcher.lifecycle.journal import Journal
+from launcher.lifecycle.preflight import WorkspaceOwner
+from launcher.manifest import Manifest
+from launcher.policy.layout import LOOPBACK_ONLY, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups
+from pki.ca import FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
+
+APP_SVID = "svid.pem"
+APP_BUNDLE = "bundle.pem"
+
+
+@dataclass
+class Resources:
+    """What the launcher holds for a running session: ids, fds and listeners, never a private key."""
+
+    uids: dict[str, int] = field(default_factory=dict)
+    gids: dict[str, int] = field(default_factory=dict)  # primary group of each role's user
+    door_gids: dict[str, int] = field(default_factory=dict)  # group admitting a door's clients
+    netns_fds: dict[str, int] = field(default_factory=dict)
+    cgroups: dict[str, cgroups.CgroupHandle] = field(default_factory=dict)
+    svid_memfds: dict[str, int] = field(default_factory=dict)
+    listeners: dict[str, socket.socket] = field(default_factory=dict)
+    proxy_listeners: dict[str, socket.socket] = field(default_factory=dict)
+    minted: MintedSession | None = None
+
+    def release_door_handles(self) -> None:
+        """Once the doors hold their listeners and key memfds, the launcher lets go of its copies."""
+        for fd in self.svid_memfds.values():
+            os.close(fd)
+        for sock in (*self.listeners.values(), *self.proxy_listeners.values()):
+            sock.close()
+        self.svid_memfds.clear()
+        self.listeners.clear()
+        self.proxy_listeners.clear()
+
+    def close(self) -> None:
+        self.release_door_handles()
+        for fd in self.netns_fds.values():
+            os.close(fd)
+        self.netns_fds.clear()
+
+
+def ensure_root_dirs(layout: SessionLayout) -> None:
+    """The shared parents every session lives under; never journaled, never removed."""
+    for path, mode in ((layout.run_root, 0o711), (layout.sessions_root, 0o700)):
+        os.makedirs(path, mode=mode, exist_ok=True)
+        os.chmod(path, mode)
+
+
+def remove_empty_roots(sessions_root: str, run_root: str) -> None:
+    """After the last session, leave no /run/sharness behind (a session starting meanwhile re-creates it)."""
+    for path in (sessions_root, run_root):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return  # not empty (another session), or already gone
+
+
+def _mkdir(journal: Journal, path: str, mode: int, uid: int = 0, gid: int = 0) -> None:
+    journal.record("dir", path)
+    os.mkdir(path, mode)
+    os.chown(path, uid, gid)
+    os.chmod(path, mode)
+
+
+class SessionBuilder:
+    """Creates, in order, every resource of one session. Each step journals before it creates."""
+
+    def __init__(self, manifest: Manifest, layout: SessionLayout, journal: Journal,
+                 fs_owner: WorkspaceOwner | None = None) -> None:
+        self.manifest = manifest
+        self.layout = layout
+        self.journal = journal
+        self.fs_owner = fs_owner
+        self.resources = Resources()
+
+    def build(self) -> Resources:
+        self.make_runtime_dirs()
+        self.make_accounts()
+        self.make_private_dirs()
+        self.make_netns()
+        self.make_cgroups()
+        self.make_pki()
+        self.make_door_listeners()
+        self.make_proxy_listeners()
+        return self.resources
+
+    def make_runtime_dirs(self) -> None:
+        _mkdir(self.journal, self.layout.runtime_dir, 0o711)
+        _mkdir(self.journal, self.layout.doors_dir, 0o711)
+
+    def make_accounts(self) -> None:
+        """Every user (with its own group) and every door's clients group, in one locked transaction."""
+        roles = self.manifest.roles
+        # The fs door runs as the workspace owner (docs/decisions/fs.md): it gets no session user.
+        user_names = {role: self.layout.user(role) for role in roles if role != "fs"}
+        clients = door_client_groups(self.manifest.edges, roles)
+        group_members = {
+            self.layout.clients_group(door): [user_names[role] for role in sorted(clients[door]) if role in user_names]
+            for door in sorted(clients)
+        }
+        for name in user_names.values():
+            self.journal.record("user", name)
+        for name in group_members:
+            self.journal.record("group", name)
+        ids = users.create_accounts(list(user_names.values()), group_members)
+        for role, name in user_names.items():
+            self.resources.uids[role] = ids[name]
+            self.resources.gids[role] = ids[name]  # each user's own group has the same id
+        if "fs" in roles:
+            assert self.fs_owner is not None, "a session with the fs door needs the workspace owner"
+            self.resources.uids["fs"], self.resources.gids["fs"] = self.fs_owner.uid, self.fs_owner.gid
+        for door in clients:
+            self.resources.door_gids[door] = ids[self.layout.clients_group(door)]
+
+    def make_private_dirs(self) -> None:
+        for role in self.manifest.roles:
+            uid, gid = self.resources.uids[role], self.resources.gids[role]
+            _mkdir(self.journal, self.layout.private_dir(role), 0o700, uid, gid)
+        app_uid, app_gid = self.resources.uids["app"], self.resources.gids["app"]
+        _mkdir(self.journal, f"{self.layout.private_dir('app')}/tmp", 0o700, app_uid, app_gid)
+
+    def make_netns(self) -> None:
+        for role in self.manifest.roles:
+            name = self.layout.netns(role)
+            if name is None:
+                continue
+            self.journal.record("netns", name)
+            netns.create_netns(name, loopback_up=role in LOOPBACK_ONLY)
+            self.resources.netns_fds[role] = netns.netns_fd(name)
+
+    def make_cgroups(self) -> None:
+        sid = self.layout.sid
+        for role in self.manifest.roles:
+            for path in cgroups.cgroup_paths(sid, role):
+                self.journal.record("cgroup", path)
+            memory_mb, max_pids = self.manifest.process_limits(role)
+            self.resources.cgroups[role] = cgroups.create_cgroup(sid, role, memory_mb * 1024 * 1024, max_pids)
+
+    def make_pki(self) -> None:
+        deliveries: dict[str, MemfdDelivery | FileDelivery] = {}
+        for role in self.manifest.roles:
+            if role == "app":
+                continue
+            fd = new_svid_memfd(role)
+            self.resources.svid_memfds[role] = fd
+            deliveries[role] = MemfdDelivery(fd)
+        app_dir = self.layout.private_dir("app")
+        app_ids = self.resources.uids["app"], self.resources.gids["app"]
+        deliveries["app"] = FileDelivery(f"{app_dir}/{APP_SVID}", *app_ids)
+        session = self.manifest.session
+        minted = mint_session(session.trust_domain, self.layout.sid, self.manifest.roles, session.ttl_s, deliveries)
+        self.resources.minted = minted
+        bundle_path = f"{app_dir}/{APP_BUNDLE}"
+        fd = os.open(bundle_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        try:
+            os.write(fd, minted.bundle_pem)
+            os.fchown(fd, self.resources.uids["app"], self.resources.gids["app"])
+        finally:
+            os.close(fd)
+
+    def make_door_listeners(self) -> None:
+        for door in self.manifest.roles:
+            if door == "app":
+                continue
+            path = self.layout.socket_path(door)
+            self.journal.record("file", path)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            # Only the door's edge-listed clients are in its group: the kernel's first lock.
+            os.chown(path, 0, self.resources.door_gids.get(door, 0))
+            os.chmod(path, 0o660)
+            listener.listen(128)
+            self.resources.listeners[door] = listener
+
+    def make_proxy_listeners(self) -> None:
+        if "net" not in self.manifest.roles:
+            return
+        for role in ("app", "shell"):
+            name = self.layout.netns(role)
+            if role in self.manifest.roles and (role, "net") in self.manifest.edges and name:
+                listener = netns.tcp_listener_in_netns(name, PROXY_HOST, PROXY_PORT)
+                self.resources.proxy_listeners[role] = listener

@@ -1,0 +1,140 @@
+"""Fork one component, confine it in the child, and run it: a door in the pre-imported interpreter,
+the app through execve. The parent keeps only the pid, a pidfd and its end of the status socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds, step_of_exit_code
+
+# Exit codes a confined child uses before it runs anything of its own (confinement steps: 199–212).
+EXIT_CONFINEMENT_FAILED = 213
+EXIT_DOOR_CRASHED = 122
+EXIT_EXEC_FAILED = 127
+
+
+@dataclass(frozen=True)
+class Spawned:
+    role: str
+    pid: int
+    pidfd: int
+    status: socket.socket | None  # door → launcher messages; None for the app
+
+
+def _reset_signals(for_exec: bool) -> None:
+    """The launcher's signal handlers and wake-up fd must not leak into a child (trio installs its own).
+
+    A door keeps running Python, so it gets Python's start-up dispositions (SIGPIPE ignored, SIGINT raising
+    KeyboardInterrupt); a program about to be exec'd gets the defaults, as subprocess does.
+    """
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL if for_exec else signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_DFL if for_exec else signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _child_fail(role: str, code: int, detail: str) -> None:
+    try:
+        os.write(2, f"sharness-launch: {role}: {detail}\n".encode(errors="replace"))
+    finally:
+        os._exit(code)
+
+
+def spawn_door(
+    role: str,
+    spec: ConfinementSpec,
+    fds: Mapping[int, int],
+    run: Callable[[], None],
+) -> Spawned:
+    """Fork a door: place its fd contract (`fds` maps target fd → current fd), confine it, run it.
+
+    The caller passes the status fd target 3 itself; this function makes the socketpair.
+    """
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    mapping = {3: child_end.fileno(), **fds}
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            _reset_signals(for_exec=False)
+            parent_end.close()
+            place_fds({0: os.open("/dev/null", os.O_RDONLY), 1: os.open("/dev/null", os.O_WRONLY), **mapping})
+            apply_confinement(spec)
+        except ConfinementError as exc:
+            _child_fail(role, exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
+        except BaseException as exc:
+            _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
+        try:
+            run()
+        except BaseException as exc:
+            _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {type(exc).__name__}: {exc}")
+        os._exit(0)
+    child_end.close()
+    return Spawned(role=role, pid=pid, pidfd=os.pidfd_open(pid), status=parent_end)
+
+
+def spawn_app(
+    argv: tuple[str, ...],
+    spec: ConfinementSpec,
+    stdio: Mapping[int, int],
+    child_setup: Callable[[], None] | None = None,
+) -> Spawned:
+    """Fork the app, confine it, and execve its argv with the clean environment of `spec`.
+
+    `child_setup` runs in the child once it is confined, just before execve (the pty relay's TIOCSCTTY).
+    """
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            _reset_signals(for_exec=True)
+            place_fds(dict(stdio))
+            apply_confinement(spec)
+            if child_setup is not None:
+                child_setup()
+        except ConfinementError as exc:
+            _child_fail("app", exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
+        except BaseException as exc:
+            _child_fail("app", EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
+        try:
+            os.execvpe(argv[0], list(argv), dict(spec.env))
+        except OSError as exc:
+            detail = f"cannot execute {argv[0]!r}: {exc.strerror} (check app.argv and app.files.exec)"
+            _child_fail("app", EXIT_EXEC_FAILED, detail)
+        os._exit(EXIT_EXEC_FAILED)
+    return Spawned(role="app", pid=pid, pidfd=os.pidfd_open(pid), status=None)
+
+
+def exit_code_of(wait_status: int) -> int:
+    """Shell convention: the exit code, or 128 + the signal that ended the process."""
+    if os.WIFSIGNALED(wait_status):
+        return 128 + os.WTERMSIG(wait_status)
+    return os.WEXITSTATUS(wait_status)
+
+
+def describe_exit(role: str, wait_status: int) -> str:
+    if os.WIFSIGNALED(wait_status):
+        return f"{role} was killed by signal {os.WTERMSIG(wait_status)}"
+    code = os.WEXITSTATUS(wait_status)
+    step = step_of_exit_code(code)
+    if step is not None:
+        return f"{role} exited with code {code} (its confinement failed at step {step!r})"
+    meaning = {
+        EXIT_CONFINEMENT_FAILED: " (its confinement could not be applied)",
+        EXIT_DOOR_CRASHED: " (the door crashed)",
+        EXIT_EXEC_FAILED: " (its command could not be executed)",
+    }.get(code, "")
+    return f"{role} exited with code {code}{meaning}"
+
+
+def single_threaded() -> bool:
+    """fork() is only safe here while the launcher has one thread."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return sys.platform != "linux"

@@ -1,0 +1,231 @@
+"""Wait on a running session: door status messages, process exits, signals and the TTL.
+
+One selector, no threads: the launcher stays single-threaded so that fork() remains safe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
+
+MAX_STATUS_MESSAGE = 65536
+END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Why the session ends and the launcher's exit code."""
+
+    reason: str
+    exit_code: int
+    failed_role: str | None = None
+
+
+class IoSource(Protocol):
+    """Fds the loop serves besides the session's own: the app's pty relay (launcher/lifecycle/ptyrelay.py)."""
+
+    def fds_to_watch(self) -> Mapping[int, int]: ...  # fd → selectors.EVENT_READ | EVENT_WRITE, asked each step
+    def on_ready(self, fd: int, events: int) -> None: ...
+    def on_signal(self, signum: int) -> None: ...
+
+
+class Supervisor:
+    """Owns the selector over pidfds, status sockets and the signal wake-up pipe."""
+
+    def __init__(self, on_audit: Callable[[str, dict[str, object]], None]) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._on_audit = on_audit
+        self._processes: dict[str, Spawned] = {}
+        self._statuses: dict[str, int] = {}
+        self._ready: set[str] = set()
+        self._signal_r, self._signal_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._old_wakeup = signal.set_wakeup_fd(self._signal_w)
+        self._old_handlers = {sig: signal.signal(sig, lambda *_: None) for sig in END_SIGNALS}
+        self._selector.register(self._signal_r, selectors.EVENT_READ, ("signal", ""))
+        self._io: IoSource | None = None
+        self._io_fds: dict[int, int] = {}
+        self._io_signals: frozenset[int] = frozenset()
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._old_wakeup)
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)
+        self._selector.close()
+        os.close(self._signal_r)
+        os.close(self._signal_w)
+
+    def add_io(self, source: IoSource, signals: tuple[signal.Signals, ...] = ()) -> None:
+        """Serve `source`'s fds in this loop and hand it `signals`, which wake the loop through the pipe."""
+        self._io, self._io_signals = source, frozenset(int(sig) for sig in signals)
+        for sig in signals:
+            if sig not in self._old_handlers:
+                self._old_handlers[sig] = signal.signal(sig, lambda *_: None)
+
+    def _sync_io(self) -> None:
+        wanted = dict(self._io.fds_to_watch()) if self._io is not None else {}
+        for fd in [fd for fd in self._io_fds if fd not in wanted]:
+            self._selector.unregister(fd)
+            del self._io_fds[fd]
+        for fd, events in wanted.items():
+            if fd not in self._io_fds:
+                self._selector.register(fd, events, ("io", ""))
+            elif self._io_fds[fd] != events:
+                self._selector.modify(fd, events, ("io", ""))
+            self._io_fds[fd] = events
+
+    def watch(self, spawned: Spawned) -> None:
+        self._processes[spawned.role] = spawned
+        self._selector.register(spawned.pidfd, selectors.EVENT_READ, ("exit", spawned.role))
+        if spawned.status is not None:
+            self._selector.register(spawned.status, selectors.EVENT_READ, ("status", spawned.role))
+
+    def wait_ready(self, roles: tuple[str, ...], timeout_s: float) -> Ending | None:
+        """Until every door in `roles` said ready; an Ending if one died, a signal came, or time ran out."""
+        deadline = time.monotonic() + timeout_s
+        while not set(roles) <= self._ready:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                missing = ", ".join(sorted(set(roles) - self._ready))
+                return Ending(f"door(s) {missing} did not report ready within {timeout_s:.0f} s", 70, missing)
+            ending = self._step(remaining)
+            if ending is not None:
+                return ending
+        return None
+
+    def run_until_end(self, app_role: str, deadline: float) -> Ending:
+        """Until the app exits, a door exits (fail closed), a signal arrives, or the TTL passes."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return Ending("the session TTL (session.ttl_s) ran out", 124)
+            ending = self._step(remaining, app_role)
+            if ending is not None:
+                return ending
+
+    def _step(self, timeout: float, app_role: str | None = None) -> Ending | None:
+        self._sync_io()
+        for key, events in self._selector.select(timeout):
+            kind, role = key.data
+            if kind == "signal":
+                ending = self._signal_ending()
+                if ending is not None:
+                    return ending
+            elif kind == "status":
+                self._read_status(role)
+            elif kind == "exit":
+                return self._exit_ending(role, app_role)
+            elif kind == "io" and self._io is not None:
+                self._io.on_ready(key.fd, events)
+        return None
+
+    def _signal_ending(self) -> Ending | None:
+        try:
+            data = os.read(self._signal_r, 64)
+        except BlockingIOError:
+            return None
+        for signum in data:
+            if signum in [int(s) for s in END_SIGNALS]:
+                name = signal.Signals(signum).name
+                return Ending(f"the launcher received {name}", 128 + signum)
+            if signum in self._io_signals and self._io is not None:
+                self._io.on_signal(signum)
+        return None
+
+    def _exit_ending(self, role: str, app_role: str | None) -> Ending:
+        status = self.reap(role)
+        if role == app_role:
+            return Ending(describe_exit(role, status), exit_code_of(status))
+        return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", 70, role)
+
+    def _read_status(self, role: str) -> None:
+        sock = self._processes[role].status
+        assert sock is not None
+        try:
+            message = sock.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            message = b""
+        if not message:
+            self._selector.unregister(sock)
+            return
+        self._handle_status(role, message)
+
+    def _handle_status(self, role: str, message: bytes) -> None:
+        try:
+            decoded = json.loads(message)
+        except ValueError:
+            self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
+            return
+        if not isinstance(decoded, dict):
+            self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
+            return
+        kind = decoded.get("type")
+        if kind == "ready":
+            self._ready.add(role)
+            self._on_audit("door.ready", {"role": role, "pid": self._processes[role].pid})
+        elif kind == "audit" and isinstance(decoded.get("event"), dict):
+            # The door's fields first: it may not overwrite which role the launcher says sent them.
+            self._on_audit("door.event", {**decoded["event"], "role": role})
+        elif kind == "fatal":
+            self._on_audit("door.fatal", {"role": role, "detail": str(decoded.get("detail", ""))[:500]})
+        else:
+            self._on_audit("door.status.unknown", {"role": role, "type": str(kind)[:40]})
+
+    def drain_statuses(self) -> None:
+        """Read what doors sent before they were stopped, so their last audit events are kept."""
+        for role, spawned in self._processes.items():
+            if spawned.status is None:
+                continue
+            while True:
+                try:
+                    message = spawned.status.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
+                except OSError:
+                    break
+                if not message:
+                    break
+                self._handle_status(role, message)
+
+    def reap(self, role: str) -> int:
+        """Collect a process's wait status once; later calls return the recorded status."""
+        if role in self._statuses:
+            return self._statuses[role]
+        spawned = self._processes[role]
+        _, status = os.waitpid(spawned.pid, 0)
+        self._statuses[role] = status
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(spawned.pidfd)
+        os.close(spawned.pidfd)
+        return status
+
+    def stop(self, role: str, grace_s: float) -> int:
+        """SIGTERM, then SIGKILL after `grace_s`; returns the wait status."""
+        if role in self._statuses:
+            return self._statuses[role]
+        spawned = self._processes[role]
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(spawned.pidfd, signal.SIGTERM)
+        ready = selectors.DefaultSelector()
+        ready.register(spawned.pidfd, selectors.EVENT_READ)
+        if not ready.select(grace_s):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(spawned.pidfd, signal.SIGKILL)
+        ready.close()
+        return self.reap(role)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return tuple(self._processes)
+
+    def pid_of(self, role: str) -> int:
+        return self._processes[role].pid

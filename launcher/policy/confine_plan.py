@@ -1,0 +1,102 @@
+"""What each component may touch: Landlock paths and ports, seccomp mode, limits. Pure: no I/O.
+
+The launcher turns these records into a ConfinementSpec after it has created the session's users,
+namespaces and cgroups (launcher/lifecycle/spawn.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from launcher.policy.layout import HOST_NETWORK, PROXY_PORT, SessionLayout
+
+# What every dynamically linked program needs to start: the loader, libraries, and the system's
+# configuration. Read-only; /etc secrets stay protected by their owners and modes (a Boundary of DAC).
+SYSTEM_READ = (
+    "/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu",
+)
+SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
+WRITE_DEVICES = ("/dev/null",)
+DNS_PORT = 53
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """Landlock paths and ports plus the seccomp mode for one component."""
+
+    read: tuple[str, ...]
+    write: tuple[str, ...]
+    exec: tuple[str, ...]
+    tcp_bind: tuple[int, ...]
+    tcp_connect: tuple[int, ...]
+    deny_inet: bool
+    allow_udp: bool = False
+
+
+def egress_ports(manifest_rows: dict[str, object], role: str) -> tuple[int, ...]:
+    """The TCP ports a host-network door dials, from its manifest rows."""
+    ports: set[int] = set()
+    if role == "net":
+        allow = manifest_rows.get("allow", {})
+        if isinstance(allow, dict):
+            for entries in allow.values():
+                for entry in entries if isinstance(entries, list) else []:
+                    _, _, port = str(entry).rpartition(":")
+                    if port.isdigit():
+                        ports.add(int(port))
+    if role == "model":
+        upstream = str(manifest_rows.get("upstream", ""))
+        ports.add(443 if upstream.startswith("https://") else 80)
+    return tuple(sorted(ports))
+
+
+def door_allowance(
+    role: str, layout: SessionLayout, python_paths: tuple[str, ...], rows: dict[str, object],
+    may_use_proxy: bool = False,
+) -> Allowance:
+    """A door is forked from the pre-imported launcher: it reads Python and executes nothing.
+
+    The net and model doors keep the host network; the shell reaches out only through its proxy listener
+    (and only with the edge shell→net); fs and keys have no internet sockets at all.
+    """
+    write: tuple[str, ...] = ()
+    if role == "fs" and isinstance(rows.get("workspace"), str):
+        write = (str(rows["workspace"]),)
+    host = role in HOST_NETWORK
+    if host:  # the egress doors resolve names: UDP and TCP to port 53 for their resolver
+        tcp_connect: tuple[int, ...] = tuple(sorted({*egress_ports(rows, role), DNS_PORT}))
+    else:
+        tcp_connect = (PROXY_PORT,) if role == "shell" and may_use_proxy else ()
+    return Allowance(
+        read=(*SYSTEM_READ, *python_paths, layout.private_dir(role)),
+        write=(*WRITE_DEVICES, *write),
+        exec=(),
+        tcp_bind=(),
+        tcp_connect=tcp_connect,
+        deny_inet=not host and not (role == "shell" and may_use_proxy),
+        allow_udp=host,
+    )
+
+
+def app_allowance(
+    layout: SessionLayout,
+    python_paths: tuple[str, ...],
+    files_read: tuple[str, ...],
+    files_exec: tuple[str, ...],
+    may_use_proxy: bool,
+) -> Allowance:
+    """The app reads the system and what the manifest lists, writes only its private directory."""
+    private = layout.private_dir("app")
+    return Allowance(
+        read=(*SYSTEM_READ, *python_paths, *files_read, *files_exec, private),
+        write=(*WRITE_DEVICES, f"{private}/tmp"),
+        exec=(*SYSTEM_EXEC, *python_paths_exec(python_paths), *files_exec),
+        tcp_bind=(),
+        tcp_connect=(PROXY_PORT,) if may_use_proxy else (),
+        deny_inet=not may_use_proxy,
+    )
+
+
+def python_paths_exec(python_paths: tuple[str, ...]) -> tuple[str, ...]:
+    """Executables among the Python paths: only each prefix's bin directory."""
+    return tuple(path for path in python_paths if path.endswith("/bin"))

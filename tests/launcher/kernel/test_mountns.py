@@ -1,0 +1,72 @@
+"""The private mount namespace: host runtime dirs hidden but the kept paths, other users' processes invisible."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+from kernel_child import run_child
+
+from launcher.kernel.mountns import enter_private_root, minimal_paths
+
+
+def test_minimal_paths_drops_nested_paths_proc_and_the_root() -> None:
+    paths = ("/usr", "/usr/lib/python3.11", "/run/sharness/ab/app", "/run/sharness/ab/app/tmp", "/tmp/ws/",
+             "/etc/passwd", "/etc", "/proc", "/proc/self", "/", "/runaway")
+    assert minimal_paths(paths) == ("/etc", "/run/sharness/ab/app", "/runaway", "/tmp/ws", "/usr")
+    assert minimal_paths(()) == ()
+
+
+@pytest.mark.root
+def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_from_proc() -> None:
+    base = Path(tempfile.mkdtemp(prefix="sh-test-mnt-", dir="/tmp"))
+    try:
+        kept = base / "kept"
+        kept.mkdir()
+        (kept / "note").write_text("visible")
+        host_socket = socket.socket(socket.AF_UNIX)
+        host_socket.bind(str(base / "host.sock"))
+        host_socket.listen(1)
+        os.chmod(base / "host.sock", 0o666)
+        victim = os.fork()
+        if victim == 0:
+            os.setresuid(65534, 65534, 65534)
+            os.pause()
+
+        def setup(_wfd: int) -> None:
+            enter_private_root((str(kept),))
+            os.setresgid(65533, 65533, 65533)
+            os.setresuid(65533, 65533, 65533)
+
+        def probe() -> object:
+            result = {"note": (kept / "note").read_text()}
+            try:
+                with socket.socket(socket.AF_UNIX) as sock:
+                    sock.connect(str(base / "host.sock"))
+                result["socket"] = "connected"
+            except OSError as exc:
+                result["socket"] = errno.errorcode[exc.errno or 0]
+            result["victim_visible"] = os.path.exists(f"/proc/{victim}")
+            result["self_visible"] = os.path.exists("/proc/self/status")
+            return result
+
+        try:
+            control = run_child(lambda _wfd: None, probe)
+            assert control.report["value"]["socket"] == "connected"
+            assert control.report["value"]["victim_visible"] is True
+            confined = run_child(setup, probe)
+            assert confined.report["value"] == {"note": "visible", "socket": "ENOENT", "victim_visible": False,
+                                                "self_visible": True}
+        finally:
+            os.kill(victim, 9)
+            os.waitpid(victim, 0)
+            host_socket.close()
+        assert os.path.exists(base / "host.sock")  # the host's view is untouched
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)

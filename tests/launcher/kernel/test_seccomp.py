@@ -1,0 +1,216 @@
+"""seccomp: the pure rule list, then real children whose syscalls the filter answers with EPERM."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import socket
+from collections.abc import Callable
+from functools import partial
+
+import pytest
+from kernel_child import confined, make_spec, run_child, scratch_user
+
+from launcher.kernel._sys import libc, libseccomp
+from launcher.kernel._sys.libseccomp import CMP_MASKED_EQ
+from launcher.kernel.seccomp import AF_INET, AF_INET6, DENIED_SYSCALLS, apply_seccomp, denied_syscalls, deny_rules
+
+CLONE_NEWUSER = 0x10000000
+AF_PACKET = 17
+
+
+def nr(name: str) -> int:
+    return int(libseccomp.lib().seccomp_syscall_resolve_name(name.encode()))
+
+
+def sys_call(name: str, *args: int) -> int:
+    """Raw syscall by name; OSError with the errno on failure."""
+    result = libc.raw_syscall(nr(name), *args)
+    if result < 0:
+        raise OSError(libc.ffi.errno, os.strerror(libc.ffi.errno))
+    return result
+
+
+def seccomp_only(deny_inet: bool, allow_udp: bool = False) -> Callable[[int], None]:
+    """A setup that stays root and loads only the filter: proves the errno is seccomp's, not a lack of caps."""
+
+    def setup(_wfd: int) -> None:
+        libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
+        apply_seccomp(deny_inet, allow_udp)
+
+    return setup
+
+
+def nothing(_wfd: int) -> None:
+    return None
+
+
+# --- pure ---------------------------------------------------------------------------------------
+
+
+def test_the_deny_list_covers_the_required_syscalls() -> None:
+    required = {
+        "ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
+        "io_uring_register", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
+        "unshare", "setns", "mount", "umount2", "pivot_root", "kexec_load", "kexec_file_load",
+        "open_by_handle_at",
+    }
+    assert required <= set(DENIED_SYSCALLS)
+    assert all(r.errno == errno.EPERM for r in deny_rules(True) if r.syscall != "clone3")
+
+
+def test_socket_rules_differ_only_in_what_inet_may_do() -> None:
+    strict = [r for r in deny_rules(True) if r.syscall == "socket"]
+    loose = [r for r in deny_rules(False) if r.syscall == "socket"]
+    families = [r for r in strict if r.cmps[0][1] != CMP_MASKED_EQ or r.cmps[0][3] not in (AF_INET, AF_INET6)]
+    assert len(strict) == len(families) + 2  # + AF_INET, AF_INET6 whatever the type
+    assert len(loose) > len(strict)  # per type and protocol: only TCP streams pass
+    assert set(loose) >= set(families)  # the family allow list is the same either way
+
+
+@pytest.mark.root
+def test_only_unix_netlink_and_inet_families_open() -> None:
+    """AF_VSOCK (the hypervisor, past any netns), AF_ALG, AF_BLUETOOTH, ... refused by seccomp, not by luck."""
+    for family in (40, 38, 31, 29, 5, 4, 3):  # VSOCK, ALG, BLUETOOTH, CAN, APPLETALK, IPX, AX25
+        filtered = run_child(seccomp_only(False), partial(_sock, family, socket.SOCK_STREAM))
+        assert filtered.errno == errno.EPERM, (family, filtered.report)
+    assert run_child(seccomp_only(False), lambda: sys_call("socket", 46, 1, 0)).errno == errno.EPERM
+    for family, kind in ((socket.AF_UNIX, socket.SOCK_STREAM), (socket.AF_NETLINK, socket.SOCK_RAW)):
+        assert run_child(seccomp_only(True), partial(_sock, family, kind)).report == {"value": 0}
+    for protocol in (15, 4, 9):  # NETLINK_KOBJECT_UEVENT, NETLINK_SOCK_DIAG, NETLINK_AUDIT
+        control = run_child(nothing, partial(_sock, socket.AF_NETLINK, socket.SOCK_RAW, protocol))
+        assert control.report == {"value": 0}, (protocol, control.report)
+        filtered = run_child(seccomp_only(True), partial(_sock, socket.AF_NETLINK, socket.SOCK_RAW, protocol))
+        assert filtered.errno == errno.EPERM, (protocol, filtered.report)
+
+
+# --- kernel: root children, filter only, against an unfiltered control ---------------------------
+
+CASES = [
+    ("ptrace", lambda: sys_call("ptrace", 0, 0, 0, 0)),  # PTRACE_TRACEME
+    ("io_uring_setup", lambda: sys_call("io_uring_setup", 1, 0)),
+    ("bpf", lambda: sys_call("bpf", 0, 0, 0)),
+    ("keyctl", lambda: sys_call("keyctl", 0, 2**64 - 2, 0)),  # KEYCTL_GET_KEYRING_ID, process keyring
+    ("perf_event_open", lambda: sys_call("perf_event_open", 0, 0, -1, -1, 0)),
+    ("userfaultfd", lambda: sys_call("userfaultfd", 0)),
+    ("setns", lambda: sys_call("setns", -1, 0)),
+    ("mount", lambda: sys_call("mount", 0, 0, 0, 0, 0)),
+    ("process_vm_readv", lambda: sys_call("process_vm_readv", os.getpid(), 0, 0, 0, 0, 0)),
+    ("open_by_handle_at", lambda: sys_call("open_by_handle_at", -1, 0, 0)),
+]
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("name", "call"), CASES, ids=[c[0] for c in CASES])
+def test_denied_syscall_gets_eperm_from_the_filter_even_as_root(name: str, call: Callable[[], int]) -> None:
+    control = run_child(nothing, call)
+    assert control.errno != errno.EPERM, f"{name} without the filter: {control.report}"
+    assert run_child(seccomp_only(deny_inet=False), call).errno == errno.EPERM
+
+
+@pytest.mark.root
+def test_unshare_newuser_and_clone_newuser_get_eperm_in_a_confined_child() -> None:
+    def clone_newuser() -> int:
+        pid = sys_call("clone", CLONE_NEWUSER | signal.SIGCHLD, 0, 0, 0, 0)
+        if pid == 0:  # pragma: no cover - the clone child
+            os._exit(0)
+        os.waitpid(pid, 0)
+        return 0
+
+    with scratch_user() as user:
+        spec = make_spec(user)
+        as_user = lambda _fd: os.setresuid(user.uid, user.uid, user.uid)  # noqa: E731
+        # Control: this kernel lets an unprivileged user make a user namespace, both ways.
+        assert run_child(as_user, lambda: sys_call("unshare", CLONE_NEWUSER)).report == {"value": 0}
+        assert run_child(as_user, clone_newuser).report == {"value": 0}
+        assert confined(spec, lambda: sys_call("unshare", CLONE_NEWUSER)).errno == errno.EPERM
+        assert confined(spec, clone_newuser).errno == errno.EPERM
+        # Plain fork (clone without namespace flags, after clone3 got ENOSYS) still works.
+        assert confined(spec, lambda: _fork_and_reap()).report == {"value": 0}
+
+
+def _fork_and_reap() -> int:
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - grandchild
+        os._exit(7)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) - 7
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("name", DENIED_SYSCALLS)
+def test_every_denied_syscall_gets_eperm_in_a_confined_child(name: str) -> None:
+    if nr(name) < 0:
+        pytest.skip(f"{name} does not exist on this architecture")
+    with scratch_user() as user:
+        assert confined(make_spec(user), lambda: sys_call(name, 0, 0, 0, 0, 0, 0)).errno == errno.EPERM
+
+
+def _sock(family: int, kind: int, proto: int = 0) -> int:
+    socket.socket(family, kind, proto).close()
+    return 0
+
+
+@pytest.mark.root
+def test_deny_inet_refuses_every_inet_and_packet_socket() -> None:
+    pairs: list[tuple[int, int]] = [(socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET6, socket.SOCK_STREAM),
+             (socket.AF_INET, socket.SOCK_DGRAM)]
+    for family, kind in pairs:
+        assert run_child(nothing, partial(_sock, family, kind)).report == {"value": 0}
+        assert run_child(seccomp_only(True), partial(_sock, family, kind)).errno == errno.EPERM
+    assert run_child(seccomp_only(True), lambda: _sock(AF_PACKET, socket.SOCK_RAW)).errno == errno.EPERM
+    # High bits set in the int argument: the kernel reads AF_INET, so must the filter.
+    assert run_child(seccomp_only(True), lambda: sys_call("socket", (1 << 32) | 2, 1, 0)).errno == errno.EPERM
+    assert run_child(seccomp_only(True), lambda: _sock(socket.AF_UNIX, socket.SOCK_STREAM)).report == {"value": 0}
+
+
+@pytest.mark.root
+def test_without_deny_inet_only_tcp_streams_are_allowed() -> None:
+    allowed: list[tuple[int, int, int]] = [
+        (socket.AF_INET, socket.SOCK_STREAM, 0), (socket.AF_INET6, socket.SOCK_STREAM, 6),
+        (socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK, 0),
+    ]
+    for family, kind, proto in allowed:
+        assert run_child(seccomp_only(False), partial(_sock, family, kind, proto)).report == {"value": 0}
+    refused: list[tuple[int, int, int]] = [
+        (socket.AF_INET, socket.SOCK_DGRAM, 0), (socket.AF_INET6, socket.SOCK_DGRAM, 0),
+        (socket.AF_INET, socket.SOCK_RAW, 1), (socket.AF_INET, socket.SOCK_STREAM, 132),
+        (socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 0), (AF_PACKET, socket.SOCK_DGRAM, 0),
+    ]
+    for family, kind, proto in refused:
+        result = run_child(seccomp_only(False), partial(_sock, family, kind, proto))
+        assert result.errno == errno.EPERM, (family, kind, proto, result.report)
+
+
+@pytest.mark.root
+def test_egress_doors_keep_plain_udp_for_their_resolver_and_nothing_more() -> None:
+    allowed: list[tuple[int, int, int]] = [
+        (socket.AF_INET, socket.SOCK_STREAM, 0), (socket.AF_INET, socket.SOCK_DGRAM, 0),
+        (socket.AF_INET6, socket.SOCK_DGRAM, 17), (socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, 0),
+    ]
+    for family, kind, proto in allowed:
+        result = run_child(seccomp_only(False, allow_udp=True), partial(_sock, family, kind, proto))
+        assert result.report == {"value": 0}, (family, kind, proto, result.report)
+    refused: list[tuple[int, int, int]] = [
+        (socket.AF_INET, socket.SOCK_DGRAM, 1), (socket.AF_INET6, socket.SOCK_DGRAM, 58),
+        (socket.AF_INET, socket.SOCK_RAW, 17), (AF_PACKET, socket.SOCK_DGRAM, 0),
+        (socket.AF_INET, socket.SOCK_STREAM, 132),
+    ]
+    for family, kind, proto in refused:
+        result = run_child(seccomp_only(False, allow_udp=True), partial(_sock, family, kind, proto))
+        assert result.errno == errno.EPERM, (family, kind, proto, result.report)
+
+
+@pytest.mark.root
+def test_x32_and_foreign_arch_syscalls_kill_the_process() -> None:
+    x32_getpid = 0x40000000 | 39
+    control = run_child(nothing, lambda: libc.raw_syscall(x32_getpid))
+    assert control.killed_by is None
+    result = run_child(seccomp_only(False), lambda: libc.raw_syscall(x32_getpid))
+    assert result.killed_by == signal.SIGSYS
+
+
+def test_denied_syscalls_reports_what_this_architecture_resolves() -> None:
+    reported = denied_syscalls(True)
+    assert {"clone", "clone3", "socket"} <= set(reported)
+    assert set(reported) == {name for name in (*DENIED_SYSCALLS, "clone", "clone3", "socket") if nr(name) >= 0}

@@ -1,0 +1,27 @@
+"""spawn's pure helpers: wait statuses in words, and the single-thread guard the launcher checks before fork."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from launcher.lifecycle.spawn import EXIT_EXEC_FAILED, describe_exit, exit_code_of, single_threaded
+
+
+def test_exit_codes_follow_the_shell_convention_and_name_confinement_steps() -> None:
+    assert exit_code_of(7 << 8) == 7 and exit_code_of(9) == 128 + 9
+    assert describe_exit("app", 9) == "app was killed by signal 9"
+    assert "could not be executed" in describe_exit("app", EXIT_EXEC_FAILED << 8)
+    assert "confinement failed at step 'landlock'" in describe_exit("fs", 207 << 8)
+
+
+def test_a_running_thread_makes_fork_unsafe() -> None:
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not single_threaded()
+        assert len(os.listdir("/proc/self/task")) > 1
+    finally:
+        stop.set()
+        thread.join()

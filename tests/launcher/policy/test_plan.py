@@ -1,0 +1,135 @@
+"""The plan: every row with its kind and holder, held only where kernel and holder both exist."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from manifests.samples import DROP, FULL, load, sample
+
+from launcher.kernel.probe_facts import FULL_KERNEL, KernelFacts
+from launcher.policy import plan as plan_module
+from launcher.policy.plan import BOUNDARY, IMPLEMENTED_ROWS, SETTING, build_plan, render_plan
+
+CONFINEMENT = ("uid", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs", "memory", "pids",
+               "edges")
+NOTHING = KernelFacts(landlock_abi=0, netns=False, seccomp_filter=False, openat2=False, cgroup_memory=None,
+                      cgroup_pids=None, is_root=False)
+
+
+def _ids(plan: plan_module.Plan, component: str) -> list[str]:
+    return [row.row_id for row in plan.rows if row.component == component]
+
+
+def _everything_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    every_id = {row.row_id for row in build_plan(load(FULL), FULL_KERNEL).rows}
+    monkeypatch.setattr(plan_module, "IMPLEMENTED_ROWS", frozenset(every_id))
+
+
+def test_a_row_is_held_exactly_when_its_holder_is_built_and_the_kernel_can_hold_it() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    assert all(row.kernel_can_hold for row in plan.rows)
+    for row in plan.rows:
+        built = row.row_id in IMPLEMENTED_ROWS or f"{row.component}:{row.row_id}" in IMPLEMENTED_ROWS
+        assert row.held == built, row
+        assert built or "not built yet" in row.why_unheld
+    assert 0 < plan.unheld_count < len(plan.rows)
+
+
+def test_every_started_component_has_the_confinement_rows() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    for role in ("app", "fs", "net", "keys", "shell", "model"):
+        assert set(CONFINEMENT) <= set(_ids(plan, role)), role
+    assert "netns" in _ids(plan, "app") and "netns" in _ids(plan, "fs") and "netns" not in _ids(plan, "net")
+    assert _ids(plan, "session") == ["session.ttl"]
+
+
+def test_door_rows_follow_the_manifest() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    fs = _ids(plan, "fs")
+    for row_id in ("fs.within_root", "fs.read_only", "fs.append_only", "fs.hidden", "fs.exec",
+                   "fs.refuse_secrets", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files"):
+        assert row_id in fs
+    assert {"net.allow", "net.sni", "net.addresses", "net.ip_literals"} <= set(_ids(plan, "net"))
+    assert "keys.secrets" in _ids(plan, "keys")
+    assert {"shell.workspace", "shell.egress"} <= set(_ids(plan, "shell"))
+    assert {"model.upstream", "model.secret", "model.budget_microusd"} <= set(_ids(plan, "model"))
+    quiet = build_plan(load(sample(doors__fs={"refuse_secrets": False, "max_file_bytes": 1, "max_total_bytes": 1,
+                                              "max_files": 1})), FULL_KERNEL)
+    assert not {"fs.read_only", "fs.hidden", "fs.refuse_secrets"} & set(_ids(quiet, "fs"))
+
+
+def test_doors_not_started_have_no_rows() -> None:
+    plan = build_plan(load(sample(doors=DROP)), FULL_KERNEL)
+    assert {row.component for row in plan.rows} == {"session", "app"}
+    assert [component.role for component in plan.components] == ["app"]
+    assert "proxy_env" not in _ids(plan, "app")
+
+
+def test_held_when_built_and_the_kernel_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    _everything_built(monkeypatch)
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    assert plan.unheld_count == 0 and all(row.why_unheld == "" for row in plan.rows)
+
+
+def test_the_kernel_decides_what_can_be_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    _everything_built(monkeypatch)
+    old = dataclasses.replace(FULL_KERNEL, landlock_abi=3, cgroup_pids=None)
+    plan = build_plan(load(FULL), old)
+    unheld = {(row.component, row.row_id): row for row in plan.rows if not row.held}
+    assert ("app", "landlock.tcp") in unheld and ("app", "landlock.scope") in unheld
+    assert "ABI 4" in unheld[("app", "landlock.tcp")].why_unheld
+    assert ("shell", "pids") in unheld and ("app", "landlock.fs") not in unheld
+    assert all(not row.kernel_can_hold for row in unheld.values())
+    nothing = build_plan(load(FULL), NOTHING)
+    held = [(row.component, row.row_id) for row in nothing.rows if row.held]
+    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env") for _, row_id in held)
+
+
+def test_a_row_can_be_built_for_one_component_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan_module, "IMPLEMENTED_ROWS", frozenset({"app:uid", "seccomp"}))
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    held = {(row.component, row.row_id) for row in plan.rows if row.held}
+    assert ("app", "uid") in held and ("fs", "uid") not in held
+    assert {("fs", "seccomp"), ("model", "seccomp"), ("app", "seccomp")} <= held
+
+
+def test_kinds() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    kinds = {(row.component, row.row_id): row.kind for row in plan.rows}
+    assert kinds[("app", "proxy_env")] == SETTING
+    assert kinds[("app", "landlock.fs")] == kinds[("fs", "fs.read_only")] == kinds[("net", "net.allow")] == BOUNDARY
+    assert set(kinds.values()) <= {"Boundary", "Setting", "Expectation"}
+
+
+def test_components_say_what_each_may_touch() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    by_role = {component.role: component for component in plan.components}
+    assert [component.role for component in plan.components] == ["app", "fs", "net", "keys", "shell", "model"]
+    app = by_role["app"]
+    assert "/opt/agent" in app.reads and "/opt/agent/bin" in app.executes
+    assert "/srv/sh-test/ws" not in app.writes and "/srv/sh-test/ws" in by_role["fs"].writes
+    assert "pypi.org:443 via the net door" in app.connects and app.edges_out == ("fs", "net", "shell", "model")
+    assert by_role["keys"].edges_in == ("net", "model") and "/etc/sharness/secrets/anthropic" in by_role["keys"].reads
+    assert "https://api.anthropic.com" in by_role["model"].connects
+    assert (by_role["shell"].max_memory_mb, by_role["shell"].max_pids) == (1024, 128)
+    assert "/srv/sh-test/ws" not in by_role["shell"].reads  # shell.workspace is "none"
+
+
+def test_json_and_text() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    data = json.loads(json.dumps(plan.as_dict()))
+    assert data["unheld_count"] == plan.unheld_count and data["row_count"] == len(plan.rows)
+    assert set(data["rows"][0]) == {"component", "row_id", "meaning", "kind", "held_by", "held", "why_unheld",
+                                    "kernel_can_hold"}
+    text = render_plan(plan)
+    assert f"{plan.unheld_count} of {len(plan.rows)} rows unheld on this machine" in text
+    assert plan.sha256 in text and "\x1b" not in text
+
+
+def test_known_gaps_are_said_not_hidden() -> None:
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    assert any("files.read" in gap and "ABI 7" in gap for gap in plan.not_covered)
+    assert all(f"not covered: {gap}" in render_plan(plan) for gap in plan.not_covered)
+    assert plan.as_dict()["not_covered"] == list(plan.not_covered)
