@@ -78,8 +78,9 @@ def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, .
                     if port.isdigit():
                         ports.add(int(port))
     if role == "model":
-        upstream = str(manifest_rows.get("upstream", ""))
-        ports.add(443 if upstream.startswith("https://") else 80)
+        scheme, _, authority = str(manifest_rows.get("upstream", "")).partition("://")
+        _, colon, port = authority.rpartition(":")
+        ports.add(int(port) if colon and port.isdigit() else 443 if scheme == "https" else 80)
     return tuple(sorted(ports))
 
 
