@@ -82,10 +82,9 @@ def _rules(allowance: Allowance) -> LandlockRules:
     )
 
 
-def confinement_spec(
+def _spec_of(
     confinement: Confinement, resources: Resources, landlock_abi: int, env: dict[str, str], keep_fds: tuple[int, ...],
 ) -> ConfinementSpec:
-    """What the kernel is given for one component: its confinement plus the session's ids, netns and cgroup."""
     role, allowance = confinement.role, confinement.allowance
     return ConfinementSpec(
         uid=resources.uids[role],
@@ -255,9 +254,11 @@ class Session:
         result.teardown_errors = errors
 
     # -- spawning --
-    def _confinement(self, role: str) -> Confinement:
+    def spec(self, role: str, resources: Resources, env: dict[str, str], keep_fds: tuple[int, ...]) -> ConfinementSpec:
+        """What the kernel is given for `role`: its confinement (policy) plus the session's ids, netns and cgroup."""
         resolv_conf = os.path.realpath("/etc/resolv.conf")
-        return confinement_of(self.manifest, role, self.layout, python_paths(), resolv_conf)
+        confinement = confinement_of(self.manifest, role, self.layout, python_paths(), resolv_conf)
+        return _spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds)
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
@@ -266,7 +267,7 @@ class Session:
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
                                  resources.minted.not_after)
-        spec = confinement_spec(self._confinement(door), resources, self.facts.landlock_abi, door_env(), fds.keep)
+        spec = self.spec(door, resources, door_env(), fds.keep)
         return spawn_door(door, spec, handles, lambda: doors.serve.serve(contract))
 
     def _app_env(self, info: SessionInfo) -> dict[str, str]:
@@ -277,8 +278,7 @@ class Session:
 
     def _spawn_app(self, resources: Resources, info: SessionInfo) -> Spawned:
         app = self.manifest.app
-        spec = confinement_spec(self._confinement("app"), resources, self.facts.landlock_abi, self._app_env(info),
-                                (0, 1, 2))
+        spec = self.spec("app", resources, self._app_env(info), (0, 1, 2))
         if self.options.app_stdio is not None:
             return spawn_app(app.argv, spec, dict(self.options.app_stdio))
         self._relay = PtyRelay.open()

@@ -68,7 +68,7 @@ def test_names_fit_the_kernel_and_shadow_limits(role: str) -> None:
     assert len(LAYOUT.user(role)) <= 31  # useradd's limit is 32 with the NUL
     assert len(LAYOUT.clients_group(role)) <= 31
     netns = LAYOUT.netns(role)
-    assert netns is None or len(netns) < 255 and "/" not in netns
+    assert netns is None or (len(netns) < 255 and "/" not in netns)
 
 
 def test_every_path_lies_under_its_root_and_names_its_session() -> None:
@@ -119,7 +119,8 @@ def test_the_placeholder_is_only_for_the_plan() -> None:
 
 def test_every_role_has_one_network_kind() -> None:
     assert not LOOPBACK_ONLY & HOST_NETWORK
-    assert LOOPBACK_ONLY == {"app", "shell"} and HOST_NETWORK == {"net", "model"}
+    assert set(LOOPBACK_ONLY) == {"app", "shell"}
+    assert set(HOST_NETWORK) == {"net", "model"}
     assert set(ROLES) - LOOPBACK_ONLY - HOST_NETWORK == {"fs", "keys"}
 
 
