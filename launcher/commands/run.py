@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import hmac
 import json
 import os
 import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from launcher.kernel.probe_facts import KernelFacts
+    from launcher.lifecycle.session import SessionResult
     from launcher.manifest import Manifest
+    from launcher.policy.approval import Confirm, Refusal
+    from launcher.policy.plan import Plan, PlanRow
 
 EXIT_NOT_ROOT = 77
 EXIT_HASH = 125
 EXIT_UNHELD = 78
-CONFIRM_HEX = 12
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,18 +37,8 @@ def _err(text: str) -> None:
     print(f"sharness-launch: {text}", file=sys.stderr)
 
 
-def _confirm_on_terminal(manifest: Manifest, plan_text: str) -> bool:
-    print(plan_text, file=sys.stderr)
-    print(f"manifest hash: {manifest.sha256}", file=sys.stderr)
-    try:
-        typed = input(f"type the first {CONFIRM_HEX} hex characters of the hash to run it: ").strip().lower()
-    except EOFError:
-        return False
-    want = manifest.sha256.removeprefix("sha256:")[:CONFIRM_HEX]
-    return hmac.compare_digest(typed.removeprefix("sha256:"), want)
-
-
 def run(args: argparse.Namespace) -> int:
+    """The gate, then the act: nothing is created unless the gate lets the manifest through."""
     from launcher.commands import CommandError, expected_hash, fail, read_manifest
 
     if os.geteuid() != 0:
@@ -59,31 +51,44 @@ def run(args: argparse.Namespace) -> int:
         return fail(args, error)
 
     from launcher.kernel.probe import probe_kernel
-    from launcher.policy.plan import build_plan, render_plan
+    from launcher.policy.approval import unheld_rows
+    from launcher.policy.plan import build_plan
 
     facts = probe_kernel()
     plan = build_plan(manifest, facts)
-    if want is None:
-        if not sys.stdin.isatty():
-            _err("no --expect-hash and stdin is not a terminal: approve the hash from `sharness-launch check "
-                 f"{args.manifest}` and pass it with --expect-hash; nothing was created")
-            return EXIT_HASH
-        if not _confirm_on_terminal(manifest, render_plan(plan)):
-            _err("the typed characters do not match the manifest hash; nothing was created")
-            return EXIT_HASH
-    elif not hmac.compare_digest(want, manifest.sha256):
-        _err(f"hash mismatch: expected {want}, the manifest is {manifest.sha256}; nothing was created")
-        return EXIT_HASH
+    refusal = _gate(args, manifest, want, plan)
+    if refusal is not None:
+        for line in refusal.lines:
+            _err(line)
+        return EXIT_HASH if refusal.gate == "hash" else EXIT_UNHELD
+    return _act(args, manifest, facts, unheld_rows(plan.rows))
 
-    unheld = [row for row in plan.rows if not row.held]
-    if unheld and not args.best_effort:
-        _err(f"{len(unheld)} row(s) cannot be held here; nothing was created:")
-        for row in unheld:
-            who = "this kernel cannot hold it" if not row.kernel_can_hold else "not built yet"
-            _err(f"  {row.component}: {row.row_id} ({who}): {row.why_unheld}")
-        _err("change the manifest, or run with --best-effort to run those rows unheld")
-        return EXIT_UNHELD
 
+def _gate(args: argparse.Namespace, manifest: Manifest, want: str | None, plan: Plan) -> Refusal | None:
+    """The approval (hash or terminal confirmation), then the rows this machine cannot hold."""
+    from launcher.policy.approval import Confirm, confirmation_gate, hash_gate, rows_gate
+
+    verdict = hash_gate(want, manifest.sha256, terminal=want is None and sys.stdin.isatty(),
+                        manifest_path=args.manifest)
+    if isinstance(verdict, Confirm):
+        verdict = confirmation_gate(verdict, _ask(verdict, plan))
+    return verdict or rows_gate(plan.rows, best_effort=args.best_effort)
+
+
+def _ask(confirm: Confirm, plan: Plan) -> str | None:
+    """Show the plan and the hash on stderr, read the person's answer; None when the terminal closes."""
+    from launcher.policy.plan import render_plan
+
+    print(render_plan(plan), file=sys.stderr)
+    print(f"manifest hash: {confirm.sha256}", file=sys.stderr)
+    try:
+        return input(confirm.prompt)
+    except EOFError:
+        return None
+
+
+def _act(args: argparse.Namespace, manifest: Manifest, facts: KernelFacts, unheld: tuple[PlanRow, ...]) -> int:
+    """Sweep what dead sessions left, run the session, report it; its exit code is the app's."""
     from launcher.lifecycle import sweep
     from launcher.lifecycle.preflight import PreflightError
     from launcher.lifecycle.session import RunOptions, Session
@@ -97,23 +102,28 @@ def run(args: argparse.Namespace) -> int:
         _err(f"{refusal.message}; nothing was created")
         _err(f"  hint: {refusal.hint} (manifest row: {refusal.row})")
         return EXIT_UNHELD
-    summary = {
-        "sid": result.sid,
-        "exit_code": result.exit_code,
-        "reason": result.reason,
-        "unheld_rows": [f"{row.component}:{row.row_id}" for row in unheld],
-        "audit_dir": result.audit_dir,
-        "audit_public_key": result.audit_public_key,
-        "timings_ms": result.timings_ms,
-        "teardown_errors": result.teardown_errors,
-    }
+    _report(args, result, unheld)
+    return result.exit_code
+
+
+def _report(args: argparse.Namespace, result: SessionResult, unheld: tuple[PlanRow, ...]) -> None:
+    from launcher.policy.approval import row_names
+
     _err(f"session {result.sid} ended: {result.reason}")
     _err(f"audit log {result.audit_dir}; session public key:\n{result.audit_public_key.strip()}")
     if unheld:
-        names = ", ".join(f"{row.component}:{row.row_id}" for row in unheld)
-        _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {names}")
+        _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {', '.join(row_names(unheld))}")
     for leftover in result.teardown_errors:
         _err(f"teardown could not remove: {leftover} (run `sharness-launch gc`)")
     if args.json:
+        summary = {
+            "sid": result.sid,
+            "exit_code": result.exit_code,
+            "reason": result.reason,
+            "unheld_rows": row_names(unheld),
+            "audit_dir": result.audit_dir,
+            "audit_public_key": result.audit_public_key,
+            "timings_ms": result.timings_ms,
+            "teardown_errors": result.teardown_errors,
+        }
         print(json.dumps(summary, indent=2))
-    return result.exit_code

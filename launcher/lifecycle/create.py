@@ -10,11 +10,16 @@ from launcher.kernel import cgroups, netns, users
 from launcher.lifecycle.journal import Journal
 from launcher.lifecycle.preflight import WorkspaceOwner
 from launcher.manifest import Manifest
-from launcher.policy.layout import LOOPBACK_ONLY, PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups
+from launcher.policy.layout import (
+    APP_BUNDLE,
+    APP_SVID,
+    LOOPBACK_ONLY,
+    PROXY_HOST,
+    PROXY_PORT,
+    SessionLayout,
+    door_client_groups,
+)
 from pki.ca import FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
-
-APP_SVID = "svid.pem"
-APP_BUNDLE = "bundle.pem"
 
 
 @dataclass

@@ -2,50 +2,34 @@
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 import resource
 import secrets
 import signal
 import sys
-import sysconfig
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import doors.serve
-import launcher
-from doors._contract import DoorContract
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
-from launcher.lifecycle.create import (
-    APP_BUNDLE,
-    APP_SVID,
-    Resources,
-    SessionBuilder,
-    ensure_root_dirs,
-    remove_empty_roots,
-)
+from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.preflight import SOCKET_SCAN_LIMIT, refuse_reachable_sockets, workspace_owner
 from launcher.lifecycle.ptyrelay import PtyRelay
 from launcher.lifecycle.spawn import Spawned, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
-from launcher.policy.confine_plan import Allowance, app_allowance, door_allowance
-from launcher.policy.layout import (
-    AUDIT_ROOT,
-    DOOR_ORDER,
-    PROXY_HOST,
-    PROXY_PORT,
-    SessionLayout,
-    door_client_groups,
-    groups_of,
-)
+from launcher.policy.confine_plan import Allowance, python_paths
+from launcher.policy.confinement import Confinement, confinement_of
+from launcher.policy.contracts import door_contract, door_fds
+from launcher.policy.environment import app_env, door_env
+from launcher.policy.layout import AUDIT_ROOT, DOOR_ORDER, SessionLayout
 
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 3.0
@@ -80,14 +64,6 @@ class SessionResult:
     teardown_errors: list[str] = field(default_factory=list)
 
 
-@functools.cache
-def python_paths() -> tuple[str, ...]:
-    """What a component needs to read to run this installation's Python: prefixes and the source tree."""
-    project = os.path.dirname(os.path.dirname(os.path.abspath(launcher.__file__)))
-    paths = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], project, f"{sys.prefix}/bin"}
-    return tuple(sorted(path for path in paths if path not in ("/", "/usr")))
-
-
 def _starttime(pid: int) -> str:
     with open(f"/proc/{pid}/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
@@ -103,6 +79,30 @@ def _rules(allowance: Allowance) -> LandlockRules:
         tcp_connect=allowance.tcp_connect,
         scope_signals=True,
         scope_abstract_unix=True,
+    )
+
+
+def _spec_of(
+    confinement: Confinement, resources: Resources, landlock_abi: int, env: dict[str, str], keep_fds: tuple[int, ...],
+) -> ConfinementSpec:
+    role, allowance = confinement.role, confinement.allowance
+    return ConfinementSpec(
+        uid=resources.uids[role],
+        gid=resources.gids[role],
+        groups=tuple(resources.door_gids[door] for door in confinement.door_groups),
+        netns_fd=resources.netns_fds.get(role),
+        cgroup=resources.cgroups.get(role),
+        rlimits={resource.RLIMIT_CORE: (0, 0), resource.RLIMIT_NOFILE: (confinement.nofile, confinement.nofile)},
+        landlock=_rules(allowance),
+        landlock_abi=landlock_abi,
+        seccomp_deny_inet=allowance.deny_inet,
+        seccomp_allow_udp=allowance.allow_udp,
+        keep_fds=keep_fds,
+        env=env,
+        cwd=confinement.cwd,
+        parent_pid=os.getpid(),
+        seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
+        mount_keep=confinement.mount_keep,
     )
 
 
@@ -254,100 +254,31 @@ class Session:
         result.teardown_errors = errors
 
     # -- spawning --
-    def _door_contract(self, door: str, resources: Resources, listen_fds: dict[str, int]) -> DoorContract:
-        assert resources.minted is not None
-        rows = dict(self.manifest.door_rows(door))
-        if door == "fs":
-            rows["workspace"] = self.manifest.workspace
-        return DoorContract(
-            role=door,
-            session_id=self.layout.sid,
-            trust_domain=self.manifest.session.trust_domain,
-            edges=tuple(sorted(self.manifest.edges)),
-            bundle_pem=resources.minted.bundle_pem.decode(),
-            rows=rows,
-            listen_fds=listen_fds,
-            not_after=resources.minted.not_after,
-        )
-
-    def _spec(self, role: str, resources: Resources, allowance: Allowance, env: dict[str, str],
-              keep_fds: tuple[int, ...], nofile: int) -> ConfinementSpec:
-        # The fs door runs as the workspace owner: its cwd is /, and it loses socket() and metadata calls.
-        fs_door = role == "fs"
-        clients = door_client_groups(self.manifest.edges, self.manifest.roles)
-        return ConfinementSpec(
-            uid=resources.uids[role],
-            gid=resources.gids[role],
-            groups=tuple(resources.door_gids[door] for door in groups_of(role, clients)),
-            netns_fd=resources.netns_fds.get(role),
-            cgroup=resources.cgroups.get(role),
-            rlimits={resource.RLIMIT_CORE: (0, 0), resource.RLIMIT_NOFILE: (nofile, nofile)},
-            landlock=_rules(allowance),
-            landlock_abi=self.facts.landlock_abi,
-            seccomp_deny_inet=allowance.deny_inet,
-            seccomp_allow_udp=allowance.allow_udp,
-            keep_fds=keep_fds,
-            env=env,
-            cwd="/" if fs_door else self.layout.private_dir(role),
-            parent_pid=os.getpid(),
-            seccomp_extra=FS_DOOR_EXTRA if fs_door else (),
-            mount_keep=self._mount_keep(role, allowance),
-        )
-
-    def _mount_keep(self, role: str, allowance: Allowance) -> tuple[str, ...]:
-        """What stays visible under the masked directories: the component's own paths and its edges' sockets."""
-        sockets = tuple(self.layout.socket_path(server) for client, server in self.manifest.edges if client == role)
-        keep = (*allowance.read, *allowance.write, *allowance.exec, *sockets, self.layout.private_dir(role))
-        if allowance.allow_udp:  # an egress door's resolver reads resolv.conf, which may point into /run
-            keep = (*keep, os.path.realpath("/etc/resolv.conf"))
-        return keep
+    def spec(self, role: str, resources: Resources, env: dict[str, str], keep_fds: tuple[int, ...]) -> ConfinementSpec:
+        """What the kernel is given for `role`: its confinement (policy) plus the session's ids, netns and cgroup."""
+        resolv_conf = os.path.realpath("/etc/resolv.conf")
+        confinement = confinement_of(self.manifest, role, self.layout, python_paths(), resolv_conf)
+        return _spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds)
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
-        fds = {4: resources.svid_memfds[door], 5: resources.listeners[door].fileno()}
-        listen_fds = {"door": 5}
-        next_fd = 6
-        if door == "net":
-            for role, listener in sorted(resources.proxy_listeners.items()):
-                fds[next_fd] = listener.fileno()
-                listen_fds[f"proxy.{role}"] = next_fd
-                next_fd += 1
-        contract = self._door_contract(door, resources, listen_fds)
-        rows = {**self.manifest.door_rows(door), **({"workspace": self.manifest.workspace} if door == "fs" else {})}
-        allowance = door_allowance(door, self.layout, python_paths(), rows,
-                                   may_use_proxy=(door, "net") in self.manifest.edges)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
-        spec = self._spec(door, resources, allowance, env, tuple(range(next_fd)), 4096)
-        return spawn_door(door, spec, fds, lambda: doors.serve.serve(contract))
+        assert resources.minted is not None
+        fds = door_fds(door, resources.proxy_listeners)
+        handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
+        handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
+        contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
+                                 resources.minted.not_after)
+        spec = self.spec(door, resources, door_env(), fds.keep)
+        return spawn_door(door, spec, handles, lambda: doors.serve.serve(contract))
 
     def _app_env(self, info: SessionInfo) -> dict[str, str]:
-        layout = self.layout
-        private = layout.private_dir("app")
-        env = {
-            "PATH": f"{sys.prefix}/bin:/usr/local/bin:/usr/bin:/bin",
-            "HOME": private,
-            "TMPDIR": f"{private}/tmp",
-            "LANG": "C.UTF-8",
-            "SHARNESS_SESSION": layout.sid,
-            "SHARNESS_TRUST_DOMAIN": self.manifest.session.trust_domain,
-            "SHARNESS_SVID": f"{private}/{APP_SVID}",
-            "SHARNESS_BUNDLE": f"{private}/{APP_BUNDLE}",
-        }
-        for client, server in sorted(self.manifest.edges):
-            if client == "app":
-                env[f"SHARNESS_DOOR_{server.upper()}"] = layout.socket_path(server)
-        if ("app", "net") in self.manifest.edges:
-            proxy = f"http://{PROXY_HOST}:{PROXY_PORT}"
-            for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-                env[name] = proxy
+        env = app_env(self.manifest, self.layout, sys.prefix)
         if self.options.app_env_extra is not None:
             env.update(self.options.app_env_extra(info))
         return env
 
     def _spawn_app(self, resources: Resources, info: SessionInfo) -> Spawned:
         app = self.manifest.app
-        allowance = app_allowance(self.layout, python_paths(), app.files_read, app.files_exec,
-                                  may_use_proxy=("app", "net") in self.manifest.edges)
-        spec = self._spec("app", resources, allowance, self._app_env(info), (0, 1, 2), 1024)
+        spec = self.spec("app", resources, self._app_env(info), (0, 1, 2))
         if self.options.app_stdio is not None:
             return spawn_app(app.argv, spec, dict(self.options.app_stdio))
         self._relay = PtyRelay.open()

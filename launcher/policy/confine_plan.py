@@ -1,14 +1,22 @@
-"""What each component may touch: Landlock paths and ports, seccomp mode, limits. Pure: no I/O.
+"""What each component may touch: Landlock paths and ports, seccomp mode. Pure: no I/O.
 
-The launcher turns these records into a ConfinementSpec after it has created the session's users,
-namespaces and cgroups (launcher/lifecycle/spawn.py).
+`allowance_of` is the one source: the launcher gives its result to the kernel (launcher/policy/confinement.py,
+launcher/lifecycle/session.py) and the plan a person approves is rendered from it (launcher/policy/plan.py).
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+import sysconfig
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from launcher.policy.layout import HOST_NETWORK, PROXY_PORT, SessionLayout
+import launcher
+from launcher.manifest import Manifest
+from launcher.policy.contracts import door_rows
+from launcher.policy.layout import HOST_NETWORK, PROXY_PORT, SessionPaths
 
 # What every dynamically linked program needs to start: the loader, libraries, and the system's
 # configuration. Read-only; /etc secrets stay protected by their owners and modes (a Boundary of DAC).
@@ -33,7 +41,32 @@ class Allowance:
     allow_udp: bool = False
 
 
-def egress_ports(manifest_rows: dict[str, object], role: str) -> tuple[int, ...]:
+@functools.cache
+def python_paths() -> tuple[str, ...]:
+    """What a component needs to read to run this installation's Python: prefixes and the source tree.
+
+    Read from the interpreter's own variables (no file is opened), once per process.
+    """
+    project = os.path.dirname(os.path.dirname(os.path.abspath(launcher.__file__)))
+    paths = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], project, f"{sys.prefix}/bin"}
+    return tuple(sorted(path for path in paths if path not in ("/", "/usr")))
+
+
+def covers(grants: tuple[str, ...], path: str) -> bool:
+    """Whether Landlock's path-beneath rule on any of `grants` reaches `path` (both absolute, normalised)."""
+    return any(path == grant or path.startswith(grant.rstrip("/") + "/") for grant in grants)
+
+
+def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tuple[str, ...]) -> Allowance:
+    """What the kernel lets `role` touch in a session of `manifest` laid out as `layout`."""
+    may_use_proxy = (role, "net") in manifest.edges
+    if role == "app":
+        app = manifest.app
+        return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy)
+    return door_allowance(role, layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy)
+
+
+def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, ...]:
     """The TCP ports a host-network door dials, from its manifest rows."""
     ports: set[int] = set()
     if role == "net":
@@ -45,13 +78,14 @@ def egress_ports(manifest_rows: dict[str, object], role: str) -> tuple[int, ...]
                     if port.isdigit():
                         ports.add(int(port))
     if role == "model":
-        upstream = str(manifest_rows.get("upstream", ""))
-        ports.add(443 if upstream.startswith("https://") else 80)
+        scheme, _, authority = str(manifest_rows.get("upstream", "")).partition("://")
+        _, colon, port = authority.rpartition(":")
+        ports.add(int(port) if colon and port.isdigit() else 443 if scheme == "https" else 80)
     return tuple(sorted(ports))
 
 
 def door_allowance(
-    role: str, layout: SessionLayout, python_paths: tuple[str, ...], rows: dict[str, object],
+    role: str, layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object],
     may_use_proxy: bool = False,
 ) -> Allowance:
     """A door is forked from the pre-imported launcher: it reads Python and executes nothing.
@@ -68,7 +102,7 @@ def door_allowance(
     else:
         tcp_connect = (PROXY_PORT,) if role == "shell" and may_use_proxy else ()
     return Allowance(
-        read=(*SYSTEM_READ, *python_paths, layout.private_dir(role)),
+        read=(*SYSTEM_READ, *python, layout.private_dir(role)),
         write=(*WRITE_DEVICES, *write),
         exec=(),
         tcp_bind=(),
@@ -79,8 +113,8 @@ def door_allowance(
 
 
 def app_allowance(
-    layout: SessionLayout,
-    python_paths: tuple[str, ...],
+    layout: SessionPaths,
+    python: tuple[str, ...],
     files_read: tuple[str, ...],
     files_exec: tuple[str, ...],
     may_use_proxy: bool,
@@ -88,15 +122,15 @@ def app_allowance(
     """The app reads the system and what the manifest lists, writes only its private directory."""
     private = layout.private_dir("app")
     return Allowance(
-        read=(*SYSTEM_READ, *python_paths, *files_read, *files_exec, private),
+        read=(*SYSTEM_READ, *python, *files_read, *files_exec, private),
         write=(*WRITE_DEVICES, f"{private}/tmp"),
-        exec=(*SYSTEM_EXEC, *python_paths_exec(python_paths), *files_exec),
+        exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
         tcp_connect=(PROXY_PORT,) if may_use_proxy else (),
         deny_inet=not may_use_proxy,
     )
 
 
-def python_paths_exec(python_paths: tuple[str, ...]) -> tuple[str, ...]:
+def python_paths_exec(python: tuple[str, ...]) -> tuple[str, ...]:
     """Executables among the Python paths: only each prefix's bin directory."""
-    return tuple(path for path in python_paths if path.endswith("/bin"))
+    return tuple(path for path in python if path.endswith("/bin"))

@@ -12,6 +12,11 @@ PROXY_PORT = 3128
 PROXY_HOST = "127.0.0.1"
 
 DOOR_ORDER = ("fs", "net", "keys", "shell", "model")
+# The app's identity files in its private directory (SPIFFE Filesystem Delivery names).
+APP_SVID = "svid.pem"
+APP_BUNDLE = "bundle.pem"
+# The session id a plan shows: a person approves the manifest before any id is drawn.
+SID_PLACEHOLDER = "<sid>"
 # Components whose network namespace holds only loopback (and the net door's proxy listener).
 LOOPBACK_ONLY = frozenset({"app", "shell"})
 # Components that keep the host's network: they are the ways out.
@@ -21,19 +26,26 @@ _SID = re.compile(r"^[0-9a-f]{8}$")
 
 
 def valid_sid(sid: str) -> bool:
-    return bool(_SID.match(sid))
+    """True for a session id: exactly 8 lowercase hex characters (fullmatch: `$` would admit a final newline)."""
+    return isinstance(sid, str) and _SID.fullmatch(sid) is not None
+
+
+def _refuse_sid(sid: str) -> None:
+    raise ValueError(f"session id must be 8 lowercase hex characters, got {sid!r}")
 
 
 @dataclass(frozen=True)
-class SessionLayout:
+class SessionPaths:
+    """Every name and path of one session: a real session's, or the plan's with `<sid>` in place of the id."""
+
     sid: str
     run_root: str = RUN_ROOT
     sessions_root: str = SESSIONS_ROOT
     audit_root: str = AUDIT_ROOT
 
     def __post_init__(self) -> None:
-        if not valid_sid(self.sid):
-            raise ValueError(f"session id must be 8 lowercase hex characters, got {self.sid!r}")
+        if self.sid != SID_PLACEHOLDER and not valid_sid(self.sid):
+            _refuse_sid(self.sid)
 
     @property
     def state_dir(self) -> str:
@@ -68,6 +80,19 @@ class SessionLayout:
         if role in HOST_NETWORK:
             return None
         return f"sh-{self.sid}-{role}"
+
+
+@dataclass(frozen=True)
+class SessionLayout(SessionPaths):
+    """The layout of a session that exists or is being created: its id is always a real one."""
+
+    def __post_init__(self) -> None:
+        if not valid_sid(self.sid):
+            _refuse_sid(self.sid)
+
+
+# What a plan shows for every session path: the same formulas, the id not yet drawn. Never created.
+PLAN_PATHS = SessionPaths(SID_PLACEHOLDER)
 
 
 def door_client_groups(edges: frozenset[tuple[str, str]], roles: tuple[str, ...]) -> dict[str, frozenset[str]]:

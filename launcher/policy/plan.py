@@ -12,6 +12,8 @@ from typing import Any
 
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import Manifest
+from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, covers, python_paths
+from launcher.policy.layout import PLAN_PATHS
 
 BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
@@ -55,6 +57,9 @@ class PlanRow:
 
 @dataclass(frozen=True)
 class ComponentPlan:
+    """What one component may touch. Paths and ports are the ones the kernel is given (confine_plan), with
+    `<sid>` for the session id; `connects` says in words where those ports and its edges lead."""
+
     role: str
     reads: tuple[str, ...]
     writes: tuple[str, ...]
@@ -64,6 +69,8 @@ class ComponentPlan:
     edges_out: tuple[str, ...]
     max_memory_mb: int
     max_pids: int
+    tcp_connect: tuple[int, ...] = ()
+    udp: bool = False  # plain UDP sockets for its resolver (Landlock does not govern UDP)
 
     def as_dict(self) -> dict[str, Any]:
         """The component as JSON-ready data."""
@@ -79,6 +86,8 @@ class Plan:
     workspace: str
     components: tuple[ComponentPlan, ...]
     rows: tuple[PlanRow, ...]
+    # Path lists the text names by a label instead of repeating them for every component.
+    path_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Known gaps no row asks about but a person should know (tests/attacks/test_host_reach.py keeps them honest).
     not_covered: tuple[str, ...] = ()
 
@@ -94,6 +103,7 @@ class Plan:
             "components": [component.as_dict() for component in self.components],
             "rows": [row.as_dict() for row in self.rows],
             "row_count": len(self.rows), "unheld_count": self.unheld_count,
+            "path_groups": {label: list(paths) for label, paths in self.path_groups},
             "not_covered": list(self.not_covered),
         }
 
@@ -272,40 +282,40 @@ def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
 # --- components -----------------------------------------------------------------------------------
 
 
-def _component(manifest: Manifest, role: str) -> ComponentPlan:
-    rows = manifest.door_rows(role)
-    # The same paths launcher/policy/confine_plan.py hands to Landlock, in words where they are the system's.
-    private = f"/run/sharness/<sid>/{role}"
-    system = "system directories (/usr, /etc, /proc, a few devices) and this Python installation"
-    reads: tuple[str, ...] = (system, private)
-    writes: tuple[str, ...] = ()
-    executes: tuple[str, ...] = ()
-    connects: tuple[str, ...] = tuple(f"{server} door (mTLS)" for server in manifest.edges_out(role))
+def _unique(paths: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(paths))
+
+
+def _connects(manifest: Manifest, role: str) -> tuple[str, ...]:
+    connects = tuple(f"{server} door (mTLS)" for server in manifest.edges_out(role))
     net_allow = manifest.door_rows("net").get("allow", {})
-    if role == "app":
-        reads = (*manifest.app.files_read, *reads)
-        writes = (f"{private}/tmp (its TMPDIR, never executable)",)
-        executes = ("system programs and this Python", *manifest.app.files_exec)
-        connects = (*connects, *(f"{entry} via the net door" for entry in net_allow.get("app", [])))
-    elif role == "fs":
-        reads, writes = (manifest.workspace, *reads), (manifest.workspace,)
-    elif role == "net":
-        connects = (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
-    elif role == "keys":
-        reads = (*(secret["from"] for secret in rows.get("secrets", {}).values()), *reads)
-    elif role == "shell":
-        reads = ((manifest.workspace,) if rows["workspace"] == "read" else ()) + reads
-        executes = ("system programs",)
-        connects = (*connects, *(f"{entry} via the net door" for entry in net_allow.get("shell", [])))
-    elif role == "model":
-        connects = (*connects, rows["upstream"])
+    if role in ("app", "shell"):
+        return (*connects, *(f"{entry} via the net door" for entry in net_allow.get(role, [])))
+    if role == "net":
+        return (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
+    if role == "model":
+        return (*connects, manifest.door_rows("model")["upstream"])
+    return connects
+
+
+def _component(manifest: Manifest, role: str, python: tuple[str, ...]) -> ComponentPlan:
+    # The very record the kernel is given (launcher/policy/confinement.py), laid out with <sid>.
+    allowance = allowance_of(manifest, role, PLAN_PATHS, python)
+    # Files a door's rows name are shown where its grants reach them: the keys door's secret sources.
+    secrets = manifest.door_rows(role).get("secrets", {}) if role == "keys" else {}
+    named = tuple(path for path in (secret["from"] for secret in secrets.values()) if covers(allowance.read, path))
     memory_mb, pids = manifest.process_limits(role)
-    return ComponentPlan(role, reads, writes, executes, connects, manifest.edges_in(role),
-                         manifest.edges_out(role), memory_mb, pids)
+    return ComponentPlan(
+        role, _unique((*allowance.read, *named)), _unique(allowance.write), _unique(allowance.exec),
+        _connects(manifest, role), manifest.edges_in(role), manifest.edges_out(role), memory_mb, pids,
+        tcp_connect=allowance.tcp_connect, udp=allowance.allow_udp,
+    )
 
 
-def build_plan(manifest: Manifest, facts: KernelFacts) -> Plan:
-    """Every row of `manifest` with its barrier kind, holder, and whether it holds on a kernel with `facts`."""
+def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] | None = None) -> Plan:
+    """Every row of `manifest` with its barrier kind, holder, and whether it holds on a kernel with `facts`;
+    each component's paths as the kernel gets them, with `python` (default: this launcher's) for the interpreter."""
+    python = python_paths() if python is None else python
     specs: list[tuple[str, _Spec]] = [("session", _Spec(
         "session.ttl", f"the launcher ends the session after {manifest.session.ttl_s} s", BOUNDARY,
         "the launcher (root)", _always))]
@@ -315,8 +325,10 @@ def build_plan(manifest: Manifest, facts: KernelFacts) -> Plan:
     return Plan(
         sha256=manifest.sha256, session=manifest.session.name, trust_domain=manifest.session.trust_domain,
         ttl_s=manifest.session.ttl_s, workspace=manifest.workspace,
-        components=tuple(_component(manifest, role) for role in manifest.roles),
+        components=tuple(_component(manifest, role, python) for role in manifest.roles),
         rows=tuple(_judge(component, spec, facts) for component, spec in specs),
+        path_groups=tuple((label, paths) for label, paths in
+                          (("[system]", SYSTEM_READ), ("[programs]", SYSTEM_EXEC), ("[python]", python)) if paths),
         not_covered=_not_covered(manifest, facts),
     )
 
@@ -330,15 +342,39 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
     return tuple(gaps)
 
 
+def _named(paths: tuple[str, ...], groups: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    """`paths` with each group that is wholly present replaced by its label, where its first member was."""
+    shown = list(paths)
+    for label, members in groups:
+        if members and set(members) <= set(shown):
+            first = min(shown.index(member) for member in members)
+            shown = [path for path in shown if path not in members]
+            shown.insert(first, label)
+    return ", ".join(shown) or "-"
+
+
+def _ports(component: ComponentPlan) -> str:
+    tcp = f"TCP {', '.join(map(str, component.tcp_connect))}" if component.tcp_connect else ""
+    udp = "UDP (its resolver)" if component.udp else ""
+    return "; ".join(part for part in (tcp, udp) if part) or "-"
+
+
 def render_plan(plan: Plan) -> str:
     """The plan as plain text for a person (no colour, no terminal codes)."""
     lines = [f"session {plan.session} (trust domain {plan.trust_domain}, ttl {plan.ttl_s} s)",
              f"workspace {plan.workspace}", f"manifest {plan.sha256}", ""]
+    if plan.path_groups:
+        lines.append("path lists named below (each component gets exactly these from the kernel):")
+        lines += [f"  {label:<12} {', '.join(paths)}" for label, paths in plan.path_groups]
+        lines.append("")
     for component in plan.components:
         lines.append(f"{component.role}: memory {component.max_memory_mb} MB, {component.max_pids} pids")
         for label, items in (("reads", component.reads), ("writes", component.writes),
-                             ("executes", component.executes), ("connects to", component.connects),
-                             ("edges out", component.edges_out), ("edges in", component.edges_in)):
+                             ("executes", component.executes)):
+            lines.append(f"  {label:<12} {_named(items, plan.path_groups)}")
+        lines.append(f"  {'ports':<12} {_ports(component)}")
+        for label, items in (("connects to", component.connects), ("edges out", component.edges_out),
+                             ("edges in", component.edges_in)):
             lines.append(f"  {label:<12} {', '.join(items) or '-'}")
     lines += ["", "rows:"]
     for row in plan.rows:

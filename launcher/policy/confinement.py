@@ -1,0 +1,58 @@
+"""One component's confinement as the manifest and the session's layout decide it. Pure: no I/O.
+
+launcher/lifecycle/session.py adds what only exists once the session is created (uids, gids, namespace fds,
+cgroups) and hands the result to the kernel as a ConfinementSpec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from launcher.manifest import Manifest
+from launcher.policy.confine_plan import Allowance, allowance_of
+from launcher.policy.layout import SessionPaths, door_client_groups, groups_of
+
+DOOR_NOFILE = 4096
+APP_NOFILE = 1024
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Everything about one component's confinement that does not need the session's resources."""
+
+    role: str
+    allowance: Allowance
+    door_groups: tuple[str, ...]  # the doors whose client groups it joins, in door order
+    nofile: int
+    cwd: str
+    # The fs door runs as the workspace owner: seccomp also takes socket() and path metadata calls from it.
+    owner_fenced: bool
+    mount_keep: tuple[str, ...]
+
+
+def confinement_of(
+    manifest: Manifest, role: str, layout: SessionPaths, python: tuple[str, ...], resolv_conf: str,
+) -> Confinement:
+    """The confinement of `role`; `resolv_conf` is where /etc/resolv.conf resolves to on this host."""
+    allowance = allowance_of(manifest, role, layout, python)
+    fs_door = role == "fs"
+    return Confinement(
+        role=role,
+        allowance=allowance,
+        door_groups=groups_of(role, door_client_groups(manifest.edges, manifest.roles)),
+        nofile=APP_NOFILE if role == "app" else DOOR_NOFILE,
+        cwd="/" if fs_door else layout.private_dir(role),
+        owner_fenced=fs_door,
+        mount_keep=mount_keep(role, allowance, layout, manifest.edges, resolv_conf),
+    )
+
+
+def mount_keep(
+    role: str, allowance: Allowance, layout: SessionPaths, edges: frozenset[tuple[str, str]], resolv_conf: str,
+) -> tuple[str, ...]:
+    """What stays visible in the component's private root: its own paths and its edges' sockets."""
+    sockets = tuple(layout.socket_path(server) for client, server in sorted(edges) if client == role)
+    keep = (*allowance.read, *allowance.write, *allowance.exec, *sockets, layout.private_dir(role))
+    if allowance.allow_udp:  # an egress door's resolver reads resolv.conf, which may point into /run
+        keep = (*keep, resolv_conf)
+    return keep

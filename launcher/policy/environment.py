@@ -1,0 +1,41 @@
+"""The environment each component starts with: built from nothing, never inherited. Pure: no I/O.
+
+Nothing of the launcher's own environment reaches a component, so no secret a person exported can leak.
+"""
+
+from __future__ import annotations
+
+from launcher.manifest import Manifest
+from launcher.policy.layout import APP_BUNDLE, APP_SVID, PROXY_HOST, PROXY_PORT, SessionPaths
+
+DOOR_ENV = (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"))
+# Both spellings: tools read one or the other (curl the lowercase ones, most SDKs either).
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+def door_env() -> dict[str, str]:
+    """A door's environment: a fixed PATH and locale (its contract arrives as an object, not a variable)."""
+    return dict(DOOR_ENV)
+
+
+def app_env(manifest: Manifest, layout: SessionPaths, python_prefix: str) -> dict[str, str]:
+    """The app's environment: its private home, its identity files, its doors' sockets and, with the edge
+    app→net, the proxy variables pointing at the net door."""
+    private = layout.private_dir("app")
+    env = {
+        "PATH": f"{python_prefix}/bin:/usr/local/bin:/usr/bin:/bin",
+        "HOME": private,
+        "TMPDIR": f"{private}/tmp",
+        "LANG": "C.UTF-8",
+        "SHARNESS_SESSION": layout.sid,
+        "SHARNESS_TRUST_DOMAIN": manifest.session.trust_domain,
+        "SHARNESS_SVID": f"{private}/{APP_SVID}",
+        "SHARNESS_BUNDLE": f"{private}/{APP_BUNDLE}",
+    }
+    for client, server in sorted(manifest.edges):
+        if client == "app":
+            env[f"SHARNESS_DOOR_{server.upper()}"] = layout.socket_path(server)
+    if ("app", "net") in manifest.edges:
+        proxy = f"http://{PROXY_HOST}:{PROXY_PORT}"
+        env.update(dict.fromkeys(PROXY_VARIABLES, proxy))
+    return env

@@ -1,0 +1,96 @@
+"""The gate before anything is created: the approved hash, a confirmation typed at a terminal, unheld rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from launcher.policy.approval import (
+    CONFIRM_HEX,
+    Confirm,
+    Refusal,
+    confirmation_gate,
+    hash_gate,
+    row_names,
+    rows_gate,
+    unheld_rows,
+)
+from launcher.policy.plan import BOUNDARY, PlanRow
+
+SHA = "sha256:" + "ab12" * 16
+OTHER = "sha256:" + "cd34" * 16
+
+
+def _row(component: str, row_id: str, held: bool, kernel_can_hold: bool = True, why: str = "") -> PlanRow:
+    return PlanRow(component, row_id, "meaning", BOUNDARY, "the kernel", held, why, kernel_can_hold)
+
+
+@pytest.mark.parametrize(("expected", "terminal", "want"), [
+    (SHA, False, None),
+    (SHA, True, None),
+    (OTHER, False, Refusal("hash", (f"hash mismatch: expected {OTHER}, the manifest is {SHA}; nothing was created",))),
+    (OTHER, True, Refusal("hash", (f"hash mismatch: expected {OTHER}, the manifest is {SHA}; nothing was created",))),
+    (None, True, Confirm(SHA)),
+    (None, False, Refusal("hash", (
+        "no --expect-hash and stdin is not a terminal: approve the hash from `sharness-launch check m.json` and "
+        "pass it with --expect-hash; nothing was created",))),
+])
+def test_the_hash_gate(expected: str | None, terminal: bool, want: Refusal | Confirm | None) -> None:
+    assert hash_gate(expected, SHA, terminal=terminal, manifest_path="m.json") == want
+
+
+def test_a_hash_that_differs_in_its_last_character_is_refused() -> None:
+    assert isinstance(hash_gate(SHA[:-1] + "0", SHA, terminal=True, manifest_path="m"), Refusal)
+
+
+@pytest.mark.parametrize(("typed", "runs"), [
+    ("ab12ab12ab12", True),
+    ("ab12ab12ab12\n", True),
+    ("  AB12AB12AB12  ", True),
+    ("sha256:ab12ab12ab12", True),
+    ("SHA256:AB12AB12AB12", True),
+    ("ab12ab12ab1", False),  # one short
+    ("ab12ab12ab12a", False),  # one long
+    (SHA, False),  # the whole hash is not what was asked
+    ("cd34cd34cd34", False),
+    ("", False),
+    (None, False),  # the terminal closed
+    ("ab12ab12ab1é", False),  # non-ASCII: refused, not a TypeError from compare_digest
+    ("ab12ab12ab12\x00", False),
+])
+def test_the_confirmation_gate(typed: str | None, runs: bool) -> None:
+    verdict = confirmation_gate(Confirm(SHA), typed)
+    if runs:
+        assert verdict is None
+    else:
+        assert verdict == Refusal("hash", ("the typed characters do not match the manifest hash; nothing was created",))
+
+
+def test_the_prompt_asks_for_as_many_characters_as_are_checked() -> None:
+    assert f"first {CONFIRM_HEX} hex characters" in Confirm(SHA).prompt and CONFIRM_HEX == 12
+
+
+HELD = _row("app", "uid", held=True)
+OLD_KERNEL = _row("app", "landlock.scope", held=False, kernel_can_hold=False, why="needs Landlock ABI 6")
+NOT_BUILT = _row("keys", "keys.secrets", held=False, why="not built yet: the keys door")
+
+
+@pytest.mark.parametrize(("rows", "best_effort", "want"), [
+    ((), False, None),
+    ((HELD,), False, None),
+    ((HELD, OLD_KERNEL, NOT_BUILT), True, None),
+    ((HELD, OLD_KERNEL, NOT_BUILT), False, Refusal("rows", (
+        "2 row(s) cannot be held here; nothing was created:",
+        "  app: landlock.scope (this kernel cannot hold it): needs Landlock ABI 6",
+        "  keys: keys.secrets (not built yet): not built yet: the keys door",
+        "change the manifest, or run with --best-effort to run those rows unheld",
+    ))),
+])
+def test_the_rows_gate(rows: tuple[PlanRow, ...], best_effort: bool, want: Refusal | None) -> None:
+    assert rows_gate(rows, best_effort=best_effort) == want
+
+
+def test_unheld_rows_keep_plan_order_and_are_named_component_colon_row() -> None:
+    rows = (NOT_BUILT, HELD, OLD_KERNEL)
+    assert unheld_rows(rows) == (NOT_BUILT, OLD_KERNEL)
+    assert row_names(unheld_rows(rows)) == ["keys:keys.secrets", "app:landlock.scope"]
+    assert row_names(()) == []

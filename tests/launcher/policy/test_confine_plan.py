@@ -1,0 +1,147 @@
+"""What each component may touch, for every role in every manifest shape that changes it. No root needed:
+the tables here are the expected grants written out by hand, not recomputed from the code under test."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+from manifest_shapes import CASES, PYTHON, SECRET, SHAPES, WORKSPACE
+
+from launcher.kernel.landlock import LandlockRules
+from launcher.manifest import ROLES, Manifest
+from launcher.policy.confine_plan import (
+    Allowance,
+    allowance_of,
+    covers,
+    door_allowance,
+    egress_ports,
+    python_paths,
+    python_paths_exec,
+)
+from launcher.policy.layout import SessionLayout
+
+LAYOUT = SessionLayout("0123abcd")
+SYSTEM = {"/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu"}
+PROGRAMS = {"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin"}
+
+
+def _private(role: str) -> str:
+    return f"/run/sharness/0123abcd/{role}"
+
+
+def _expected(manifest: Manifest, role: str) -> dict[str, object]:
+    """The grants of `role`, from the design's rules (docs/decisions.md, "Which components may open ...")."""
+    to_net = (role, "net") in manifest.edges
+    want: dict[str, object] = {"read": {*SYSTEM, *PYTHON, _private(role)}, "write": {"/dev/null"}, "exec": set(),
+                               "tcp_connect": (), "deny_inet": True, "allow_udp": False}
+    if role == "app":
+        app = manifest.app
+        want.update(read={*SYSTEM, *PYTHON, *app.files_read, *app.files_exec, _private("app")},
+                    write={"/dev/null", f"{_private('app')}/tmp"}, exec={*PROGRAMS, "/opt/py/bin", *app.files_exec},
+                    tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
+    elif role == "fs":
+        want.update(write={"/dev/null", WORKSPACE})
+    elif role == "shell":
+        want.update(tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
+    elif role == "net":
+        allow = manifest.door_rows("net").get("allow", {})
+        ports = {int(entry.rpartition(":")[2]) for entries in allow.values() for entry in entries}
+        want.update(tcp_connect=tuple(sorted({*ports, 53})), deny_inet=False, allow_udp=True)
+    elif role == "model":
+        _, _, port = manifest.door_rows("model")["upstream"].removeprefix("https://").partition(":")
+        want.update(tcp_connect=tuple(sorted({int(port or 443), 53})), deny_inet=False, allow_udp=True)
+    return want
+
+
+def _allowance(shape: str, role: str) -> Allowance:
+    return allowance_of(SHAPES[shape], role, LAYOUT, PYTHON)
+
+
+@pytest.mark.parametrize(("shape", "role"), CASES)
+def test_each_role_gets_exactly_its_grants(shape: str, role: str) -> None:
+    allowance = _allowance(shape, role)
+    got = {"read": set(allowance.read), "write": set(allowance.write), "exec": set(allowance.exec),
+           "tcp_connect": allowance.tcp_connect, "deny_inet": allowance.deny_inet, "allow_udp": allowance.allow_udp}
+    assert got == _expected(SHAPES[shape], role)
+    assert allowance.tcp_bind == ()
+
+
+@pytest.mark.parametrize(("shape", "role"), CASES)
+def test_nothing_writable_is_executable(shape: str, role: str) -> None:
+    allowance = _allowance(shape, role)
+    LandlockRules(read=allowance.read, write=allowance.write, exec=allowance.exec)  # raises on an overlap
+    assert not any(covers(allowance.exec, path) or covers((path,), x) for path in allowance.write
+                   for x in allowance.exec)
+
+
+@pytest.mark.parametrize(("shape", "role"), CASES)
+def test_only_the_fs_door_writes_the_workspace(shape: str, role: str) -> None:
+    allowance = _allowance(shape, role)
+    touches = any(covers((path,), WORKSPACE) or covers((WORKSPACE,), path) for path in allowance.write)
+    assert touches == (role == "fs")
+    assert not covers(allowance.exec, WORKSPACE) and not any(covers((WORKSPACE,), x) for x in allowance.exec)
+
+
+@pytest.mark.parametrize(("shape", "role"), CASES)
+def test_the_app_reads_the_workspace_only_when_the_manifest_lists_it(shape: str, role: str) -> None:
+    reads = covers(_allowance(shape, role).read, WORKSPACE)
+    listed = any(covers((root,), WORKSPACE) for root in SHAPES[shape].app.files_read)
+    assert reads == (role == "app" and listed)
+
+
+@pytest.mark.parametrize(("shape", "role"), CASES)
+def test_no_component_reaches_another_ones_private_directory(shape: str, role: str) -> None:
+    allowance = _allowance(shape, role)
+    for other in ROLES:
+        reachable = covers((*allowance.read, *allowance.write, *allowance.exec), _private(other))
+        assert reachable == (other == role), other
+    assert not covers(allowance.write, LAYOUT.doors_dir) and not covers(allowance.read, LAYOUT.doors_dir)
+
+
+@pytest.mark.parametrize(("shape", "role"), CASES)
+def test_no_component_writes_a_secret_source(shape: str, role: str) -> None:
+    for secret in SHAPES[shape].door_rows("keys").get("secrets", {}).values():
+        assert not covers(_allowance(shape, role).write, secret["from"])
+    assert not covers(_allowance(shape, role).write, SECRET)
+
+
+@pytest.mark.parametrize(("rows", "role", "want"), [
+    ({"allow": {"app": ["a.test:443", "b.test:80"], "shell": ["a.test:443"]}}, "net", (80, 443)),
+    ({"allow": {"app": ["[2001:db8::1]:8443", "*.x.test:22"]}}, "net", (22, 8443)),
+    ({"allow": {"app": ["no-port", "x.test:https"]}}, "net", ()),
+    ({"allow": {"app": "a.test:443"}}, "net", ()),  # not a list: nothing
+    ({"allow": ["a.test:443"]}, "net", ()),  # not a mapping: nothing
+    ({}, "net", ()),
+    ({"upstream": "https://api.anthropic.com"}, "model", (443,)),
+    ({"upstream": "https://api.anthropic.com:8443"}, "model", (8443,)),
+    ({"upstream": "http://plain.test"}, "model", (80,)),
+    ({"allow": {"app": ["a.test:443"]}}, "fs", ()),
+    ({"upstream": "https://api.anthropic.com"}, "keys", ()),
+])
+def test_egress_ports(rows: dict[str, object], role: str, want: tuple[int, ...]) -> None:
+    assert egress_ports(rows, role) == want
+
+
+def test_the_fs_door_without_a_workspace_row_writes_nothing_of_the_owners() -> None:
+    assert door_allowance("fs", LAYOUT, PYTHON, {}).write == ("/dev/null",)
+    assert door_allowance("fs", LAYOUT, PYTHON, {"workspace": ["/x"]}).write == ("/dev/null",)
+    assert door_allowance("keys", LAYOUT, PYTHON, {"workspace": "/x"}).write == ("/dev/null",)
+
+
+@pytest.mark.parametrize(("grants", "path", "want"), [
+    (("/a",), "/a", True), (("/a",), "/a/b/c", True), (("/a",), "/ab", False), (("/a/b",), "/a", False),
+    (("/",), "/anything", True), (("/a/",), "/a/b", True), ((), "/a", False), (("/x", "/a"), "/a/b", True),
+])
+def test_covers_is_landlocks_path_beneath(grants: tuple[str, ...], path: str, want: bool) -> None:
+    assert covers(grants, path) == want
+
+
+def test_python_paths_are_this_interpreters() -> None:
+    paths = python_paths()
+    assert sys.prefix in paths and f"{sys.prefix}/bin" in paths
+    assert all(os.path.isabs(path) and path not in ("/", "/usr") for path in paths)
+    assert any(os.path.isdir(os.path.join(path, "launcher")) for path in paths)  # the source tree
+    assert python_paths_exec(paths) == tuple(path for path in paths if path.endswith("/bin"))
+    assert python_paths_exec(PYTHON) == ("/opt/py/bin",)

@@ -1,0 +1,50 @@
+"""What each door is told: its rows (the fs door also its workspace), its fd numbers, its DoorContract."""
+
+from __future__ import annotations
+
+import pytest
+from manifest_shapes import SHAPES, WORKSPACE
+
+from doors._contract import DoorContract
+from launcher.policy.contracts import DoorFds, door_contract, door_fds, door_rows
+
+FULL = SHAPES["full"]
+
+
+@pytest.mark.parametrize("role", ["fs", "net", "keys", "shell", "model"])
+def test_door_rows_are_the_manifests_and_the_fs_door_also_gets_its_workspace(role: str) -> None:
+    rows = door_rows(FULL, role)
+    want = {**FULL.door_rows(role), **({"workspace": WORKSPACE} if role == "fs" else {})}
+    assert rows == want
+    rows["injected"] = True
+    if isinstance(rows.get("allow"), dict):
+        rows["allow"]["app"] = ["evil.test:443"]
+    assert door_rows(FULL, role) == want  # a copy: the manifest's rows cannot be changed through it
+
+
+@pytest.mark.parametrize(("role", "proxy_clients", "listen_fds", "keep"), [
+    ("fs", (), {"door": 5}, (0, 1, 2, 3, 4, 5)),
+    ("keys", ("app",), {"door": 5}, (0, 1, 2, 3, 4, 5)),  # only the net door holds proxy listeners
+    ("net", (), {"door": 5}, (0, 1, 2, 3, 4, 5)),
+    ("net", ("app",), {"door": 5, "proxy.app": 6}, (0, 1, 2, 3, 4, 5, 6)),
+    ("net", ("shell", "app"), {"door": 5, "proxy.app": 6, "proxy.shell": 7}, (0, 1, 2, 3, 4, 5, 6, 7)),
+])
+def test_the_fd_contract(role: str, proxy_clients: tuple[str, ...], listen_fds: dict[str, int],
+                         keep: tuple[int, ...]) -> None:
+    fds = door_fds(role, proxy_clients)
+    assert (fds.svid, fds.door) == (4, 5)  # docs/contracts.md: 3 status, 4 SVID memfd, 5.. listeners
+    assert fds.listen_fds == listen_fds and fds.keep == keep
+    targets = [fds.svid, fds.door, *fds.proxies.values()]
+    assert len(set(targets)) == len(targets) and 3 not in targets
+
+
+def test_the_contract_says_who_the_door_is_and_nothing_more() -> None:
+    fds = DoorFds(svid=4, door=5, proxies={"app": 6})
+    contract = door_contract(FULL, "net", "0123abcd", "-----BEGIN CERTIFICATE-----\n", fds, 1_700_000_000)
+    assert contract == DoorContract(
+        role="net", session_id="0123abcd", trust_domain="t.sharness.test", edges=tuple(sorted(FULL.edges)),
+        bundle_pem="-----BEGIN CERTIFICATE-----\n", rows=FULL.door_rows("net"),
+        listen_fds={"door": 5, "proxy.app": 6}, not_after=1_700_000_000,
+    )
+    assert DoorContract.from_json(contract.to_json()) == contract
+    assert door_contract(FULL, "fs", "0123abcd", "", door_fds("fs", ()), 0).rows["workspace"] == WORKSPACE

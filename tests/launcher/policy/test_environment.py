@@ -1,0 +1,57 @@
+"""Each component's environment is built from nothing: the app's names its doors, its identity and, with the
+edge to net, the proxy; nothing of the launcher's own environment gets through."""
+
+from __future__ import annotations
+
+import pytest
+from manifest_shapes import SHAPES
+
+from launcher.policy.environment import PROXY_VARIABLES, app_env, door_env
+from launcher.policy.layout import SessionLayout
+
+LAYOUT = SessionLayout("0123abcd")
+PRIVATE = "/run/sharness/0123abcd/app"
+DOORS = "/run/sharness/0123abcd/doors"
+BASE = {
+    "PATH": "/opt/py/bin:/usr/local/bin:/usr/bin:/bin",
+    "HOME": PRIVATE,
+    "TMPDIR": f"{PRIVATE}/tmp",
+    "LANG": "C.UTF-8",
+    "SHARNESS_SESSION": "0123abcd",
+    "SHARNESS_TRUST_DOMAIN": "t.sharness.test",
+    "SHARNESS_SVID": f"{PRIVATE}/svid.pem",
+    "SHARNESS_BUNDLE": f"{PRIVATE}/bundle.pem",
+}
+PROXY = dict.fromkeys(PROXY_VARIABLES, "http://127.0.0.1:3128")
+
+
+def _doors(*servers: str) -> dict[str, str]:
+    return {f"SHARNESS_DOOR_{server.upper()}": f"{DOORS}/{server}.sock" for server in servers}
+
+
+@pytest.mark.parametrize(("shape", "want"), [
+    ("full", {**BASE, **_doors("fs", "model", "net", "shell"), **PROXY}),
+    ("no app→net", {**BASE, **_doors("fs", "model", "shell")}),
+    ("no shell→net", {**BASE, **_doors("fs", "model", "net", "shell"), **PROXY}),
+    ("app only", BASE),
+    ("app and fs", {**BASE, **_doors("fs")}),
+    ("app and net", {**BASE, **_doors("net"), **PROXY}),
+    ("no edges", BASE),
+])
+def test_the_apps_environment(shape: str, want: dict[str, str]) -> None:
+    assert app_env(SHAPES[shape], LAYOUT, "/opt/py") == want
+
+
+def test_nothing_of_the_launchers_environment_reaches_a_component(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-launcher-secret-0123456789")
+    monkeypatch.setenv("LD_PRELOAD", "/tmp/evil.so")
+    monkeypatch.setenv("PYTHONPATH", "/tmp/evil")
+    for env in (app_env(SHAPES["full"], LAYOUT, "/opt/py"), door_env()):
+        assert not {"ANTHROPIC_API_KEY", "LD_PRELOAD", "PYTHONPATH"} & set(env)
+        assert not any("launcher-secret" in value or "evil" in value for value in env.values())
+
+
+def test_a_door_gets_a_fixed_path_and_locale_only() -> None:
+    assert door_env() == {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    door_env()["PATH"] = "/tmp"
+    assert door_env()["PATH"] == "/usr/bin:/bin"  # a fresh dict each time
