@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from doors._http import Response, error_response
@@ -155,8 +155,3 @@ class Dispatcher:
         except BaseException:
             self.meter.release(call, facts)
             raise
-
-
-def with_body(facts: Facts, body_bytes: int, secret: str | None) -> Facts:
-    """Facts plus what the body held."""
-    return replace(facts, body_bytes=body_bytes, secret=secret)
