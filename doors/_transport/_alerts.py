@@ -6,6 +6,7 @@ import ssl
 
 from doors._refusal import DoorRefused, Refusal
 from doors._transport._errors import DoorNotTrusted, DoorUnavailable, TransportError
+from doors._transport._identity import EDGE_ROW, SVID_ROW
 
 _SESSION_SVID = "use this session's SVID (SHARNESS_SVID for the app, the SVID memfd for a door)"
 
@@ -58,7 +59,7 @@ def client_error(ssl_error: ssl.SSLError | None, detail: str, dialled: str) -> T
     name = getattr(ssl_error, "reason", None) or ""
     if name in _ALERTS:  # the door's TLS refused us: the 403 `svid` refusal, sent before any HTTP
         reason, hint = _ALERTS[name]
-        return DoorRefused(Refusal(403, "svid", dialled, reason, hint))
+        return DoorRefused(Refusal(403, SVID_ROW, dialled, reason, hint))
     if ssl_error is not None and ssl_error.reason == "CERTIFICATE_VERIFY_FAILED":
         verify = getattr(ssl_error, "verify_message", "") or "verification failed"
         return DoorNotTrusted(dialled, f"the door's certificate is not one of this session's SVIDs ({verify})")
@@ -72,7 +73,7 @@ def connect_error(exc: OSError, address: str, dialled: str,
     if isinstance(exc, PermissionError):
         edge = f"{client_role or 'your role'}->{dialled}"
         return DoorRefused(Refusal(
-            403, "edges", "kernel", f"the socket {address} does not admit this process's uid ({exc.strerror})",
+            403, EDGE_ROW, "kernel", f"the socket {address} does not admit this process's uid ({exc.strerror})",
             f"only edge-listed clients may connect: the manifest row `edges` must list {edge}"))
     return DoorUnavailable(f"door {dialled!r} at {address} cannot be reached: {exc.strerror or exc}")
 
