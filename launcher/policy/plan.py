@@ -10,13 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from launcher.kernel.probe_facts import (
-    LANDLOCK_FS_ABI,
-    LANDLOCK_RESOLVE_UNIX_ABI,
-    LANDLOCK_SCOPING_ABI,
-    LANDLOCK_TCP_ABI,
-    KernelFacts,
-)
+from launcher.kernel import probe_facts
+from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, covers, python_paths
 from launcher.policy.layout import PLAN_PATHS
@@ -129,16 +124,16 @@ def _needs_landlock(since: int, what: str, facts: KernelFacts) -> str:
 
 
 def _landlock_fs(what: str) -> KernelCheck:
-    return lambda facts: None if facts.landlock_fs else _needs_landlock(LANDLOCK_FS_ABI, what, facts)
+    return lambda facts: None if facts.landlock_fs else _needs_landlock(probe_facts.LANDLOCK_FS_ABI, what, facts)
 
 
 def _landlock_tcp(facts: KernelFacts) -> str | None:
-    return None if facts.landlock_tcp else _needs_landlock(LANDLOCK_TCP_ABI, "TCP rules", facts)
+    return None if facts.landlock_tcp else _needs_landlock(probe_facts.LANDLOCK_TCP_ABI, "TCP rules", facts)
 
 
 def _landlock_scoping(facts: KernelFacts) -> str | None:
     what = "signal and socket scoping"
-    return None if facts.landlock_scoping else _needs_landlock(LANDLOCK_SCOPING_ABI, what, facts)
+    return None if facts.landlock_scoping else _needs_landlock(probe_facts.LANDLOCK_SCOPING_ABI, what, facts)
 
 
 def _seccomp(facts: KernelFacts) -> str | None:
@@ -350,12 +345,11 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
 
 
 def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
-    gaps = []
+    gaps, since = [], probe_facts.LANDLOCK_RESOLVE_UNIX_ABI
     if manifest.app.files_read and not facts.landlock_resolve_unix:
         gaps.append("a world-writable Unix socket that appears inside app.files.read after the session starts is "
-                    f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() "
-                    f"(ABI {LANDLOCK_RESOLVE_UNIX_ABI}'s RESOLVE_UNIX "
-                    "does); one present at start refuses the session")
+                    f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI {since}'s "
+                    "RESOLVE_UNIX does); one present at start refuses the session")
     return tuple(gaps)
 
 
