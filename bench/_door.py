@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 
 from bench._certs import CertFiles
-from bench._tls import TlsOptions
+from bench._tls import TlsOptions, pyopenssl_context
 from doors._http import Request, Response, Route, Router, json_response
 from doors._transport import serve_mtls, server_context_from_file, unix_listener
 from pki.edges import DEFAULT_EDGES, EdgePolicy
@@ -32,7 +32,7 @@ class DoorSpec:
     trust_domain: str
     session_id: str
     num_tickets: int = -1  # -1: leave the transport's context as it is (the study sets 0 or 1)
-    backend: str = "stdlib"  # or "pyopenssl": the study's prototype (bench._pyossl)
+    backend: str = "stdlib"  # or "pyopenssl": bench._tls's pyOpenSSL context with `group`
     group: str = ""  # key-exchange group for the pyopenssl backend ("" = its default)
 
     def to_json(self) -> str:
@@ -55,11 +55,9 @@ async def serve(spec: DoorSpec) -> None:
         ctx = server_context_from_file(bundle.read(), spec.svid_path, "stdlib")
     if spec.num_tickets >= 0 and isinstance(ctx, ssl.SSLContext):
         ctx.num_tickets = spec.num_tickets
-    if spec.backend == "pyopenssl":
-        from bench import _pyossl
-
+    if spec.backend == "pyopenssl":  # the transport takes a pyOpenSSL context as it is
         svid = Path(spec.svid_path)
-        _pyossl.install(CertFiles(svid, svid, Path(spec.bundle_path)), True, TlsOptions(group=spec.group))
+        ctx = pyopenssl_context(CertFiles(svid, svid, Path(spec.bundle_path)), True, TlsOptions(group=spec.group))
     identity = SessionIdentity(spec.trust_domain, spec.session_id, spec.role)
     if spec.address.startswith("tcp:"):
         listeners = await trio.open_tcp_listeners(int(spec.address[4:]), host="127.0.0.1")

@@ -12,14 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from bench import _pyossl
 from bench._load import LoadSpec
 from bench._procs import REPO, Series, summary_with_cpu, timed
 from bench._realdoor import real_door
 from bench._stats import percentile, rate_per_s
-from bench._tls import TlsOptions
+from bench._tls import TlsOptions, pyopenssl_context
 from doors._http import ClientConnection
-from doors._transport import AsyncDoorClient, Dial, client_context_from_file, connect, exchange, fresh_exchange
+from doors._transport import (
+    AsyncDoorClient,
+    Dial,
+    TlsContext,
+    client_context_from_file,
+    connect,
+    exchange,
+    fresh_exchange,
+)
 from doors.client import DoorClient, fresh_request
 
 if TYPE_CHECKING:
@@ -29,8 +36,9 @@ CONCURRENCY = (1, 8, 64)
 HELLO = "/v0/hello"
 
 
-def _dial(files: SessionFiles, address: str) -> Dial:
-    ctx = client_context_from_file(files.pki.bundle_pem(), files.client.cert)
+def _dial(files: SessionFiles, address: str, ctx: TlsContext | None = None) -> Dial:
+    """A dial from the session's client SVID; `ctx` replaces the transport's own context (a studied one)."""
+    ctx = ctx or client_context_from_file(files.pki.bundle_pem(), files.client.cert)
     return Dial(files.server_role, _address(address), ctx, files.pki.trust_domain, files.pki.session_id,
                 files.client_role)
 
@@ -166,14 +174,13 @@ def _kept_alive(files: SessionFiles, address: str, counts: Counts) -> dict[str, 
 
 
 def _study(files: SessionFiles, address: str, counts: Counts) -> Series:
-    """The best configuration the option study found (docs/decisions/bench.md): the real door and the
-    async client on the pyOpenSSL prototype with X25519, the client reusing one ticket."""
+    """The best configuration the option study found (docs/decisions/bench.md): the real door (pyOpenSSL,
+    X25519 first, the transport's default) and the async client on pyOpenSSL with X25519, reusing one ticket."""
     total = counts.fresh + counts.warmup
-    options = TlsOptions(group="X25519")
-    with real_door(files.pki, files.server_role, address, ("-m", "bench._pyossl_door", "X25519")) as server:
-        dial = _dial(files, server.address)
-        with _pyossl.installed(files.client, False, options):
-            return timed(server, counts.warmup, lambda: trio.run(_fresh_tuned, dial, total, True))
+    client_ctx = pyopenssl_context(files.client, False, TlsOptions(group="X25519"))
+    with real_door(files.pki, files.server_role, address) as server:
+        dial = _dial(files, server.address, client_ctx)
+        return timed(server, counts.warmup, lambda: trio.run(_fresh_tuned, dial, total, True))
 
 
 def measure(files: SessionFiles, workdir: Path, counts: Counts) -> dict[str, Any]:

@@ -58,12 +58,8 @@ def _svid_memfd(pki: SessionPKI, role: str) -> int:
 
 
 @contextmanager
-def real_door(pki: SessionPKI, role: str, address: str, argv: tuple[str, ...] = ("-m", "doors")) -> Iterator[Server]:
-    """Start the generic door for ``role`` on ``address`` (Unix path or ``tcp:0``); yield where it is.
-
-    ``argv`` (after the interpreter) may name another entry with the same contract, e.g. the study's
-    ``-m bench._pyossl_door X25519``.
-    """
+def real_door(pki: SessionPKI, role: str, address: str) -> Iterator[Server]:
+    """Start the generic door (``python -m doors``) for ``role`` on ``address`` (Unix path or ``tcp:0``)."""
     listener = listen(address)
     reachable = f"tcp:{listener.getsockname()[1]}" if address.startswith("tcp:") else address
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -74,7 +70,7 @@ def real_door(pki: SessionPKI, role: str, address: str, argv: tuple[str, ...] = 
                             edges=tuple(sorted(DEFAULT_EDGES)), bundle_pem=pki.bundle_pem().decode(),
                             listen_fds={"door": listener.fileno()}, status_fd=theirs.fileno(), svid_fd=svid)
     env = {**os.environ, CONTRACT_ENV: contract.to_json(), "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, *argv], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "doors"], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(), svid, listener.fileno()))
     os.close(svid)
     theirs.close()

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from bench import _clients, _inproc, _machine, _project, _pyossl
+from bench import _clients, _inproc, _machine, _project
 from bench._certs import CertFiles, write_bench_pki
 from bench._door import DoorSpec
 from bench._procs import Server, server_process
@@ -43,7 +43,7 @@ class Variant:
     options: TlsOptions = field(default_factory=TlsOptions)
     resume: bool = False
     context_per_connection: bool = False
-    backend: str = "stdlib"  # project door and async clients on "pyopenssl" (bench._pyossl prototype)
+    backend: str = "stdlib"  # project door and async clients on "pyopenssl" (bench._tls contexts with `options`)
 
 
 VARIANTS = (
@@ -129,29 +129,20 @@ Loop = Callable[[str], list[float]]
 
 
 def _client_loop(variant: Variant, client: CertFiles, session: SessionFiles, count: int) -> Loop:
-    """The variant's client loop; async clients on the pyOpenSSL backend install it around the loop."""
-    loop = _plain_client_loop(variant, client, session, count)
-    if variant.backend != "pyopenssl" or not variant.client.startswith("async"):
-        return loop
-
-    def on_pyopenssl(address: str) -> list[float]:
-        with _pyossl.installed(client, False, variant.options):
-            return loop(address)
-
-    return on_pyopenssl
-
-
-def _plain_client_loop(variant: Variant, client: CertFiles, session: SessionFiles, count: int) -> Loop:
+    """The variant's client loop; async clients on the pyOpenSSL backend dial with the variant's context."""
     warm = variant.mode == "warm"
-    if variant.client == "async-tuned":
+    if variant.client.startswith("async"):
+        async_ctx = pyopenssl_context(client, False, variant.options) if variant.backend == "pyopenssl" else None
+        if variant.client == "async-tuned":
+            if warm:
+                return lambda address: trio.run(_project._warm_tuned, _project._dial(session, address, async_ctx),
+                                                count)
+            return lambda address: trio.run(_project._fresh_tuned, _project._dial(session, address, async_ctx),
+                                            count, variant.resume)
         if warm:
-            return lambda address: trio.run(_project._warm_tuned, _project._dial(session, address), count)
-        return lambda address: trio.run(_project._fresh_tuned, _project._dial(session, address), count,
+            return lambda address: trio.run(_project._warm, _project._dial(session, address, async_ctx), count)
+        return lambda address: trio.run(_project._fresh, _project._dial(session, address, async_ctx), count,
                                         variant.resume)
-    if variant.client == "async":
-        if warm:
-            return lambda address: trio.run(_project._warm, _project._dial(session, address), count)
-        return lambda address: trio.run(_project._fresh, _project._dial(session, address), count, variant.resume)
     if variant.client == "http-pyopenssl":
         http_ctx = pyopenssl_context(client, False, variant.options)
         return lambda address: _clients.fresh_http_pyopenssl(address, http_ctx, count, variant.resume)
@@ -214,10 +205,8 @@ def run_all(variants: list[Variant], session: SessionFiles, workdir: Path, count
         for index, variant in enumerate(variants):
             server_files, client_files = _files(variant, session, workdir)
             address = str(workdir / f"sh-bench-explore-{index}.sock")
-            if variant.server == "realdoor":
-                argv = ("-m", "bench._pyossl_door", variant.options.group) if variant.backend == "pyopenssl" else (
-                    "-m", "doors")
-                server = stack.enter_context(real_door(session.pki, "fs", address, argv))
+            if variant.server == "realdoor":  # the door's own context: pyOpenSSL, X25519 first
+                server = stack.enter_context(real_door(session.pki, "fs", address))
             else:
                 module, spec_json = _server_spec(variant, session, server_files, address)
                 server = stack.enter_context(server_process(module, spec_json, address))

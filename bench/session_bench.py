@@ -1,12 +1,13 @@
-"""Session figures (issue 4): ready time, end to end with /bin/true, the whole session's PSS, doors by fork or exec.
+"""Session figures: ready time, end to end with /bin/true, the whole session's PSS, doors by fork or exec.
 
 Every session is real: `sharness-launch run MANIFEST --expect-hash … --best-effort --json` as root, on a manifest
-with every door this machine builds ("full": fs, net, keys, shell, five edges; the shell rows not built yet run
-unheld) and on the minimal one ("min": fs + keys), interleaved. Ready time is split per run: exec → the
-launcher's imports done (the launcher's own code, started by `python -c` that prints the wall clock once it has
-imported) → Session construction → `created` → every door ready (`timings_ms`; the app, `date +%s.%N`, prints
-the wall clock at `app_started`). PSS is read from /proc/PID/smaps_rollup while the app sleeps. Doors by fork or
-exec: bench._session_doors. Needs root; everything a run creates is removed, and the run checks it.
+with every door this machine builds ("full": fs, net, keys, shell, five edges; the rows this version has no holder
+for run unheld) and on the minimal one ("min": fs + keys), interleaved; bench/_session_records.py holds both and
+reads what a run printed. Ready time is split per run: exec → the launcher's imports done (the launcher's own
+code, started by `python -c` that prints the wall clock once it has imported) → Session construction →
+`created` → every door ready (`timings_ms`; the app, `date +%s.%N`, prints the wall clock at `app_started`).
+PSS is read from /proc/PID/smaps_rollup while the app sleeps. Doors by fork or exec: bench._session_doors.
+Needs root; everything a run creates is removed, and the run checks it.
 
     python -m bench.session_bench [--quick]
 """
@@ -29,6 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from bench._session_doors import LAUNCHER_MODULES, WAYS, read_pss
+from bench._session_records import (
+    IMPORTED,
+    KIND_DOORS,
+    door_ready_after_create,
+    imported_mark,
+    manifest,
+    ready_split,
+    summary_of,
+    top_imports,
+)
 from bench._stats import percentile
 
 TARGETS = {"session_target_ready_ms": 150, "session_target_end_to_end_ms": 700, "session_target_pss_mb": 120}
@@ -49,18 +60,11 @@ RATIOS = (
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCHER = str(Path(sys.executable).parent / "sharness-launch")
 LAUNCHER_IMPORTS = "import " + ", ".join(LAUNCHER_MODULES)  # what `run` has imported before it forks
-IMPORTED = "sharness-bench-imported"
 # The launcher's own code with a wall-clock mark once its imports are done (ready runs only).
 MARKED_LAUNCHER = (sys.executable, "-c", f"{LAUNCHER_IMPORTS}\nimport sys, time\n"
                    f"print('{IMPORTED}', time.time_ns(), file=sys.stderr, flush=True)\n"
                    "sys.exit(launcher.cli.main(sys.argv[1:]))")
 WORKSPACE_OWNER = 65534  # the fs door runs as the workspace owner, never root
-FS_ROWS = {"read_only": [".git"], "refuse_secrets": True, "max_file_bytes": 1 << 20,
-           "max_total_bytes": 1 << 24, "max_files": 1000}
-FULL_DOORS = {"fs": FS_ROWS, "net": {"allow": {"app": ["pypi.org:443"], "shell": ["pypi.org:443"]}}, "keys": {},
-              "shell": {"workspace": "read", "process": {"max_memory_mb": 256, "max_pids": 64}}}
-FULL_EDGES = [["app", "fs"], ["app", "net"], ["app", "shell"], ["shell", "net"], ["net", "keys"]]
-KIND_DOORS = {"full": (FULL_DOORS, FULL_EDGES), "min": ({"fs": FS_ROWS, "keys": {}}, [["app", "fs"]])}
 
 
 @dataclass(frozen=True)
@@ -73,67 +77,6 @@ class Counts:
 
 QUICK = Counts(end_to_end=2, ready=1, baseline=3, doors=2)
 FULL = Counts(end_to_end=10, ready=5, baseline=20, doors=10)
-
-
-# -- pure helpers --
-def manifest(kind: str, workspace: str, argv: Sequence[str]) -> dict[str, Any]:
-    """The bench manifest `kind` ("full" or "min") whose app runs `argv`."""
-    doors, edges = KIND_DOORS[kind]
-    return {"sharness": "manifest/v0", "session": {"name": "bench", "trust_domain": "bench.sharness.test",
-                                                    "ttl_s": 600},
-            "workspace": workspace,
-            "app": {"argv": list(argv), "files": {"read": [], "exec": []},
-                    "process": {"max_memory_mb": 256, "max_pids": 64}},
-            "doors": doors, "edges": edges}
-
-
-def summary_of(stdout: str) -> dict[str, Any]:
-    """The launcher's --json summary: the JSON object that ends its stdout (the app may print before it)."""
-    start = stdout.find("\n{") + 1 if not stdout.startswith("{") else 0
-    return dict(json.loads(stdout[start:]))
-
-
-def ready_split(exec_ns: int, imported_ns: int, app_clock: str, timings: dict[str, float]) -> dict[str, float]:
-    """One run's ready time, split: exec → imports done → Session construction → created → every door ready.
-
-    The app's wall clock at its start (`date +%s.%N`) lands at the session's `app_started` mark.
-    """
-    app_ns = int(app_clock.replace(".", ""))  # nine digits after the point
-    ready_ns = app_ns - (timings["app_started"] - timings["doors_ready"]) * 1e6
-    return {"imports": (imported_ns - exec_ns) / 1e6, "after_imports": (ready_ns - imported_ns) / 1e6,
-            "from_exec": (ready_ns - exec_ns) / 1e6, "pre_session": (app_ns - exec_ns) / 1e6 - timings["app_started"],
-            "create": timings["created"], "doors": timings["doors_ready"] - timings["created"]}
-
-
-def imported_mark(stderr: str) -> int:
-    """The wall clock (ns) the marked launcher printed once its imports were done."""
-    for line in stderr.splitlines():
-        if line.startswith(IMPORTED):
-            return int(line.split()[1])
-    raise ValueError("the marked launcher printed no import mark")
-
-
-def door_ready_after_create(audit_lines: Sequence[str], created_ms: float) -> dict[str, float]:
-    """Per door: its `door.ready` time in the audit log minus the session's `created` mark (doors fork after it)."""
-    ready = {}
-    for line in audit_lines:
-        record = json.loads(line)
-        if record.get("event") == "door.ready":
-            ready[str(record["role"])] = float(record["t_ms"]) - created_ms
-    return ready
-
-
-def top_imports(importtime_stderr: str, count: int) -> str:
-    """The `count` costliest top-level packages in `-X importtime` output, as "name ms, …"."""
-    costs: dict[str, int] = {}
-    for line in importtime_stderr.splitlines():
-        parts = line.removeprefix("import time:").split("|")
-        if len(parts) == 3 and parts[1].strip().isdigit():
-            name = parts[2].strip()
-            if "." not in name and name not in ("launcher", "doors", "pki"):
-                costs[name] = max(costs.get(name, 0), int(parts[1]))
-    ranked = sorted(costs.items(), key=lambda item: -item[1])[:count]
-    return ", ".join(f"{name} {micro / 1000:.0f} ms" for name, micro in ranked)
 
 
 def _p(samples: Sequence[float], pct: float) -> float:
@@ -412,7 +355,7 @@ def measure(counts: Counts) -> dict[str, Any]:
 
 
 def run(quick: bool) -> dict[str, Any]:
-    """The session figures with their targets and baselines (issue 4)."""
+    """The session figures with their targets and baselines."""
     return measure(QUICK if quick else FULL)
 
 

@@ -3,8 +3,9 @@
     with DoorClient.from_env("fs") as fs:
         print(fs.hello())
 
-Refusals raise DoorRefused(who, reason, hint): the kernel (socket permissions), the door's TLS (alert)
-or the door's edge/SVID check (403). A peer that is not the dialled door raises DoorNotTrusted.
+Refusals raise DoorRefused, whose `refusal` names the row, who refused (the kernel on the socket, the
+door's TLS with an alert, or its edge/SVID check with a 403), the detail and the hint. A peer that is not
+the dialled door raises DoorNotTrusted.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from doors._http import ClientConnection, ClientResponse, ResponseProtocolError, encode_body
+from doors._refusal import DoorRefused, Refusal
 from doors._transport._alerts import client_error, closed_in_handshake, connect_error, handshake_error
-from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
+from doors._transport._errors import DoorNotTrusted, DoorUnavailable, TransportError
 from doors._transport._identity import check_door, refusal_from_response
 from doors._transport._pyossl_socket import BlockingTls
 from doors._transport._tls import TlsContext, TlsSession, client_context_from_file
@@ -171,8 +173,9 @@ class DoorClient:
         names = ("SHARNESS_SVID", "SHARNESS_BUNDLE", "SHARNESS_TRUST_DOMAIN", "SHARNESS_SESSION")
         missing = [name for name in (key, *names) if not env.get(name)]
         if missing:
-            raise DoorRefused("launcher", f"{', '.join(missing)} not set: no door {role!r} in this session",
-                              f"add the door and the edge app->{role} to the manifest", row="edges")
+            raise DoorRefused(Refusal(403, "edges", "launcher",
+                                      f"{', '.join(missing)} not set: no door {role!r} in this session",
+                                      f"add the door and the edge app->{role} to the manifest"))
         return cls(role, env[key], *(env[name] for name in names), **options)
 
     def request(self, method: str, path: str, json: Any = None, body: bytes | None = None,

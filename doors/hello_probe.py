@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+from typing import Any
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 SYS_IO_URING_SETUP = 425
@@ -180,35 +181,43 @@ def _control_fs_write(workspace: str) -> None:
             f"read back {len(landed)} bytes")
 
 
-def main() -> int:
-    targets = json.loads(os.environ["SHARNESS_PROBE"])
-    pids: dict[str, int] = targets["pids"]
-    door = targets["victim_door"]
-    victim = pids[door]
+# Who holds each refusal, in the words `hello` prints.
+_LANDLOCK = "kernel: Landlock"
+_HIDDEN = "kernel: private mount namespace (not even visible to the app)"
+_INVISIBLE = "kernel: proc hidepid=invisible (another uid's process is not even visible)"
+_PTRACE_CHECK = "kernel: another uid (ptrace access check)"
+
+
+def _controls(targets: dict[str, Any]) -> None:
+    """What the app may do: write its private directory, and (when a door is on its edges) reach it."""
     _control_private_write()
     if targets.get("hello_door"):
         _control_door_hello(targets["hello_door"])
         _control_fs_write(targets["workspace"])
-    kernel_ll = "kernel: Landlock"
-    hidden = "kernel: private mount namespace (not even visible to the app)"
-    invisible = "kernel: proc hidepid=invisible (another uid's process is not even visible)"
-    ptrace_check = "kernel: another uid (ptrace access check)"
+
+
+def _files(targets: dict[str, Any], door: str, victim: int) -> None:
+    """Files the app must not write or read: the workspace, /etc, a door's directory, key, journal, /proc."""
     _expect_errno("workspace.write", f"create a file in the workspace {targets['workspace']} (mode 0777)",
                   _open_write(f"{targets['workspace']}/probe.txt"), errno.EACCES,
-                  f"{kernel_ll} (DAC would allow it: only the fs door writes the workspace)")
+                  f"{_LANDLOCK} (DAC would allow it: only the fs door writes the workspace)")
     _expect_errno("etc.write", "create /etc/sharness-probe", _open_write("/etc/sharness-probe"), errno.EACCES,
                   "kernel: DAC and Landlock")
     _expect_errno("other_dir.write", f"create a file in the {door} door's directory",
                   _open_write(f"{targets['runtime_dir']}/{door}/probe"),
-                  {errno.EACCES: "kernel: DAC and Landlock", errno.ENOENT: hidden})
+                  {errno.EACCES: "kernel: DAC and Landlock", errno.ENOENT: _HIDDEN})
     _expect_errno("key.read", f"open the {door} door's SVID memfd through /proc/{victim}/fd/4",
-                  _open_read(f"/proc/{victim}/fd/4"), {errno.EACCES: ptrace_check, errno.ENOENT: invisible})
+                  _open_read(f"/proc/{victim}/fd/4"), {errno.EACCES: _PTRACE_CHECK, errno.ENOENT: _INVISIBLE})
     _expect_errno("launcher_state.read", "read the launcher's journal", _open_read(targets["journal"]),
-                  {errno.EACCES: "kernel: DAC and Landlock", errno.ENOENT: hidden})
+                  {errno.EACCES: "kernel: DAC and Landlock", errno.ENOENT: _HIDDEN})
     _expect_errno("environ.read", f"read /proc/{victim}/environ", _open_read(f"/proc/{victim}/environ"),
-                  {errno.EACCES: ptrace_check, errno.ENOENT: invisible})
+                  {errno.EACCES: _PTRACE_CHECK, errno.ENOENT: _INVISIBLE})
     _expect_errno("mem.read", f"read /proc/{victim}/mem", _open_read(f"/proc/{victim}/mem"),
-                  {errno.EACCES: ptrace_check, errno.ENOENT: invisible})
+                  {errno.EACCES: _PTRACE_CHECK, errno.ENOENT: _INVISIBLE})
+
+
+def _reach(targets: dict[str, Any], door: str, victim: int) -> None:
+    """Other processes the app must not reach: the internet, a door off its edges, a door's signals and memory."""
     _egress(targets["deny_inet"])
     off_edge = targets["off_edge_door"]
     _expect_errno("door.off_edge", f"connect to {off_edge}.sock (not on the app's edges)",
@@ -219,7 +228,11 @@ def main() -> int:
                   "kernel: another uid and Landlock signal scoping")
     attach = _libc_call("ptrace", PTRACE_ATTACH, victim, 0, 0)
     _expect_errno("door.ptrace", f"PTRACE_ATTACH the {door} door", attach, errno.EPERM, "kernel: seccomp")
-    if targets["deny_inet"]:
+
+
+def _syscalls(deny_inet: bool) -> None:
+    """Kernel interfaces the app must not open: internet and raw sockets, io_uring, user namespaces, root."""
+    if deny_inet:
         tcp = lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()  # noqa: E731
         _expect_errno("socket.inet", "socket(AF_INET, SOCK_STREAM) without an edge to the net door", tcp,
                       errno.EPERM, "kernel: seccomp")
@@ -233,6 +246,17 @@ def main() -> int:
     _expect_errno("userns", "unshare(CLONE_NEWUSER)", _libc_call("unshare", CLONE_NEWUSER), errno.EPERM,
                   "kernel: seccomp")
     _expect_errno("setuid.root", "setuid(0)", lambda: os.setuid(0), errno.EPERM, "kernel: no capability (another uid)")
+
+
+def main() -> int:
+    """Try, in the order `hello` reports them, what the app may do and everything it must not."""
+    targets = json.loads(os.environ["SHARNESS_PROBE"])
+    door = targets["victim_door"]
+    victim = targets["pids"][door]
+    _controls(targets)
+    _files(targets, door, victim)
+    _reach(targets, door, victim)
+    _syscalls(bool(targets["deny_inet"]))
     _memory(int(targets["max_memory_mb"]))
     _pids(int(targets["max_pids"]))
     return 0

@@ -9,7 +9,7 @@ from types import ModuleType
 
 from launcher.commands import EXIT_USAGE
 
-# Command modules, in help order. A listed module that is not built yet is skipped; nothing else is loaded.
+# Command modules, in help order. A listed module that is missing is skipped; nothing else is loaded.
 COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "gc", "verify_audit", "fs")
 DEFAULT_COMMAND = "run"
 
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     parser, commands = build_parser()
     args_in = with_default_command(given, commands)
     if args_in is None:
-        print(f"sharness-launch: no command {given[0]!r}, and `{DEFAULT_COMMAND}` is not built yet; "
-              f"commands: {', '.join(sorted(commands))}", file=sys.stderr)
+        print(f"sharness-launch: no command {given[0]!r}, and this installation lacks the default command "
+              f"`{DEFAULT_COMMAND}`; name one of: {', '.join(sorted(commands))}", file=sys.stderr)
         return EXIT_USAGE
     try:
         args = parser.parse_args(args_in)

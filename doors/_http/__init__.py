@@ -5,12 +5,12 @@ from doors._http._limits import Limits
 from doors._http._records import (
     ERROR_STATUSES,
     BodyStream,
-    HttpError,
     Request,
     Response,
     error_response,
     json_body,
     json_response,
+    refused_response,
 )
 from doors._http._router import Handler, Route, Router, TakeoverHandler, TakeoverRoute
 from doors._http._serve import serve_http
@@ -23,7 +23,6 @@ __all__ = [
     "ClientConnection",
     "ClientResponse",
     "Handler",
-    "HttpError",
     "Limits",
     "ReplayStream",
     "Request",
@@ -38,5 +37,6 @@ __all__ = [
     "error_response",
     "json_body",
     "json_response",
+    "refused_response",
     "serve_http",
 ]

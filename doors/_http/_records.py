@@ -1,4 +1,4 @@
-"""Request and response records, the error shape, and JSON helpers. Pure: no I/O."""
+"""Request and response records, the error response, and JSON helpers. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import json
 from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from doors._refusal import DoorRefused, Refusal
 
 # Statuses a door uses for refusals; the error shape is the same for all of them.
 # 507: a session quota is spent or the disk is full (the fs door), as opposed to 413 for one body too large.
@@ -43,11 +45,12 @@ class Request:
         return next((value for key, value in self.headers if key == wanted), None)
 
     def json(self) -> Any:
-        """Return the body parsed as JSON, or raise HttpError 400 naming the problem."""
+        """Return the body parsed as JSON, or raise DoorRefused 400 naming the problem."""
         try:
             return json.loads(self.body) if self.body else None
         except ValueError as exc:
-            raise HttpError(400, "http.json", "door", f"body is not JSON: {exc}", "send a JSON body") from exc
+            refusal = Refusal(400, "http.json", "door", f"body is not JSON: {exc}", "send a JSON body")
+            raise DoorRefused(refusal) from exc
 
 
 @dataclass(frozen=True)
@@ -66,23 +69,6 @@ class Response:
         return next((value for key, value in self.headers if key.lower() == wanted), None)
 
 
-class HttpError(Exception):
-    """A refusal that becomes the error shape: row, who refused, detail, and what to change."""
-
-    def __init__(self, status: int, error: str, who: str, detail: Any, hint: str, *, close: bool = False):
-        super().__init__(f"{status} {error}: {detail}")
-        self.status = status
-        self.error = error
-        self.who = who
-        self.detail = detail
-        self.hint = hint
-        self.close = close
-
-    def response(self) -> Response:
-        """Return this refusal as a JSON response in the error shape."""
-        return error_response(self.status, self.error, self.who, self.detail, self.hint, close=self.close)
-
-
 def json_body(value: Any) -> bytes:
     """Encode `value` as compact UTF-8 JSON."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
@@ -93,11 +79,13 @@ def json_response(value: Any, status: int = 200, *, close: bool = False) -> Resp
     return Response(status, (("content-type", JSON_TYPE),), json_body(value), close=close)
 
 
-def error_response(
-    status: int, error: str, who: str, detail: Any, hint: str, *, close: bool = False
-) -> Response:
-    """Return `{"error", "who", "detail", "hint"}` with `status`."""
-    if status not in ERROR_STATUSES:
-        raise ValueError(f"status {status} is not an error status a door uses")
-    shape = {"error": error, "who": who, "detail": detail, "hint": hint}
-    return json_response(shape, status, close=close)
+def error_response(refusal: Refusal, *, close: bool = False) -> Response:
+    """Return the refusal's `{"error", "who", "detail", "hint"}` with its status."""
+    if refusal.status not in ERROR_STATUSES:
+        raise ValueError(f"status {refusal.status} is not an error status a door uses")
+    return json_response(refusal.shape(), refusal.status, close=close)
+
+
+def refused_response(refused: DoorRefused) -> Response:
+    """Return a raised refusal as its error response (closing the connection when it asks)."""
+    return error_response(refused.refusal, close=refused.close)

@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from doors._http._records import HttpError, Request, Response
+from doors._http._records import Request, Response
+from doors._refusal import DoorRefused, Refusal
 
 if TYPE_CHECKING:
     import trio
@@ -88,17 +89,17 @@ class Router:
         return register
 
     def match(self, method: str, path: str) -> Match:
-        """Return the route for `method path`, or raise HttpError 404 / 405."""
+        """Return the route for `method path`, or raise DoorRefused 404 / 405."""
         found = [m for m in (self._match_path(r, path) for r in self._routes) if m is not None]
         for candidate in found:
             if candidate.route.method == method:
                 return candidate
         if found:
             allowed = sorted({m.route.method for m in found})
-            raise HttpError(405, "http.method", self.who, f"{method} is not allowed on {path}",
-                            f"use {', '.join(allowed)}")
-        raise HttpError(404, "http.route", self.who, f"no route {path}",
-                        "GET /v0/hello lists what this door is")
+            raise DoorRefused(Refusal(405, "http.method", self.who, f"{method} is not allowed on {path}",
+                                      f"use {', '.join(allowed)}"))
+        raise DoorRefused(Refusal(404, "http.route", self.who, f"no route {path}",
+                                  "GET /v0/hello lists what this door is"))
 
     @staticmethod
     def _match_path(route: Route, path: str) -> Match | None:

@@ -10,10 +10,11 @@ from dataclasses import replace
 import trio
 
 from doors._http._limits import Limits
-from doors._http._records import HttpError, Request, Response
+from doors._http._records import Request, Response, error_response, refused_response
 from doors._http._router import Match, Router, TakeoverRoute
 from doors._http._server_conn import BodyData, BodyEnd, Event, Head, Malformed, NeedData, ServerConnection
 from doors._http._takeover import ReplayStream
+from doors._refusal import DoorRefused, Refusal
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class _Body:
         self.done = False
 
     async def receive_some(self) -> bytes:
-        """Return the next piece of the body, b"" at its end; HttpError 413/408 past the limits."""
+        """Return the next piece of the body, b"" at its end; DoorRefused 413/408 past the limits."""
         limits = self._reader.conn.limits
         if not self.done:
             await self._send_continue()
@@ -71,17 +72,17 @@ class _Body:
             try:
                 event = await self._reader.next_event(limits.body_deadline(self._started, self.received))
             except trio.TooSlowError:
-                raise HttpError(408, "http.body_min_bytes_per_s", self._who,
-                                f"the body arrived slower than {limits.body_min_bytes_per_s} bytes/s",
-                                "send the body without pausing", close=True) from None
+                raise DoorRefused(Refusal(408, "http.body_min_bytes_per_s", self._who,
+                                          f"the body arrived slower than {limits.body_min_bytes_per_s} bytes/s",
+                                          "send the body without pausing"), close=True) from None
             if isinstance(event, BodyData):
                 self.received += len(event.data)
                 if self.received > self._max:
                     raise _too_large(self._who, self._max)
                 return event.data
             if isinstance(event, Malformed):
-                raise HttpError(400, "http.malformed", self._who, "the body is malformed",
-                                "send a well-formed HTTP/1.1 body", close=True)
+                raise DoorRefused(Refusal(400, "http.malformed", self._who, "the body is malformed",
+                                          "send a well-formed HTTP/1.1 body"), close=True)
             self.done = True
         return b""
 
@@ -99,9 +100,9 @@ class _Body:
         return bytes(parts)
 
 
-def _too_large(who: str, limit: int) -> HttpError:
-    return HttpError(413, "http.max_body_bytes", who, f"the body is larger than {limit} bytes",
-                     "send a smaller body", close=True)
+def _too_large(who: str, limit: int) -> DoorRefused:
+    return DoorRefused(Refusal(413, "http.max_body_bytes", who, f"the body is larger than {limit} bytes",
+                               "send a smaller body"), close=True)
 
 
 async def serve_http(
@@ -183,9 +184,9 @@ async def _read_head(reader: _Reader, stream: trio.abc.Stream) -> Head | None:
             event = await reader.next_event(deadline, after_first_byte_s=limits.head_timeout_s)
         except trio.TooSlowError:
             if reader.received_any:
-                await _send_response(stream, reader.conn, HttpError(
+                await _send_response(stream, reader.conn, error_response(Refusal(
                     408, "http.head_timeout_s", reader.conn.who, "the request head did not arrive in time",
-                    "send the whole request head at once", close=True).response())
+                    "send the whole request head at once"), close=True))
             return None
         if isinstance(event, Head):
             return event
@@ -207,23 +208,24 @@ async def _respond(
         if refusal is not None:
             return refusal, None
         if not request.target.startswith("/"):
-            raise HttpError(400, "http.target", router.who, f"target {request.target[:80]!r} is not a path",
-                            f"{request.method} takes a path here, such as /v0/hello", close=True)
+            raise DoorRefused(Refusal(400, "http.target", router.who,
+                                      f"target {request.target[:80]!r} is not a path",
+                                      f"{request.method} takes a path here, such as /v0/hello"), close=True)
         match = router.match(request.method, request.path)
         max_body = match.route.max_body_bytes or reader.conn.limits.max_body_bytes
         if head.content_length is not None and head.content_length > max_body:
             raise _too_large(router.who, max_body)
         body = _Body(reader, max_body, router.who)
         return await _call(match, request, body), body
-    except HttpError as refusal_error:
-        return refusal_error.response(), body
+    except DoorRefused as refused:
+        return refused_response(refused), body
     except Exception as exc:
         # Type and place only: an exception's text may hold what a handler was working on (a secret).
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         log.error("handler for %s %s failed: %s at %s:%s", request.method, request.path,
                   type(exc).__name__, frame.filename, frame.lineno)
-        return HttpError(500, "door.internal", router.who, "the door failed on this request",
-                         "report this with the door's audit log", close=True).response(), body
+        return error_response(Refusal(500, "door.internal", router.who, "the door failed on this request",
+                                      "report this with the door's audit log"), close=True), body
 
 
 async def _call(match: Match, request: Request, body: _Body) -> Response:

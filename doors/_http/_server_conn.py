@@ -9,7 +9,8 @@ from urllib.parse import parse_qs, urlsplit
 import h11
 
 from doors._http._limits import Limits
-from doors._http._records import HttpError, Request, Response
+from doors._http._records import Request, Response, error_response
+from doors._refusal import Refusal
 
 
 @dataclass(frozen=True)
@@ -111,14 +112,15 @@ class ServerConnection:
             return Malformed(self._limit(414, "http.max_target_bytes", f"a {len(target)}-byte target",
                                          limits.max_target_bytes))
         if not target.startswith("/") and not self.any_target:
-            return Malformed(HttpError(400, "http.target", self.who, f"target {target[:80]!r} is not a path",
-                                       "request a path such as /v0/hello", close=True).response())
+            return Malformed(error_response(Refusal(400, "http.target", self.who,
+                                                    f"target {target[:80]!r} is not a path",
+                                                    "request a path such as /v0/hello"), close=True))
         names = {k for k, _ in headers}
         if "content-length" in names and "transfer-encoding" in names:
             # h11 lets Transfer-Encoding win (RFC 9112 6.3); a proxy in front might not: refuse, never guess.
-            return Malformed(HttpError(400, "http.framing", self.who,
-                                       "the request has both Content-Length and Transfer-Encoding",
-                                       "send one of them, not both", close=True).response())
+            return Malformed(error_response(Refusal(400, "http.framing", self.who,
+                                                    "the request has both Content-Length and Transfer-Encoding",
+                                                    "send one of them, not both"), close=True))
         parts = urlsplit(target)
         query = {k: tuple(v) for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         length = next((int(v) for k, v in headers if k == "content-length"), None)
@@ -127,15 +129,15 @@ class ServerConnection:
         return Head(request, length)
 
     def _limit(self, status: int, row: str, what: str, limit: int) -> Response:
-        return HttpError(status, row, self.who, f"{what}, the limit is {limit}",
-                         "send a smaller request", close=True).response()
+        return error_response(Refusal(status, row, self.who, f"{what}, the limit is {limit}",
+                                      "send a smaller request"), close=True)
 
     def _malformed(self, status: int, detail: str) -> Response:
         if status == 431:
             return self._limit(431, "http.max_header_bytes", "the request head is too large",
                                self.limits.max_header_bytes)
-        return HttpError(400, "http.malformed", self.who, detail, "send a well-formed HTTP/1.1 request",
-                         close=True).response()
+        return error_response(Refusal(400, "http.malformed", self.who, detail,
+                                      "send a well-formed HTTP/1.1 request"), close=True)
 
     def response_head(self, response: Response, *, body_length: int | None) -> bytes:
         """Bytes of the status line and headers; `body_length` None means chunked."""

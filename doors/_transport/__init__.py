@@ -1,7 +1,8 @@
 """The transport every door and client uses: mutual TLS 1.3 with SVID and edge checks, HTTP/1.1 on top."""
 
+from doors._refusal import DoorRefused
 from doors._transport._client import Address, AsyncDoorClient, Dial, connect, exchange, fresh_exchange
-from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
+from doors._transport._errors import DoorNotTrusted, DoorUnavailable, TransportError
 from doors._transport._identity import Admission, admit_client, check_door
 from doors._transport._server import listener_from_fd, peer_of, serve_mtls, unix_listener, utc_now
 from doors._transport._stream import TlsFailure, TlsStream

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
 
-from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
+from doors._refusal import DoorRefused, Refusal
+from doors._transport._errors import DoorNotTrusted, DoorUnavailable, TransportError
+from doors._transport._identity import EDGE_ROW, SVID_ROW
 
 _SESSION_SVID = "use this session's SVID (SHARNESS_SVID for the app, the SVID memfd for a door)"
 
@@ -40,29 +41,6 @@ _ALERTS: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class TlsWords:
-    """A TLS failure as a reason and a hint."""
-
-    reason: str
-    hint: str
-    alert: bool
-
-
-def describe_received(ssl_error: ssl.SSLError | None, detail: str) -> TlsWords:
-    """Words for a failure the client saw: an alert from the door, or a reset."""
-    name = getattr(ssl_error, "reason", None) or ""
-    if name in _ALERTS:
-        reason, hint = _ALERTS[name]
-        return TlsWords(reason, hint, alert=True)
-    if ssl_error is not None and ssl_error.reason == "CERTIFICATE_VERIFY_FAILED":
-        verify = getattr(ssl_error, "verify_message", "") or "verification failed"
-        return TlsWords(f"the door's certificate is not one of this session's SVIDs ({verify})",
-                        "dial the socket the launcher named, with this session's bundle", alert=False)
-    return TlsWords(f"the TLS connection failed ({name.lower().replace('_', ' ') or detail})",
-                    "check that you dial a sharness door with this session's SVID and bundle", alert=False)
-
-
 def describe_local(ssl_error: ssl.SSLError | None, detail: str) -> str:
     """Words for why a door's handshake with a client failed, for its refusal event."""
     if ssl_error is None:
@@ -75,22 +53,28 @@ def describe_local(ssl_error: ssl.SSLError | None, detail: str) -> str:
     return f"TLS handshake failed: {(ssl_error.reason or detail).lower().replace('_', ' ')}"
 
 
-def client_error(ssl_error: ssl.SSLError | None, detail: str, dialled: str) -> TransportError:
-    """The exception a client raises for a TLS failure while talking to door `dialled`."""
-    words = describe_received(ssl_error, detail)
-    if words.alert:
-        return DoorRefused(dialled, words.reason, words.hint, row="svid")
+def client_error(ssl_error: ssl.SSLError | None, detail: str, dialled: str) -> TransportError | DoorRefused:
+    """The exception a client raises for a TLS failure while talking to door `dialled`: an alert from the
+    door refused it, the door's certificate failed our verification, or the connection broke."""
+    name = getattr(ssl_error, "reason", None) or ""
+    if name in _ALERTS:  # the door's TLS refused us: the 403 `svid` refusal, sent before any HTTP
+        reason, hint = _ALERTS[name]
+        return DoorRefused(Refusal(403, SVID_ROW, dialled, reason, hint))
     if ssl_error is not None and ssl_error.reason == "CERTIFICATE_VERIFY_FAILED":
-        return DoorNotTrusted(dialled, words.reason)
-    return DoorUnavailable(f"door {dialled!r}: {words.reason}")
+        verify = getattr(ssl_error, "verify_message", "") or "verification failed"
+        return DoorNotTrusted(dialled, f"the door's certificate is not one of this session's SVIDs ({verify})")
+    return DoorUnavailable(f"door {dialled!r}: the TLS connection failed "
+                           f"({name.lower().replace('_', ' ') or detail})")
 
 
-def connect_error(exc: OSError, address: str, dialled: str, client_role: str | None) -> TransportError:
+def connect_error(exc: OSError, address: str, dialled: str,
+                  client_role: str | None) -> TransportError | DoorRefused:
     """The exception a client raises when connecting to a door's socket fails."""
     if isinstance(exc, PermissionError):
         edge = f"{client_role or 'your role'}->{dialled}"
-        return DoorRefused("kernel", f"the socket {address} does not admit this process's uid ({exc.strerror})",
-                           f"only edge-listed clients may connect: the manifest row `edges` must list {edge}")
+        return DoorRefused(Refusal(
+            403, EDGE_ROW, "kernel", f"the socket {address} does not admit this process's uid ({exc.strerror})",
+            f"only edge-listed clients may connect: the manifest row `edges` must list {edge}"))
     return DoorUnavailable(f"door {dialled!r} at {address} cannot be reached: {exc.strerror or exc}")
 
 
@@ -102,7 +86,8 @@ def closed_in_handshake(dialled: str, address: str, detail: str) -> DoorUnavaila
         "or close clients that hold idle connections to it")
 
 
-def handshake_error(ssl_error: ssl.SSLError | None, detail: str, dialled: str, address: str) -> TransportError:
+def handshake_error(ssl_error: ssl.SSLError | None, detail: str, dialled: str,
+                    address: str) -> TransportError | DoorRefused:
     """The exception a client raises when its handshake with door `dialled` fails."""
     if ssl_error is None or isinstance(ssl_error, ssl.SSLEOFError):
         return closed_in_handshake(dialled, address, detail)  # a reset or an end of stream, not an alert

@@ -1,21 +1,14 @@
-"""What a client raises when a door cannot be reached, refuses it, or is not the door it dialled."""
+"""What a client raises when it could not talk to the door it dialled: unreachable, or not that door.
+
+A door that answered with a refusal (or the kernel or TLS refusing the client) raises
+`doors._refusal.DoorRefused` instead: that is an answer, not a transport failure.
+"""
 
 from __future__ import annotations
 
 
 class TransportError(Exception):
     """Base of every transport failure a door client raises."""
-
-
-class DoorRefused(TransportError):
-    """A door (or the kernel, or TLS on the door's side) refused this client; `who` says which."""
-
-    def __init__(self, who: str, reason: str, hint: str, *, row: str = "edges") -> None:
-        super().__init__(f"refused by {who}: {reason} (hint: {hint})")
-        self.who = who
-        self.reason = reason
-        self.hint = hint
-        self.row = row
 
 
 class DoorNotTrusted(TransportError):

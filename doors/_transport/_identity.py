@@ -6,8 +6,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from doors._http import ClientResponse, HttpError, Response
-from doors._transport._errors import DoorRefused
+from doors._http import ClientResponse, Response, error_response
+from doors._refusal import DoorRefused, Refusal, read_refusal
 from pki.edges import EdgePolicy
 from pki.spiffe import SessionIdentity
 from pki.svid import SvidVerdict, check_svid
@@ -56,7 +56,7 @@ def refusal_response(admission: Admission, door_role: str) -> Response:
     """The 403 a refused client gets on its first request; the connection closes after it."""
     hint = ("ask the person to add this edge to the manifest row `edges`" if admission.row == EDGE_ROW
             else SVID_HINT)
-    return HttpError(403, admission.row, door_role, admission.reason, hint, close=True).response()
+    return error_response(Refusal(403, admission.row, door_role, admission.reason, hint), close=True)
 
 
 def refusal_event(door: SessionIdentity, stage: str, reason: str, client: SessionIdentity | None,
@@ -93,6 +93,4 @@ def refusal_from_response(response: ClientResponse, dialled: str) -> DoorRefused
         return None
     if not isinstance(shape, dict) or shape.get("error") not in TRANSPORT_ROWS:
         return None
-    who, detail, hint = (str(shape.get(key, default)) for key, default in
-                         (("who", dialled), ("detail", ""), ("hint", "")))
-    return DoorRefused(who, detail, hint, row=str(shape["error"]))
+    return DoorRefused(read_refusal(response.status, shape, who=dialled, row=str(shape["error"])))

@@ -10,8 +10,6 @@ from __future__ import annotations
 import ssl
 from collections.abc import Sequence
 
-ErrorTuple = tuple[str, str, str]
-
 VERIFY_FAILED = "CERTIFICATE_VERIFY_FAILED"
 UNEXPECTED_EOF = "UNEXPECTED_EOF_WHILE_READING"
 

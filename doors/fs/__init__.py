@@ -4,8 +4,8 @@ from doors.fs._api import FsApi
 from doors.fs._decide import decide, file_mode
 from doors.fs._dispatch import Call, Dispatcher, UsageMeter
 from doors.fs._ops import Workspace
-from doors.fs._paths import ROOT, PathRefusal, WorkspacePath, parse_path
-from doors.fs._rules import Decision, Facts, FsRows, Op, Target, Usage, decide_names
+from doors.fs._paths import ROOT, WorkspacePath, parse_path
+from doors.fs._rules import Facts, FsRows, Op, Target, Usage, decide_names
 from doors.fs._secrets import Finding, SecretScanner, scan
 from doors.fs._version import etag_of, version_conflict
 from doors.fs.server import build, describe, open_workspace, routes
@@ -13,14 +13,12 @@ from doors.fs.server import build, describe, open_workspace, routes
 __all__ = [
     "ROOT",
     "Call",
-    "Decision",
     "Dispatcher",
     "Facts",
     "Finding",
     "FsApi",
     "FsRows",
     "Op",
-    "PathRefusal",
     "SecretScanner",
     "Target",
     "Usage",

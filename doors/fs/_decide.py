@@ -1,12 +1,16 @@
-"""One decision per operation, from the rows, the session's usage and the facts found. Pure: no I/O."""
+"""One verdict per operation, from the rows, the session's usage and the facts found. Pure: no I/O.
+
+A verdict is a Refusal naming the row, or None: the operation is allowed.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from doors._refusal import Refusal
 from doors.fs._paths import WorkspacePath
 from doors.fs._rules import (
-    ALLOW,
     DESTRUCTIVE,
-    Decision,
     Facts,
     FsRows,
     Op,
@@ -33,8 +37,8 @@ def decide(
     dest: WorkspacePath | None = None,
     want_exec: bool = False,
     role: str = "app",
-) -> Decision:
-    """The whole decision for `op` on `path`: names, real path, secrets, existence, version, size."""
+) -> Refusal | None:
+    """The whole verdict for `op` on `path`: names, real path, secrets, existence, version, size."""
     for check in (
         lambda: decide_names(op, path, rows, dest=dest, want_exec=want_exec, role=role),
         lambda: _real_path(op, path, rows, facts, want_exec, role),
@@ -44,30 +48,25 @@ def decide(
         lambda: _version(op, facts),
         lambda: _size(op, rows, usage, facts),
     ):
-        decision = check()
-        if not decision.allowed:
-            return decision
-    return ALLOW
+        refusal = check()
+        if refusal is not None:
+            return refusal
+    return None
 
 
-def _real_path(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts, want_exec: bool, role: str) -> Decision:
+def _real_path(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts, want_exec: bool, role: str) -> Refusal | None:
     real = facts.real_path
     if real is None or real == path:
-        return ALLOW
-    decision = decide_names(op, real, rows, want_exec=want_exec, role=role)
-    if decision.allowed:
-        return ALLOW
-    return refuse(
-        decision.status,
-        decision.row,
-        f"{path} leads through a symlink to {real}: {decision.detail}",
-        decision.hint,
-    )
+        return None
+    refusal = decide_names(op, real, rows, want_exec=want_exec, role=role)
+    if refusal is None:
+        return None
+    return replace(refusal, detail=f"{path} leads through a symlink to {real}: {refusal.detail}")
 
 
-def _secret(rows: FsRows, facts: Facts) -> Decision:
+def _secret(rows: FsRows, facts: Facts) -> Refusal | None:
     if not rows.refuse_secrets or facts.secret is None:
-        return ALLOW
+        return None
     return refuse(
         403,
         "refuse_secrets",
@@ -76,11 +75,11 @@ def _secret(rows: FsRows, facts: Facts) -> Decision:
     )
 
 
-def _missing(path: WorkspacePath) -> Decision:
+def _missing(path: WorkspacePath) -> Refusal:
     return refuse(404, "not_found", f"nothing at {path}", "check the path with list")
 
 
-def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Decision:
+def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Refusal | None:
     kind = facts.target.kind
     if op in (Op.READ, Op.STAT, Op.LIST, Op.DELETE, Op.RENAME) and kind is None:
         return _missing(path)
@@ -103,14 +102,14 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Decis
             )
     if op is Op.RENAME and facts.dest_target is not None and facts.dest_target.exists:
         return refuse(409, "exists", "the rename destination exists", "delete it first, or choose another name")
-    return ALLOW
+    return None
 
 
-def _exec_rename(op: Op, path: WorkspacePath, dest: WorkspacePath | None, rows: FsRows, facts: Facts) -> Decision:
+def _exec_rename(op: Op, path: WorkspacePath, dest: WorkspacePath | None, rows: FsRows, facts: Facts) -> Refusal | None:
     """A rename may not carry what an exec prefix allowed out of every exec prefix: an executable file from
     inside one, or a directory at, in or above one (the exec row would be laundered by a move)."""
     if op is not Op.RENAME or dest is None or _under(dest, rows.exec) is not None:
-        return ALLOW
+        return None
     source = facts.real_path or path
     inside = _under(source, rows.exec)
     if facts.target.kind == "file":
@@ -118,7 +117,7 @@ def _exec_rename(op: Op, path: WorkspacePath, dest: WorkspacePath | None, rows: 
     else:
         prefix = inside or _above(source, rows.exec)
     if prefix is None:
-        return ALLOW
+        return None
     return refuse(
         403,
         "exec",
@@ -127,16 +126,16 @@ def _exec_rename(op: Op, path: WorkspacePath, dest: WorkspacePath | None, rows: 
     )
 
 
-def _version(op: Op, facts: Facts) -> Decision:
+def _version(op: Op, facts: Facts) -> Refusal | None:
     if op not in (Op.WRITE, Op.APPEND) and op not in DESTRUCTIVE:
-        return ALLOW
+        return None
     conflict = version_conflict(facts.if_match, facts.if_none_match, facts.target.etag)
     if conflict is None:
-        return ALLOW
+        return None
     return refuse(409, "version", conflict, "read the file again (GET or stat gives its etag) and retry")
 
 
-def _size(op: Op, rows: FsRows, usage: Usage, facts: Facts) -> Decision:
+def _size(op: Op, rows: FsRows, usage: Usage, facts: Facts) -> Refusal | None:
     creates = not facts.target.exists and op in (Op.WRITE, Op.APPEND, Op.MKDIR)
     if creates and usage.files_created + 1 > rows.max_files:
         return refuse(
@@ -146,12 +145,12 @@ def _size(op: Op, rows: FsRows, usage: Usage, facts: Facts) -> Decision:
             "raise doors.fs.max_files in the manifest",
         )
     if op not in (Op.WRITE, Op.APPEND):
-        return ALLOW
+        return None
     final = facts.body_bytes + (facts.target.size if op is Op.APPEND else 0)
     return _bytes(rows, usage, final, facts.body_bytes)
 
 
-def _bytes(rows: FsRows, usage: Usage, final: int, body: int) -> Decision:
+def _bytes(rows: FsRows, usage: Usage, final: int, body: int) -> Refusal | None:
     if final > rows.max_file_bytes:
         return refuse(
             413,
@@ -167,7 +166,7 @@ def _bytes(rows: FsRows, usage: Usage, final: int, body: int) -> Decision:
             f"{body} bytes asked, {left} left of this session's max_total_bytes {rows.max_total_bytes}",
             "raise doors.fs.max_total_bytes in the manifest",
         )
-    return ALLOW
+    return None
 
 
 def file_mode(path: WorkspacePath, rows: FsRows, want_exec: bool, was_executable: bool) -> int:
@@ -176,8 +175,8 @@ def file_mode(path: WorkspacePath, rows: FsRows, want_exec: bool, was_executable
     return EXEC_MODE if allowed and (want_exec or was_executable) else FILE_MODE
 
 
-def precheck_size(op: Op, rows: FsRows, usage: Usage, declared: int | None) -> Decision:
+def precheck_size(op: Op, rows: FsRows, usage: Usage, declared: int | None) -> Refusal | None:
     """Refuse a declared Content-Length early, before any byte of the body is read."""
     if declared is None or op not in (Op.WRITE, Op.APPEND):
-        return ALLOW
+        return None
     return _bytes(rows, usage, declared, declared)

@@ -1,7 +1,7 @@
 """The one chokepoint: every fs operation is decided, audited, and only then acted on.
 
 `Dispatcher.conclude` is the only place an allowed operation touches the workspace: it takes the facts
-gathered for a call, asks the pure core for the decision (reserving quota atomically), emits the audit
+gathered for a call, asks the pure core for the verdict (reserving quota atomically), emits the audit
 event, and runs the act. Refusals found earlier (bad path, names, declared size, the kernel refusing to
 resolve) go through `Dispatcher.refused`, which emits the same event.
 """
@@ -11,14 +11,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from doors._http import Response, error_response
+from doors._refusal import DoorRefused, Refusal
 from doors.fs._decide import decide
-from doors.fs._ops import FsRefused, kernel_refusal
-from doors.fs._paths import PathRefusal, WorkspacePath
-from doors.fs._rules import Decision, Facts, FsRows, Op, Usage, refuse
+from doors.fs._ops import kernel_refusal
+from doors.fs._paths import WHO, WorkspacePath
+from doors.fs._rules import Facts, FsRows, Op, Usage
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +45,15 @@ class UsageMeter:
         self._lock = threading.Lock()
         self.usage = Usage()
 
-    def decide_and_reserve(self, rows: FsRows, call: Call, facts: Facts) -> Decision:
-        """Decide with the current usage and, when allowed, reserve what the call will use."""
+    def decide_and_reserve(self, rows: FsRows, call: Call, facts: Facts) -> Refusal | None:
+        """Decide with the current usage and, when allowed (None), reserve what the call will use."""
         with self._lock:
-            decision = decide(
+            refusal = decide(
                 call.op, call.path, rows, self.usage, facts, dest=call.dest, want_exec=call.want_exec, role=call.role
             )
-            if decision.allowed:
+            if refusal is None:
                 self._add(*_cost(call, facts))
-            return decision
+            return refusal
 
     def release(self, call: Call, facts: Facts) -> None:
         """Give back a reservation whose act failed."""
@@ -70,17 +71,6 @@ def _cost(call: Call, facts: Facts) -> tuple[int, int]:
     return byte_count, int(creates)
 
 
-def refusal_response(decision: Decision) -> Response:
-    """The error shape for a refusal: the row is the error, with who refused, the detail and the hint."""
-    return error_response(decision.status, decision.row, decision.who, decision.detail, decision.hint)
-
-
-def path_refusal(refusal: PathRefusal) -> Decision:
-    """A path refused before anything touched the disk: 400 when malformed, 403 when it leaves the root."""
-    status = 403 if refusal.row == "within_root" else 400
-    return refuse(status, refusal.row, refusal.detail, refusal.hint)
-
-
 @dataclass
 class Dispatcher:
     """Rows, usage and the audit sink of one fs door."""
@@ -92,7 +82,7 @@ class Dispatcher:
     def event(
         self,
         call: Call | None,
-        decision: Decision,
+        refusal: Refusal | None,
         *,
         raw_path: str = "",
         byte_count: int = 0,
@@ -100,17 +90,17 @@ class Dispatcher:
         role: str = "app",
         outcome: str | None = None,
     ) -> dict[str, Any]:
-        """The audit event: role, op, path, bytes, decision, row. Never content."""
+        """The audit event: role, op, path, bytes, decision, row (`refusal` None: allowed). Never content."""
         event: dict[str, Any] = {
             "door": "fs",
             "client_role": call.role if call else role,  # the launcher stamps "role" with the door's own
             "op": call.op.value if call else op,
             "path": call.path.text or "." if call else raw_path[:MAX_AUDIT_PATH],
             "bytes": byte_count,
-            "decision": "allow" if decision.allowed else "refuse",
-            "status": decision.status,
-            "row": decision.row,
-            "who": decision.who,
+            "decision": "allow" if refusal is None else "refuse",
+            "status": 200 if refusal is None else refusal.status,
+            "row": "" if refusal is None else refusal.row,
+            "who": WHO if refusal is None else refusal.who,
         }
         if call and call.dest is not None:
             event["dest"] = call.dest.text
@@ -128,7 +118,7 @@ class Dispatcher:
     def refused(
         self,
         call: Call | None,
-        decision: Decision,
+        refusal: Refusal,
         *,
         raw_path: str = "",
         op: str = "",
@@ -136,27 +126,22 @@ class Dispatcher:
         byte_count: int = 0,
     ) -> Response:
         """Audit and answer a refusal found before the final decision."""
-        self._emit(self.event(call, decision, raw_path=raw_path, op=op, role=role, byte_count=byte_count))
-        return refusal_response(decision)
+        self._emit(self.event(call, refusal, raw_path=raw_path, op=op, role=role, byte_count=byte_count))
+        return error_response(refusal)
 
     def conclude(self, call: Call, facts: Facts, act: Callable[[], Response]) -> Response:
         """Decide (reserving quota), audit, then act; a kernel failure of the act is audited too."""
-        decision = self.meter.decide_and_reserve(self.rows, call, facts)
-        self._emit(self.event(call, decision, byte_count=facts.body_bytes))
-        if not decision.allowed:
-            return refusal_response(decision)
+        refusal = self.meter.decide_and_reserve(self.rows, call, facts)
+        self._emit(self.event(call, refusal, byte_count=facts.body_bytes))
+        if refusal is not None:
+            return error_response(refusal)
         try:
             return act()
-        except (OSError, FsRefused) as err:
+        except (OSError, DoorRefused) as err:
             self.meter.release(call, facts)
-            failed = err.decision if isinstance(err, FsRefused) else kernel_refusal(err, call.path)
+            failed = err.refusal if isinstance(err, DoorRefused) else kernel_refusal(err, call.path)
             self._emit(self.event(call, failed, byte_count=facts.body_bytes, outcome="failed"))
-            return refusal_response(failed)
+            return error_response(failed)
         except BaseException:
             self.meter.release(call, facts)
             raise
-
-
-def with_body(facts: Facts, body_bytes: int, secret: str | None) -> Facts:
-    """Facts plus what the body held."""
-    return replace(facts, body_bytes=body_bytes, secret=secret)

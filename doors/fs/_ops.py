@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
+from doors._refusal import DoorRefused, Refusal
 from doors.fs._openat2 import (
     RENAME_NOREPLACE,
     RESOLVE_BENEATH,
@@ -27,18 +28,10 @@ from doors.fs._openat2 import (
     renameat2,
 )
 from doors.fs._paths import TEMP_PREFIX, TEMP_SUFFIX, WorkspacePath, is_temp_name
-from doors.fs._rules import Decision, Target, refuse
+from doors.fs._rules import Target, refuse
 from doors.fs._version import etag_of
 
 _CLOEXEC = os.O_CLOEXEC
-
-
-class FsRefused(Exception):
-    """A refusal found while resolving or acting; carries the decision to answer with."""
-
-    def __init__(self, decision: Decision) -> None:
-        super().__init__(f"{decision.status} {decision.row}: {decision.detail}")
-        self.decision = decision
 
 
 _KERNEL_ERRORS: dict[int, tuple[int, str, str]] = {
@@ -65,7 +58,7 @@ _HINTS = {
 }
 
 
-def kernel_refusal(err: OSError, path: WorkspacePath) -> Decision:
+def kernel_refusal(err: OSError, path: WorkspacePath) -> Refusal:
     """Translate the kernel's errno into a refusal naming the kernel."""
     status, row, what = _KERNEL_ERRORS.get(err.errno or 0, (500, "io", os.strerror(err.errno or 0)))
     return refuse(status, row, f"{path}: {what}", _HINTS.get(row, "see the door's README"), who="kernel")
@@ -131,7 +124,7 @@ class Workspace:
             return WorkspacePath(())
         base = root.rstrip("/") + "/"
         if not link.startswith(base):
-            raise FsRefused(
+            raise DoorRefused(
                 refuse(
                     403,
                     "within_root",
@@ -143,11 +136,11 @@ class Workspace:
         return WorkspacePath(tuple(link[len(base) :].split("/")))
 
     def open(self, path: WorkspacePath, flags: int, mode: int = 0) -> int:
-        """openat2 beneath the root; refusals become FsRefused naming the kernel."""
+        """openat2 beneath the root; refusals raise DoorRefused naming the kernel."""
         try:
             return openat2(self.root_fd, path.text or ".", flags | _CLOEXEC, mode, self.resolve)
         except OSError as err:
-            raise FsRefused(kernel_refusal(err, path)) from err
+            raise DoorRefused(kernel_refusal(err, path)) from err
 
     def locate(self, path: WorkspacePath) -> tuple[int, WorkspacePath | None, Target]:
         """Follow `path` beneath the root (O_PATH fd or -1 when absent), its real path, what is there."""
@@ -156,7 +149,7 @@ class Workspace:
         except OSError as err:
             if err.errno == errno.ENOENT:
                 return -1, None, Target()
-            raise FsRefused(kernel_refusal(err, path)) from err
+            raise DoorRefused(kernel_refusal(err, path)) from err
         try:
             return fd, self.real_of(fd, path), target_of(os.fstat(fd))
         except BaseException:
@@ -212,7 +205,7 @@ class Workspace:
                 return os.open(name, flags, 0o600, dir_fd=parent_fd), name
             except FileExistsError:
                 continue
-        raise FsRefused(refuse(500, "io", "could not create a temporary file", "retry"))
+        raise DoorRefused(refuse(500, "io", "could not create a temporary file", "retry"))
 
     def commit_write(self, parent_fd: int, temp_fd: int, temp_name: str, name: str, mode: int) -> Target:
         """fsync the temporary file, give it owner and mode, rename it over `name`, fsync the directory."""

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from doors._refusal import Refusal
+
+WHO = "fs"  # who refuses in the fs door's own refusals
 MAX_PATH_BYTES = 4096  # PATH_MAX, counting the UTF-8 bytes of the normalised path
 MAX_COMPONENT_BYTES = 255  # NAME_MAX
 MAX_DEPTH = 64
@@ -17,13 +20,9 @@ TEMP_PREFIX = ".sh-fs-"
 TEMP_SUFFIX = ".tmp"
 
 
-@dataclass(frozen=True)
-class PathRefusal:
-    """Why a path was refused: the row (`within_root` or `path`), and what to change."""
-
-    row: str
-    detail: str
-    hint: str
+def path_refusal(row: str, detail: str, hint: str) -> Refusal:
+    """A path refused before anything touched the disk: 403 when it leaves the root, 400 when malformed."""
+    return Refusal(403 if row == "within_root" else 400, row, WHO, detail, hint)
 
 
 @dataclass(frozen=True, order=True)
@@ -72,18 +71,18 @@ def _bad_char(text: str) -> str | None:
     return None
 
 
-def parse_path(raw: str) -> WorkspacePath | PathRefusal:
+def parse_path(raw: str) -> WorkspacePath | Refusal:
     """Validate and normalise a client path, or say why it is refused."""
     bad = _bad_char(raw)
     if bad is not None:
-        return PathRefusal(
+        return path_refusal(
             "path", f"the path holds a control character ({bad})", "name files with printable characters only"
         )
     if raw.startswith("/"):
-        return PathRefusal("within_root", "absolute paths are refused", "give the path relative to the workspace root")
+        return path_refusal("within_root", "absolute paths are refused", "give the path relative to the workspace root")
     parts = tuple(part for part in raw.split("/") if part not in ("", "."))
     if ".." in parts:
-        return PathRefusal(
+        return path_refusal(
             "within_root",
             "`..` components are refused",
             "give the path relative to the workspace root, without `..`",
@@ -91,35 +90,35 @@ def parse_path(raw: str) -> WorkspacePath | PathRefusal:
     return _check_lengths(WorkspacePath(parts))
 
 
-def _check_lengths(path: WorkspacePath) -> WorkspacePath | PathRefusal:
+def _check_lengths(path: WorkspacePath) -> WorkspacePath | Refusal:
     if len(path.parts) > MAX_DEPTH:
-        return PathRefusal(
+        return path_refusal(
             "path", f"the path is {len(path.parts)} levels deep (at most {MAX_DEPTH})", "use a shallower path"
         )
     for part in path.parts:
         size = len(part.encode("utf-8"))
         if size > MAX_COMPONENT_BYTES:
-            return PathRefusal(
+            return path_refusal(
                 "path",
                 f"a path component is {size} bytes (at most {MAX_COMPONENT_BYTES})",
                 "use shorter file names",
             )
         if part.startswith(TEMP_PREFIX) and part.endswith(TEMP_SUFFIX):
-            return PathRefusal(
+            return path_refusal(
                 "path",
                 f"names like {TEMP_PREFIX}*{TEMP_SUFFIX} are the door's temporary files",
                 "choose another name",
             )
     total = len(path.text.encode("utf-8"))
     if total > MAX_PATH_BYTES:
-        return PathRefusal("path", f"the path is {total} bytes (at most {MAX_PATH_BYTES})", "use a shorter path")
+        return path_refusal("path", f"the path is {total} bytes (at most {MAX_PATH_BYTES})", "use a shorter path")
     return path
 
 
 def parse_prefix(raw: str) -> WorkspacePath:
     """Parse a manifest prefix (read_only, hidden, …); raise ValueError when it is not a valid path."""
     parsed = parse_path(raw)
-    if isinstance(parsed, PathRefusal):
+    if isinstance(parsed, Refusal):
         raise ValueError(f"fs row path {raw!r}: {parsed.detail}")
     return parsed
 

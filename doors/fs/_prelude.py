@@ -5,21 +5,22 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import trio
 
 from doors._http import Request, Response, json_body
-from doors.fs._dispatch import Call, Dispatcher, path_refusal
-from doors.fs._ops import FsRefused, Located, Workspace
-from doors.fs._paths import PathRefusal, WorkspacePath
+from doors._refusal import DoorRefused, Refusal
+from doors.fs._dispatch import Call, Dispatcher
+from doors.fs._ops import Located, Workspace
+from doors.fs._paths import WorkspacePath
 from doors.fs._request import path_from_url
-from doors.fs._rules import FsRows, Op, Target, decide_names, refuse
+from doors.fs._rules import FsRows, Op, Target, decide_names
 
 
-class Refused(Exception):
-    """Stop handling a call: the response (already audited) is ready."""
+class Answered(Exception):
+    """Stop handling a call: its response (a refusal, already audited) is ready."""
 
     def __init__(self, response: Response) -> None:
         super().__init__(response.status)
@@ -55,16 +56,16 @@ class FsHandlers:
     def begin(self, request: Request, op: Op, raw: str, **extra: Any) -> Call:
         role = request.peer_role or "app"
         parsed = path_from_url(raw)
-        if isinstance(parsed, PathRefusal):
-            raise Refused(self.dispatch.refused(None, path_refusal(parsed), raw_path=raw, op=op.value, role=role))
+        if isinstance(parsed, Refusal):
+            raise Answered(self.dispatch.refused(None, parsed, raw_path=raw, op=op.value, role=role))
         return self.judge_names(Call(op, parsed, role, **extra))
 
     def judge_names(self, call: Call) -> Call:
         """Refuse (audited) what the names alone refuse; return the call otherwise."""
         op, role = call.op, call.role
-        names = decide_names(op, call.path, self.rows, dest=call.dest, want_exec=call.want_exec, role=role)
-        if not names.allowed:
-            raise Refused(self.dispatch.refused(call, names))
+        refusal = decide_names(op, call.path, self.rows, dest=call.dest, want_exec=call.want_exec, role=role)
+        if refusal is not None:
+            raise Answered(self.dispatch.refused(call, refusal))
         return call
 
     def check_real(self, call: Call, real: WorkspacePath | None, *, as_dest: bool = False) -> None:
@@ -72,26 +73,26 @@ class FsHandlers:
         if real is None or real == (call.dest if as_dest else call.path):
             return
         if as_dest:
-            names = decide_names(call.op, call.path, self.rows, dest=real, role=call.role)
+            refusal = decide_names(call.op, call.path, self.rows, dest=real, role=call.role)
         else:
-            names = decide_names(call.op, real, self.rows, want_exec=call.want_exec, role=call.role)
-        if not names.allowed:
-            detail = f"{call.dest if as_dest else call.path} leads through a symlink to {real}: {names.detail}"
-            raise Refused(self.dispatch.refused(call, refuse(names.status, names.row, detail, names.hint)))
+            refusal = decide_names(call.op, real, self.rows, want_exec=call.want_exec, role=call.role)
+        if refusal is not None:
+            detail = f"{call.dest if as_dest else call.path} leads through a symlink to {real}: {refusal.detail}"
+            raise Answered(self.dispatch.refused(call, replace(refusal, detail=detail)))
 
     def locate_parent_sync(self, call: Call, *, as_dest: bool = False) -> Located:
         """Resolve the parent of the call's path (or its destination) beneath the root, then re-judge.
 
-        Blocking (run it in a worker thread); refusals are audited and raised as Refused.
+        Blocking (run it in a worker thread); refusals are audited and raised as Answered.
         """
         path = call.dest if as_dest and call.dest is not None else call.path
         try:
             located = self.workspace.locate_parent(path)
-        except FsRefused as refused:
-            raise Refused(self.dispatch.refused(call, refused.decision)) from None
+        except DoorRefused as refused:
+            raise Answered(self.dispatch.refused(call, refused.refusal)) from None
         try:
             self.check_real(call, located.real, as_dest=as_dest)
-        except Refused:
+        except Answered:
             os.close(located.parent_fd)
             raise
         return located
@@ -102,11 +103,11 @@ class FsHandlers:
 
     @staticmethod
     async def run(handler: Callable[[], Awaitable[Response]]) -> Response:
-        """Await a handler body; a Refused stop becomes its (already audited) response."""
+        """Await a handler body; an Answered stop becomes its (already audited) response."""
         try:
             return await handler()
-        except Refused as refused:
-            return refused.response
+        except Answered as answered:
+            return answered.response
 
 
 def query_value(request: Request, name: str) -> str | None:

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 import trio
 
 from doors._http import Request, Response
+from doors._refusal import DoorRefused
 from doors.fs._dispatch import Call
-from doors.fs._ops import FsRefused
 from doors.fs._paths import WorkspacePath
-from doors.fs._prelude import FsHandlers, Refused, json_ok, query_value, target_json
+from doors.fs._prelude import Answered, FsHandlers, json_ok, query_value, target_json
 from doors.fs._request import ByteRange, parse_range
 from doors.fs._rules import Facts, Op, Target, is_hidden, refuse
 
@@ -36,8 +36,8 @@ class ReadHandlers(FsHandlers):
     def _stat_or_list_sync(self, call: Call) -> Response:
         try:
             fd, real, target = self.workspace.locate(call.path)
-        except FsRefused as refused:
-            return self.dispatch.refused(call, refused.decision)
+        except DoorRefused as refused:
+            return self.dispatch.refused(call, refused.refusal)
         try:
             facts = Facts(target=target, real_path=real)
             if call.op is Op.STAT:
@@ -63,14 +63,14 @@ class ReadHandlers(FsHandlers):
         call = self.begin(request, Op.READ, request.rest)
         wanted = parse_range(request.header("range"), query_value(request, "offset"), query_value(request, "length"))
         if isinstance(wanted, str):
-            raise Refused(self.dispatch.refused(call, refuse(400, "range", wanted, "ask for bytes=START-END")))
+            raise Answered(self.dispatch.refused(call, refuse(400, "range", wanted, "ask for bytes=START-END")))
         return await trio.to_thread.run_sync(self._read_sync, call, wanted)
 
     def _read_sync(self, call: Call, wanted: ByteRange | None) -> Response:
         try:
             fd, real, target = self.workspace.locate(call.path)
-        except FsRefused as refused:
-            return self.dispatch.refused(call, refused.decision)
+        except DoorRefused as refused:
+            return self.dispatch.refused(call, refused.refusal)
         try:
             facts = Facts(target=target, real_path=real)
             return self.dispatch.conclude(call, facts, lambda: self._open_read(call, fd, target, wanted))
@@ -84,11 +84,11 @@ class ReadHandlers(FsHandlers):
         try:
             opened, held = os.fstat(fd), os.fstat(path_fd)
             if (opened.st_dev, opened.st_ino) != (held.st_dev, held.st_ino):
-                raise FsRefused(refuse(409, "changed", f"{call.path} changed while it was opened", "retry"))
+                raise DoorRefused(refuse(409, "changed", f"{call.path} changed while it was opened", "retry"))
             size = opened.st_size
             bounds = wanted.bounds(size) if wanted is not None else (0, size)
             if bounds is None:
-                raise FsRefused(
+                raise DoorRefused(
                     refuse(
                         400, "range", f"the range starts past the end ({size} bytes)", "ask for a range inside the file"
                     )

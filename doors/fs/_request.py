@@ -6,17 +6,18 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from doors.fs._paths import PathRefusal, WorkspacePath, parse_path
+from doors._refusal import Refusal
+from doors.fs._paths import WorkspacePath, parse_path, path_refusal
 
 _RANGE = re.compile(r"bytes=(\d{1,19})-(\d{0,19})")
 
 
-def path_from_url(rest: str) -> WorkspacePath | PathRefusal:
+def path_from_url(rest: str) -> WorkspacePath | Refusal:
     """Percent-decode the URL's path part exactly once (UTF-8, strict), then validate it."""
     try:
         text = unquote(rest, encoding="utf-8", errors="strict")
     except UnicodeDecodeError:
-        return PathRefusal("path", "the path is not UTF-8 once percent-decoded", "percent-encode UTF-8 bytes")
+        return path_refusal("path", "the path is not UTF-8 once percent-decoded", "percent-encode UTF-8 bytes")
     return parse_path(text)
 
 

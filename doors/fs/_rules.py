@@ -1,8 +1,9 @@
-"""The fs door's rows and the decision for each operation. Pure: no I/O.
+"""The fs door's rows, the records its decisions read, and the judgement of a path's names. Pure: no I/O.
 
-`decide_names` judges an operation on its path names alone (before anything touches the disk);
-`decide` adds the facts the door gathered (does the target exist, its size and version, what the body
-held, where the path really leads) and returns the one decision the dispatch audits and then acts on.
+`decide_names` judges an operation on its path names alone, before anything touches the disk: a Refusal
+naming the row, or None when the names allow it. The facts the door then gathers (`Target`, `Usage`,
+`Facts`: does the target exist, its size and version, what the body held, where the path really leads)
+are judged by `doors.fs._decide.decide`, whose one verdict the dispatch audits and then acts on.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from doors.fs._paths import WorkspacePath, parse_prefix
+from doors._refusal import Refusal
+from doors.fs._paths import WHO, WorkspacePath, parse_prefix
 
 
 class Op(StrEnum):
@@ -29,27 +31,11 @@ class Op(StrEnum):
 MUTATING = frozenset({Op.WRITE, Op.APPEND, Op.MKDIR, Op.DELETE, Op.RENAME})
 # Ops that remove or move what is at the path, and with it everything beneath it.
 DESTRUCTIVE = frozenset({Op.DELETE, Op.RENAME})
-WHO = "fs"
 
 
-@dataclass(frozen=True)
-class Decision:
-    """Allowed, or refused with the HTTP status, the row that refused, and what to change."""
-
-    allowed: bool
-    status: int = 200
-    row: str = ""
-    detail: str = ""
-    hint: str = ""
-    who: str = WHO
-
-
-ALLOW = Decision(True)
-
-
-def refuse(status: int, row: str, detail: str, hint: str, who: str = WHO) -> Decision:
-    """A refusal naming `row`."""
-    return Decision(False, status, row, detail, hint, who)
+def refuse(status: int, row: str, detail: str, hint: str, who: str = WHO) -> Refusal:
+    """A refusal naming `row` (the fs door's, unless `who` says the kernel or the HTTP layer)."""
+    return Refusal(status, row, who, detail, hint)
 
 
 def _prefixes(raw: Any, key: str) -> tuple[WorkspacePath, ...]:
@@ -137,7 +123,7 @@ def _covering(op: Op, path: WorkspacePath, prefixes: tuple[WorkspacePath, ...]) 
     return prefix
 
 
-def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Decision | None:
+def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Refusal | None:
     prefix = _covering(op, path, rows.hidden)
     if prefix is None:
         return None
@@ -149,7 +135,7 @@ def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Decision | 
     )
 
 
-def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Decision | None:
+def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
     if op not in MUTATING:
         return None
     prefix = _covering(op, path, rows.read_only)
@@ -163,7 +149,7 @@ def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Decision | None:
     )
 
 
-def _append_only(op: Op, path: WorkspacePath, rows: FsRows) -> Decision | None:
+def _append_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
     if op not in DESTRUCTIVE:
         return None
     prefix = _under(path, rows.append_only) or _above(path, rows.append_only)
@@ -177,7 +163,7 @@ def _append_only(op: Op, path: WorkspacePath, rows: FsRows) -> Decision | None:
     )
 
 
-def _root(op: Op, path: WorkspacePath) -> Decision | None:
+def _root(op: Op, path: WorkspacePath) -> Refusal | None:
     if path.is_root and op in (Op.WRITE, Op.APPEND, Op.DELETE, Op.RENAME, Op.READ):
         return refuse(
             403,
@@ -188,7 +174,7 @@ def _root(op: Op, path: WorkspacePath) -> Decision | None:
     return None
 
 
-def _exec(path: WorkspacePath, rows: FsRows, want_exec: bool) -> Decision | None:
+def _exec(path: WorkspacePath, rows: FsRows, want_exec: bool) -> Refusal | None:
     if not want_exec or _under(path, rows.exec) is not None:
         return None
     return refuse(
@@ -207,8 +193,8 @@ def decide_names(
     dest: WorkspacePath | None = None,
     want_exec: bool = False,
     role: str = "app",
-) -> Decision:
-    """Judge `op` on its path names alone: hidden, read_only, append_only, the root, exec."""
+) -> Refusal | None:
+    """Judge `op` on its path names alone: hidden, read_only, append_only, the root, exec; None allows it."""
     for check in (
         _root(op, path),
         _hidden(op, path, rows, role),
@@ -220,10 +206,10 @@ def decide_names(
             return check
     if dest is not None:
         return _decide_dest(dest, rows, role)
-    return ALLOW
+    return None
 
 
-def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Decision:
+def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Refusal | None:
     """A rename's destination: nothing may arrive in or above a protected prefix."""
     if dest.is_root:
         return refuse(403, "within_root", "rename onto the workspace root is refused", "name a path inside it")
@@ -240,7 +226,7 @@ def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Decision:
                 f"rename to {dest} would put files in {row} {prefix}",
                 f"choose a destination outside {prefix}, or change doors.fs.{row} in the manifest",
             )
-    return ALLOW
+    return None
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ from typing import Any
 
 import trio
 
-from doors._http import HttpError, Request, Response
+from doors._http import Request, Response
+from doors._refusal import DoorRefused, Refusal
 from doors.fs._decide import DIR_MODE, file_mode, precheck_size
-from doors.fs._dispatch import Call, path_refusal
-from doors.fs._ops import FsRefused, Located, kernel_refusal, target_of
-from doors.fs._paths import PathRefusal, parse_path
-from doors.fs._prelude import FsHandlers, Refused, json_ok, query_value
+from doors.fs._dispatch import Call
+from doors.fs._ops import Located, kernel_refusal, target_of
+from doors.fs._paths import parse_path
+from doors.fs._prelude import Answered, FsHandlers, json_ok, query_value
 from doors.fs._request import parse_flag, parse_length
 from doors.fs._rules import Facts, Op, Target, refuse
 from doors.fs._secrets import CARRY, SecretScanner, scan
@@ -44,9 +45,9 @@ class WriteHandlers(FsHandlers):
     def _precheck(self, call: Call, request: Request) -> bool:
         """Refuse a declared size the rows refuse; True when the body is small enough to take whole."""
         declared = parse_length(request.header("content-length"))
-        decision = precheck_size(call.op, self.rows, self.dispatch.meter.usage, declared)
-        if not decision.allowed:
-            raise Refused(self.dispatch.refused(call, decision, byte_count=declared or 0))
+        refusal = precheck_size(call.op, self.rows, self.dispatch.meter.usage, declared)
+        if refusal is not None:
+            raise Answered(self.dispatch.refused(call, refusal, byte_count=declared or 0))
         return declared is not None and declared <= SMALL_BODY
 
     def _facts(self, request: Request, target: Target, located: Located, received: Received) -> Facts:
@@ -63,9 +64,9 @@ class WriteHandlers(FsHandlers):
         """Read the body into `sink`; a broken or too slow body is refused (and audited) like the rest."""
         try:
             return await self._receive_body(request, sink)
-        except HttpError as err:
-            decision = refuse(err.status, err.error, str(err.detail), err.hint, who="door")
-            raise Refused(self.dispatch.refused(call, decision)) from None
+        except DoorRefused as refused:  # the HTTP layer's body limits: audited as the door's refusal
+            refusal = replace(refused.refusal, detail=str(refused.refusal.detail), who="door")
+            raise Answered(self.dispatch.refused(call, refusal)) from None
 
     async def _receive_body(self, request: Request, sink: Any) -> Received:
         """Read the body into `sink` until its end, a key marker, or one byte past what the rows allow."""
@@ -93,7 +94,7 @@ class WriteHandlers(FsHandlers):
     async def _write(self, request: Request) -> Response:
         want_exec = parse_flag(query_value(request, "exec"))
         if want_exec is None:
-            raise Refused(
+            raise Answered(
                 self.dispatch.refused(
                     None,
                     refuse(400, "exec", "exec must be 0 or 1", "send exec=1"),
@@ -134,10 +135,10 @@ class WriteHandlers(FsHandlers):
     def _create_temp(self, call: Call, located: Located) -> tuple[int, str]:
         try:
             return self.workspace.create_temp(located.parent_fd)
-        except FsRefused as refused:
-            raise Refused(self.dispatch.refused(call, refused.decision)) from None
+        except DoorRefused as refused:
+            raise Answered(self.dispatch.refused(call, refused.refusal)) from None
         except OSError as err:
-            raise Refused(self.dispatch.refused(call, kernel_refusal(err, call.path))) from None
+            raise Answered(self.dispatch.refused(call, kernel_refusal(err, call.path))) from None
 
     def _commit_write(
         self, request: Request, call: Call, located: Located, temp_fd: int, temp_name: str, received: Received
@@ -259,14 +260,14 @@ class WriteHandlers(FsHandlers):
         role = request.peer_role or "app"
         paths = _rename_paths(request.body)
         if isinstance(paths, str):
-            decision = refuse(400, "request", paths, 'send {"from": "a/b", "to": "a/c"}')
-            raise Refused(self.dispatch.refused(None, decision, op="rename", role=role))
+            refusal = refuse(400, "request", paths, 'send {"from": "a/b", "to": "a/c"}')
+            raise Answered(self.dispatch.refused(None, refusal, op="rename", role=role))
         parsed = [parse_path(text) for text in paths]
         for text, path in zip(paths, parsed, strict=True):
-            if isinstance(path, PathRefusal):
-                raise Refused(self.dispatch.refused(None, path_refusal(path), raw_path=text, op="rename", role=role))
+            if isinstance(path, Refusal):
+                raise Answered(self.dispatch.refused(None, path, raw_path=text, op="rename", role=role))
         source, dest = parsed
-        assert not isinstance(source, PathRefusal) and not isinstance(dest, PathRefusal)
+        assert not isinstance(source, Refusal) and not isinstance(dest, Refusal)
         return self.judge_names(Call(Op.RENAME, source, role, dest=dest))
 
     def _commit_rename(self, request: Request, call: Call, source: Located, dest: Located) -> Response:

@@ -79,12 +79,12 @@ def _show(args: argparse.Namespace, answer: Any, stdout: BinaryIO) -> None:
         stdout.write((json.dumps(answer) + "\n").encode())
 
 
-def _failure(error: TransportError) -> tuple[int, dict[str, Any]]:
+def _failure(error: TransportError | DoorRefused) -> tuple[int, dict[str, Any]]:
     """The exit code and the words for a failure: who refused, the row, and what to change."""
     if isinstance(error, DoorRefused):
-        shape = {"error": "refused", "who": error.who, "row": error.row, "message": error.reason, "hint": error.hint}
-        status = getattr(error, "status", None)
-        return EXIT_REFUSED, {**shape, "status": status} if status is not None else shape
+        refusal = error.refusal
+        return EXIT_REFUSED, {"error": "refused", "who": refusal.who, "row": refusal.row,
+                              "message": str(refusal.detail), "hint": refusal.hint, "status": refusal.status}
     if isinstance(error, DoorNotTrusted):
         return EXIT_REFUSED, {"error": "refused", "who": "sharness-launch fs", "row": "svid", "message": str(error),
                               "hint": "dial the fs socket this session's launcher named (SHARNESS_DOOR_FS)"}
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     try:
         with FsClient.from_env(environ) as fs:
             answer = _act(fs, args, sys.stdin.buffer)
-    except TransportError as error:
+    except (DoorRefused, TransportError) as error:
         return _report(args, *_failure(error))
     except OSError as error:  # the SVID or bundle named by the session cannot be read
         return _report(args, EXIT_UNAVAILABLE, {

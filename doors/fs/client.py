@@ -5,7 +5,8 @@
         fs.write("notes.md", b"# hi\n")
         fs.append("log", b"line\n")
 
-A refusal raises FsRefused (a DoorRefused) naming the row, who refused, and the hint.
+A refusal raises DoorRefused; its `refusal` holds the HTTP status, the row, who refused, the detail and
+the hint.
 """
 
 from __future__ import annotations
@@ -14,17 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from doors.client import ClientResponse, DoorClient, DoorRefused
+from doors._refusal import DoorRefused, Refusal, read_refusal
+from doors.client import ClientResponse, DoorClient
 
 READ_PIECE = 16 * 1024 * 1024  # under the blocking client's response cap (64 MiB)
-
-
-class FsRefused(DoorRefused):
-    """The fs door (or the kernel under it) refused: `row` is the manifest row, `status` the HTTP status."""
-
-    def __init__(self, status: int, who: str, reason: str, hint: str, row: str) -> None:
-        super().__init__(who, reason, hint, row=row)
-        self.status = status
 
 
 def _url(kind: str, path: str) -> str:
@@ -39,14 +33,7 @@ def _checked(response: ClientResponse) -> ClientResponse:
         shape = response.json()
     except ValueError:
         shape = {}
-    shape = shape if isinstance(shape, dict) else {}
-    raise FsRefused(
-        response.status,
-        str(shape.get("who", "fs")),
-        str(shape.get("detail", response.status)),
-        str(shape.get("hint", "")),
-        str(shape.get("error", "http")),
-    )
+    raise DoorRefused(read_refusal(response.status, shape, who="fs", row="http", detail=str(response.status)))
 
 
 class FsClient:
@@ -84,8 +71,8 @@ class FsClient:
             if response.status == 200:  # an empty file: no range to give
                 return response.body
             if etag is not None and response.header("etag") != etag:
-                raise FsRefused(409, "fs", f"{path} changed while it was read in pieces", "read it again",
-                                "changed")
+                raise DoorRefused(Refusal(409, "changed", "fs", f"{path} changed while it was read in pieces",
+                                          "read it again"))
             etag = response.header("etag")
             total = int((response.header("content-range") or "/0").rsplit("/", 1)[1])
             pieces.append(response.body)
@@ -146,4 +133,4 @@ class FsClient:
         self.close()
 
 
-__all__ = ["FsClient", "FsRefused"]
+__all__ = ["DoorRefused", "FsClient"]

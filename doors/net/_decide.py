@@ -10,7 +10,7 @@ from doors.net._addr import AddressPolicy, IPAddress
 from doors.net._clienthello import Hello, Refused
 from doors.net._host import Host, HostError, normalise_host, parse_authority
 from doors.net._policy import Allowlist, AllowRule
-from doors.net._refusal import Refusal
+from doors.net._refusal import ProxyRefusal
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Target:
     rule: AllowRule
 
 
-def decide_target(allowlist: Allowlist, role: str, authority: str, default_port: int | None) -> Target | Refusal:
+def decide_target(allowlist: Allowlist, role: str, authority: str, default_port: int | None) -> Target | ProxyRefusal:
     """Normalise the authority and match it against the role's allowlist."""
     try:
         host, port = parse_authority(authority, default_port)
@@ -38,7 +38,8 @@ def decide_target(allowlist: Allowlist, role: str, authority: str, default_port:
     return Target(host, port, rule)
 
 
-def check_answers(policy: AddressPolicy, target: Target, answers: Sequence[IPAddress]) -> list[IPAddress] | Refusal:
+def check_answers(policy: AddressPolicy, target: Target,
+                  answers: Sequence[IPAddress]) -> list[IPAddress] | ProxyRefusal:
     """Every answer must be dialable; any refused answer refuses the request (mixed answers too)."""
     if not answers:
         return refusal.upstream_failed(502, "no-address", f"{target.host} resolved to no address")
@@ -53,7 +54,7 @@ def check_answers(policy: AddressPolicy, target: Target, answers: Sequence[IPAdd
     return refusal.not_public(reason, detail)
 
 
-def check_hello(target: Target, hello: Hello | Refused) -> Refusal | None:
+def check_hello(target: Target, hello: Hello | Refused) -> ProxyRefusal | None:
     """The tunnel's first flight must be TLS naming the CONNECT host (no SNI for an IP literal)."""
     if isinstance(hello, Refused):
         return refusal.bad_tls(hello.reason, hello.detail)

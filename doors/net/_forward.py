@@ -12,7 +12,7 @@ from doors.net import _refusal as refusal
 from doors.net._audit import Exchange
 from doors.net._decide import Target, decide_target
 from doors.net._framing import downstream_headers, parse_absolute_target, upstream_request
-from doors.net._refusal import Refusal
+from doors.net._refusal import ProxyRefusal
 from doors.net._respond import phrase, send_refusal
 from doors.net._upstream import open_upstream
 
@@ -26,8 +26,8 @@ _STREAM_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError)
 class _Failed(Exception):
     """The exchange failed midway; carries the refusal to send if the response has not started."""
 
-    def __init__(self, verdict: Refusal) -> None:
-        super().__init__(verdict.detail)
+    def __init__(self, verdict: ProxyRefusal) -> None:
+        super().__init__(verdict.refusal.detail)
         self.verdict = verdict
 
 
@@ -113,7 +113,7 @@ class _Counting:
         return data
 
 
-def _target(proxy: Proxy, request: h11.Request, role: str) -> Target | Refusal:
+def _target(proxy: Proxy, request: h11.Request, role: str) -> Target | ProxyRefusal:
     try:
         authority, _ = parse_absolute_target(request.target)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -122,11 +122,11 @@ def _target(proxy: Proxy, request: h11.Request, role: str) -> Target | Refusal:
 
 
 async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
-                    role: str, exchange: Exchange) -> Refusal | None:
+                    role: str, exchange: Exchange) -> ProxyRefusal | None:
     """Do the request; return the refusal to send when it never reached the client as a response."""
     config = proxy.config
     target = _target(proxy, request, role)
-    if isinstance(target, Refusal):
+    if isinstance(target, ProxyRefusal):
         return target
     exchange.host, exchange.port = str(target.host), target.port
     if not proxy.try_open(role):
@@ -134,7 +134,7 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
     try:
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
                                        config.resolve_timeout_s, config.connect_timeout_s)
-        if isinstance(upstream, Refusal):
+        if isinstance(upstream, ProxyRefusal):
             return upstream
         exchange.allow(target.rule.row)
         async with upstream:
@@ -158,7 +158,7 @@ async def forward(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
     try:
         verdict = await _exchange(proxy, stream, conn, request, role, exchange)
         if verdict is not None:
-            exchange.refuse(verdict.status, verdict.reason, verdict.row)
+            exchange.refuse(verdict.refusal.status, verdict.reason, verdict.refusal.row)
             if conn.our_state is not h11.SEND_RESPONSE:
                 return None
             _drain_buffered(conn)

@@ -1,9 +1,11 @@
-"""Refusals the door answers with: status, reason, the row that holds it, and what to change. Pure."""
+"""Refusals the proxy answers with: the error shape, a stable reason token, and when to retry. Pure."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+
+from doors._refusal import Refusal
 
 ROW_ALLOW = "doors.net.allow"
 ROW_ADDRESSES = "doors.net.public_addresses"
@@ -13,22 +15,21 @@ ROW_LIMITS = "doors.net.limits"
 ROW_UPSTREAM = "doors.net.upstream"
 
 REFUSAL_HEADER = b"x-sharness-refusal"
+WHO = "net"
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """One refused request: the HTTP status, a stable reason token, the row, and a hint."""
+class ProxyRefusal:
+    """One refused proxy request: the refusal (status, row, who, detail, hint), a stable reason token, and
+    the Retry-After of a 429."""
 
-    status: int
+    refusal: Refusal
     reason: str
-    row: str
-    detail: str
-    hint: str
     retry_after_s: int | None = None
 
     def body(self) -> bytes:
         """The JSON error body (the contract's error shape plus `reason`)."""
-        doc = {"error": self.row, "who": "net", "reason": self.reason, "detail": self.detail, "hint": self.hint}
+        doc = {**self.refusal.shape(), "reason": self.reason}
         return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode() + b"\n"
 
     def headers(self, body_length: int) -> list[tuple[bytes, bytes]]:
@@ -36,41 +37,46 @@ class Refusal:
         fields = [
             (b"content-type", b"application/json"),
             (b"content-length", str(body_length).encode()),
-            (REFUSAL_HEADER, f"{self.reason}; row={self.row}".encode()),
+            (REFUSAL_HEADER, f"{self.reason}; row={self.refusal.row}".encode()),
         ]
         if self.retry_after_s is not None:
             fields.append((b"retry-after", str(self.retry_after_s).encode()))
         return fields
 
 
-def bad_request(reason: str, detail: str) -> Refusal:
+def _refused(status: int, reason: str, row: str, detail: str, hint: str,
+             retry_after_s: int | None = None) -> ProxyRefusal:
+    return ProxyRefusal(Refusal(status, row, WHO, detail, hint), reason, retry_after_s)
+
+
+def bad_request(reason: str, detail: str) -> ProxyRefusal:
     """400: the request itself is ambiguous or not a proxy request."""
-    return Refusal(400, reason, ROW_FRAMING, detail, "send one unambiguous HTTP/1.1 proxy request")
+    return _refused(400, reason, ROW_FRAMING, detail, "send one unambiguous HTTP/1.1 proxy request")
 
 
-def not_allowed(reason: str, detail: str, role: str, wanted: str) -> Refusal:
+def not_allowed(reason: str, detail: str, role: str, wanted: str) -> ProxyRefusal:
     """403 by the allowlist."""
     hint = f"add {wanted!r} to {ROW_ALLOW}.{role} in the manifest if this role should reach it"
-    return Refusal(403, reason, ROW_ALLOW, detail, hint)
+    return _refused(403, reason, ROW_ALLOW, detail, hint)
 
 
-def not_public(reason: str, detail: str) -> Refusal:
+def not_public(reason: str, detail: str) -> ProxyRefusal:
     """403 because an answer or literal is not a public address; no manifest row switches this off."""
     hint = "the net door dials public addresses only; nothing in the manifest changes that"
-    return Refusal(403, reason, ROW_ADDRESSES, detail, hint)
+    return _refused(403, reason, ROW_ADDRESSES, detail, hint)
 
 
-def bad_tls(reason: str, detail: str) -> Refusal:
+def bad_tls(reason: str, detail: str) -> ProxyRefusal:
     """Refused ClientHello (the tunnel is already up, so this is audited and the tunnel closed)."""
     hint = "send TLS with SNI equal to the CONNECT host and no Encrypted ClientHello"
-    return Refusal(403, reason, ROW_TLS, detail, hint)
+    return _refused(403, reason, ROW_TLS, detail, hint)
 
 
-def too_many(detail: str, retry_after_s: int = 1) -> Refusal:
+def too_many(detail: str, retry_after_s: int = 1) -> ProxyRefusal:
     """429: the role's tunnel limit is reached."""
-    return Refusal(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)
+    return _refused(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)
 
 
-def upstream_failed(status: int, reason: str, detail: str) -> Refusal:
+def upstream_failed(status: int, reason: str, detail: str) -> ProxyRefusal:
     """502 (resolution or connection failed) or 504 (dial timed out)."""
-    return Refusal(status, reason, ROW_UPSTREAM, detail, "check the host name and that it is reachable")
+    return _refused(status, reason, ROW_UPSTREAM, detail, "check the host name and that it is reachable")

@@ -12,7 +12,7 @@ from doors.net import _refusal as refusal
 from doors.net._audit import Exchange
 from doors.net._clienthello import NEED_MORE, Hello, Refused, Result, parse_client_hello
 from doors.net._decide import Target, check_hello, decide_target
-from doors.net._refusal import Refusal
+from doors.net._refusal import ProxyRefusal
 from doors.net._relay import relay
 from doors.net._respond import TLS_ACCESS_DENIED, send_refusal
 from doors.net._upstream import open_upstream
@@ -46,7 +46,7 @@ async def _first_flight(proxy: Proxy, stream: trio.abc.Stream, target: Target, b
     verdict = check_hello(target, hello)
     if verdict is None:
         return buf
-    exchange.refuse(verdict.status, verdict.reason, verdict.row)
+    exchange.refuse(verdict.refusal.status, verdict.reason, verdict.refusal.row)
     if buf[:1] == b"\x16":  # a TLS client: say "access denied" in its own protocol
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await stream.send_all(TLS_ACCESS_DENIED)
@@ -54,8 +54,8 @@ async def _first_flight(proxy: Proxy, stream: trio.abc.Stream, target: Target, b
 
 
 async def _refuse(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, exchange: Exchange,
-                  verdict: Refusal) -> None:
-    exchange.refuse(verdict.status, verdict.reason, verdict.row)
+                  verdict: ProxyRefusal) -> None:
+    exchange.refuse(verdict.refusal.status, verdict.reason, verdict.refusal.row)
     await send_refusal(stream, conn, verdict, close=True)
 
 
@@ -73,7 +73,7 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
                   role: str, exchange: Exchange) -> None:
     config = proxy.config
     target = decide_target(config.allowlist, role, request.target.decode("utf-8", "replace"), None)
-    if isinstance(target, Refusal):
+    if isinstance(target, ProxyRefusal):
         return await _refuse(proxy, stream, conn, exchange, target)
     exchange.host, exchange.port = str(target.host), target.port
     if not proxy.try_open(role):
@@ -82,7 +82,7 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
     try:
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
                                        config.resolve_timeout_s, config.connect_timeout_s)
-        if isinstance(upstream, Refusal):
+        if isinstance(upstream, ProxyRefusal):
             return await _refuse(proxy, stream, conn, exchange, upstream)
         async with upstream:
             established = h11.Response(status_code=200, headers=[], reason=b"Connection established")

@@ -10,11 +10,11 @@ from doors.net import _refusal as refusal
 from doors.net._addr import AddressPolicy, IPAddress
 from doors.net._audit import Exchange
 from doors.net._decide import Target, check_answers
-from doors.net._refusal import Refusal
+from doors.net._refusal import ProxyRefusal
 from doors.net._resolve import ResolveError, Resolver, resolve_once
 
 
-async def _answers(resolver: Resolver, target: Target, timeout_s: float) -> list[IPAddress] | Refusal:
+async def _answers(resolver: Resolver, target: Target, timeout_s: float) -> list[IPAddress] | ProxyRefusal:
     if target.host.ip is not None:
         return [target.host.ip]
     try:
@@ -41,14 +41,14 @@ async def open_upstream(
     exchange: Exchange,
     resolve_timeout_s: float,
     connect_timeout_s: float,
-) -> trio.SocketStream | Refusal:
+) -> trio.SocketStream | ProxyRefusal:
     """A connected stream to a checked address of `target`, or the refusal (403, 502, 504)."""
     answers = await _answers(resolver, target, resolve_timeout_s)
-    if isinstance(answers, Refusal):
+    if isinstance(answers, ProxyRefusal):
         return answers
     exchange.answers = [str(ip) for ip in answers]
     checked = check_answers(policy, target, answers)
-    if isinstance(checked, Refusal):
+    if isinstance(checked, ProxyRefusal):
         return checked
     errors: list[str] = []
     with trio.move_on_after(connect_timeout_s):

@@ -1,6 +1,9 @@
 """The egress proxy: CONNECT tunnels and absolute-form plain HTTP on listeners handed over by fd.
 
-One chokepoint per request: decide with the pure cores, then act, then audit (one event each).
+Each request, in order: framing → host and allowlist → the role's tunnel limit → resolve once and check
+every answer → dial a checked address → for CONNECT, 200 and then the ClientHello → relay. Each check is a
+pure core's verdict and a refusal ends the request there; its one audit event is emitted when it ends,
+with the verdict and the bytes relayed (`proxy.finish`, in a `finally`).
 """
 
 from __future__ import annotations

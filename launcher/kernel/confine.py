@@ -1,8 +1,10 @@
 """Confine a freshly forked child (still root) into one component, in the order DESIGN.md step 7 gives.
 
-setsid → parent-death signal → netns → cgroup → rlimits → groups/gid/uid → parent-death signal again
-(setuid clears it) → no_new_privs, not dumpable → Landlock → seccomp → close every fd outside the
-contract → clean environment → cwd.
+The seccomp filter is built first (once Landlock is on, libseccomp may no longer be readable); then
+setsid → parent-death signal → netns → cgroup → private root (kernel/mountns.py) → rlimits →
+groups/gid/uid → parent-death signal again (setuid clears it) → no_new_privs, not dumpable → Landlock →
+load seccomp → close every fd outside the contract → clean environment → cwd. netns, cgroup, private
+root and Landlock are skipped when the spec has none.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from launcher.kernel._sys import libc
 from launcher.kernel.cgroups import CgroupHandle
 from launcher.kernel.landlock import LandlockRules
 
+# Step names in exit-code order (EXIT_CODE_BASE + index), not the order apply_confinement runs them in.
 STEPS = (
     "setsid", "pdeathsig", "netns", "cgroup", "rlimits", "ids", "no_new_privs", "landlock", "seccomp",
     "close_fds", "environ", "cwd", "mounts",
 )
 EXIT_CODE_BASE = 200
-"""A child that fails confinement exits with EXIT_CODE_BASE + STEPS.index(step): 200 setsid … 211 cwd."""
+"""A child that fails confinement exits with EXIT_CODE_BASE + STEPS.index(step): 200 setsid … 212 mounts."""
 EXIT_PARENT_GONE = 199
 """The launcher died between fork and the parent-death signal: the child leaves without doing anything."""
 

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The Landlock ABI that brought each feature the plan asks for.
+LANDLOCK_FS_ABI = 1  # file rules
+LANDLOCK_TCP_ABI = 4  # TCP bind and connect rules
+LANDLOCK_SCOPING_ABI = 6  # signal and abstract-socket scoping
+LANDLOCK_RESOLVE_UNIX_ABI = 9  # connect() to pathname Unix sockets (LANDLOCK_ACCESS_FS_RESOLVE_UNIX)
+
 
 @dataclass(frozen=True)
 class KernelFacts:
@@ -17,15 +23,23 @@ class KernelFacts:
 
     @property
     def landlock_fs(self) -> bool:
-        return self.landlock_abi >= 1
+        """Landlock can hold file rules."""
+        return self.landlock_abi >= LANDLOCK_FS_ABI
 
     @property
     def landlock_tcp(self) -> bool:
-        return self.landlock_abi >= 4
+        """Landlock can hold TCP bind and connect rules."""
+        return self.landlock_abi >= LANDLOCK_TCP_ABI
 
     @property
     def landlock_scoping(self) -> bool:
-        return self.landlock_abi >= 6
+        """Landlock can scope signals and abstract Unix sockets to the domain."""
+        return self.landlock_abi >= LANDLOCK_SCOPING_ABI
+
+    @property
+    def landlock_resolve_unix(self) -> bool:
+        """Landlock governs connect() to pathname Unix sockets."""
+        return self.landlock_abi >= LANDLOCK_RESOLVE_UNIX_ABI
 
 
 FULL_KERNEL = KernelFacts(

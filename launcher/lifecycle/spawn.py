@@ -53,9 +53,11 @@ def spawn_door(
     fds: Mapping[int, int],
     run: Callable[[], None],
 ) -> Spawned:
-    """Fork a door: place its fd contract (`fds` maps target fd → current fd), confine it, run it.
+    """Fork a door: place its fd contract, confine it, run it.
 
-    The caller passes the status fd target 3 itself; this function makes the socketpair.
+    This function makes the status socketpair and places the door's end at fd 3; `fds` maps each other
+    target fd of the contract (the SVID memfd, the listeners) to where it is now. 0 and 1 become
+    /dev/null, 2 stays the launcher's stderr.
     """
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     mapping = {3: child_end.fileno(), **fds}

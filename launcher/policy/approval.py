@@ -73,7 +73,7 @@ def rows_gate(rows: Sequence[PlanRow], *, best_effort: bool) -> Refusal | None:
         return None
     lines = [f"{len(unheld)} row(s) cannot be held here; {NOTHING_CREATED}:"]
     for row in unheld:
-        who = "this kernel cannot hold it" if not row.kernel_can_hold else "not built yet"
+        who = "this kernel cannot hold it" if not row.kernel_can_hold else "not in this version"
         lines.append(f"  {row.component}: {row.row_id} ({who}): {row.why_unheld}")
     lines.append("change the manifest, or run with --best-effort to run those rows unheld")
     return Refusal("rows", tuple(lines))

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from launcher.kernel import probe_facts
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, covers, python_paths
@@ -19,20 +20,19 @@ BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
-    # Issue #4: the launcher's confinement (tests/launcher/test_confine*.py, tests/integration, hello).
+    # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
     "memory", "pids", "proxy_env",
-    # Issues #3 and #4: socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
+    # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
-    # Issue #5: the fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
+    # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
     "fs.within_root", "fs.read_only", "fs.append_only", "fs.hidden", "fs.exec", "fs.refuse_secrets",
     "fs.no_symlinks", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files",
-    # Issue #6: the net door (tests/doors/net, tests/integration/test_net_session.py).
+    # The net door (tests/doors/net, tests/integration/test_net_session.py).
     "net.allow", "net.sni", "net.addresses", "net.ip_literals",
 })
-# Where the holder of each row is being built (for the "not built yet" reason).
-_BUILT_IN = {"fs": "issue #5", "net": "issue #6", "edges": "issues #3 and #4", "keys": "the keys door's issue",
-             "shell": "issue #4 and the shell door's issue", "model": "the model door's issue"}
+# What this version lacks to hold a row that is not in IMPLEMENTED_ROWS, by the row id's first part.
+_MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}
 _NO_EGRESS = ("fs", "keys")  # network namespace with nothing in it
 _OWN_NETNS = ("app", "fs", "keys", "shell")
 
@@ -119,12 +119,21 @@ def _netns(facts: KernelFacts) -> str | None:
     return _root(facts) or (None if facts.netns else "this kernel has no network namespaces")
 
 
-def _landlock(abi: int, what: str) -> KernelCheck:
-    def check(facts: KernelFacts) -> str | None:
-        if facts.landlock_abi >= abi:
-            return None
-        return f"{what} needs Landlock ABI {abi}; this kernel has ABI {facts.landlock_abi}"
-    return check
+def _needs_landlock(since: int, what: str, facts: KernelFacts) -> str:
+    return f"{what} needs Landlock ABI {since}; this kernel has ABI {facts.landlock_abi}"
+
+
+def _landlock_fs(what: str) -> KernelCheck:
+    return lambda facts: None if facts.landlock_fs else _needs_landlock(probe_facts.LANDLOCK_FS_ABI, what, facts)
+
+
+def _landlock_tcp(facts: KernelFacts) -> str | None:
+    return None if facts.landlock_tcp else _needs_landlock(probe_facts.LANDLOCK_TCP_ABI, "TCP rules", facts)
+
+
+def _landlock_scoping(facts: KernelFacts) -> str | None:
+    what = "signal and socket scoping"
+    return None if facts.landlock_scoping else _needs_landlock(probe_facts.LANDLOCK_SCOPING_ABI, what, facts)
 
 
 def _seccomp(facts: KernelFacts) -> str | None:
@@ -143,7 +152,7 @@ def _openat2(facts: KernelFacts) -> str | None:
 
 
 def _fs_fence(facts: KernelFacts) -> str | None:
-    return _root(facts) or _landlock(1, "keeping the app from writing the workspace directly")(facts)
+    return _root(facts) or _landlock_fs("keeping the app from writing the workspace directly")(facts)
 
 
 def _always(facts: KernelFacts) -> str | None:
@@ -167,7 +176,9 @@ def _judge(component: str, spec: _Spec, facts: KernelFacts) -> PlanRow:
     built = spec.row_id in IMPLEMENTED_ROWS or f"{component}:{spec.row_id}" in IMPLEMENTED_ROWS
     reasons = [kernel_problem] if kernel_problem else []
     if not built:
-        reasons.append(f"not built yet: {_BUILT_IN.get(spec.row_id.split('.')[0], 'issue #4')}")
+        missing = _MISSING_HOLDER.get(spec.row_id.split(".")[0], "its holder")
+        reasons.append(f"this version of sharness-launch lacks {missing}: remove the row from the manifest, "
+                       "or run with --best-effort to run it unheld")
     return PlanRow(component, spec.row_id, spec.meaning, spec.kind, spec.held_by, not reasons,
                    "; ".join(reasons), kernel_problem is None)
 
@@ -184,11 +195,11 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
                     f"{kernel} (network namespace)", _netns)
     yield _Spec("landlock.fs", "files: only what this plan lists for it", BOUNDARY,
-                f"{kernel} (Landlock)", _landlock(1, "file rules"))
+                f"{kernel} (Landlock)", _landlock_fs("file rules"))
     yield _Spec("landlock.tcp", "TCP: binds nothing, connects only to the ports its rows need", BOUNDARY,
-                f"{kernel} (Landlock)", _landlock(4, "TCP rules"))
+                f"{kernel} (Landlock)", _landlock_tcp)
     yield _Spec("landlock.scope", "cannot signal, or reach abstract sockets of, processes outside it",
-                BOUNDARY, f"{kernel} (Landlock scoping)", _landlock(6, "signal and socket scoping"))
+                BOUNDARY, f"{kernel} (Landlock scoping)", _landlock_scoping)
     yield _Spec("seccomp", "denied: ptrace, process_vm_*, io_uring, bpf, perf, keyctl, mount, unshare, ...",
                 BOUNDARY, f"{kernel} (seccomp)", _seccomp)
     yield _Spec("no_new_privs", "can never gain privileges (setuid binaries, file capabilities)", BOUNDARY,
@@ -250,7 +261,7 @@ def _shell_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     reads = "reads the workspace directly (never writes it)" if rows["workspace"] == "read" else \
         "has no access to the workspace"
     yield _Spec("shell.workspace", f"commands it runs {reads}", BOUNDARY, "the kernel (Landlock)",
-                _landlock(1, "workspace rules"))
+                _landlock_fs("workspace rules"))
     route = "only through the net door's proxy" if ("shell", "net") in manifest.edges else "nowhere"
     yield _Spec("shell.egress", f"commands reach the network {route}", BOUNDARY,
                 "the kernel (network namespace)", _netns)
@@ -334,11 +345,11 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
 
 
 def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
-    gaps = []
-    if manifest.app.files_read and facts.landlock_abi < 9:
+    gaps, since = [], probe_facts.LANDLOCK_RESOLVE_UNIX_ABI
+    if manifest.app.files_read and not facts.landlock_resolve_unix:
         gaps.append("a world-writable Unix socket that appears inside app.files.read after the session starts is "
-                    f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI 9's RESOLVE_UNIX "
-                    "does); one present at start refuses the session")
+                    f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI {since}'s "
+                    "RESOLVE_UNIX does); one present at start refuses the session")
     return tuple(gaps)
 
 

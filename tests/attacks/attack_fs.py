@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from doors.fs.client import FsClient, FsRefused
+from doors.fs.client import DoorRefused, FsClient
 
 Report = Callable[..., None]
 
@@ -16,8 +16,8 @@ Report = Callable[..., None]
 def _status(report: Report, probe: str, call: Callable[[], object]) -> None:
     try:
         call()
-    except FsRefused as refused:
-        report(probe, status=refused.status, row=refused.row)
+    except DoorRefused as refused:
+        report(probe, status=refused.refusal.status, row=refused.refusal.row)
         return
     report(probe, status=200, row=None)
 

@@ -89,7 +89,8 @@ def _dial(report: Report, probe: str, bundle: bytes, pem: bytes | None) -> None:
             answer = client.hello()
         report(probe, outcome="answered", role=answer.get("role"))
     except DoorRefused as refused:
-        report(probe, outcome="refused", who=refused.who, reason=refused.reason, row=refused.row)
+        refusal = refused.refusal
+        report(probe, outcome="refused", who=refusal.who, reason=refusal.detail, row=refusal.row)
     except (DoorNotTrusted, DoorUnavailable) as exc:
         report(probe, outcome=type(exc).__name__, detail=str(exc)[:300])
 

@@ -143,7 +143,8 @@ def _outside_on_b(run: AttackRun) -> None:
         with DoorClient("keys", f"{doors}/keys.sock", *args, timeout_s=20) as keys:
             run.outside.keys_refusal = {"answered": keys.hello()}
     except DoorRefused as refused:
-        run.outside.keys_refusal = {"who": refused.who, "reason": refused.reason, "row": refused.row}
+        refusal = refused.refusal
+        run.outside.keys_refusal = {"who": refusal.who, "reason": refusal.detail, "row": refusal.row}
 
 
 @contextlib.contextmanager

@@ -64,9 +64,9 @@ def test_an_edge_not_listed_is_refused_by_the_door(s: Session) -> None:
     with (doors_in_thread(s, {"keys": "keys"}) as doors, _client(s, "keys", doors["keys"]) as keys,
           pytest.raises(DoorRefused) as caught):
         keys.hello()
-    assert caught.value.who == "keys"
-    assert "edge app->keys is not in the manifest row `edges`" in caught.value.reason
-    assert "manifest row `edges`" in caught.value.hint
+    assert caught.value.refusal.who == "keys"
+    assert "edge app->keys is not in the manifest row `edges`" in caught.value.refusal.detail
+    assert "manifest row `edges`" in caught.value.refusal.hint
 
 
 def test_a_certificate_of_another_ca_is_refused_by_tls(s: Session) -> None:
@@ -106,8 +106,8 @@ def test_from_env_reads_the_sharness_variables(s: Session) -> None:
 def test_from_env_without_the_door_names_the_launcher() -> None:
     with pytest.raises(DoorRefused) as caught:
         DoorClient.from_env("keys", {})
-    assert caught.value.who == "launcher"
-    assert "SHARNESS_DOOR_KEYS" in caught.value.reason
+    assert caught.value.refusal.who == "launcher"
+    assert "SHARNESS_DOOR_KEYS" in caught.value.refusal.detail
 
 
 def test_a_door_that_closed_during_the_handshake_is_unavailable_with_a_reason(
@@ -129,7 +129,7 @@ from doors.client import DoorClient, DoorRefused
 try:
     DoorClient(*sys.argv[1:7]).hello()
 except DoorRefused as exc:
-    print(exc.who, "|", exc.reason)
+    print(exc.refusal.who, "|", exc.refusal.detail)
 """
 
 

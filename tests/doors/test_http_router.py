@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from doors._http import HttpError, Request, Response, Route, Router, error_response, json_response
+from doors._http import Request, Response, Route, Router, error_response, json_response
+from doors._refusal import DoorRefused, Refusal
 
 
 async def _ok(request: Request) -> Response:
@@ -20,23 +21,24 @@ def test_exact_route_matches_method_and_path() -> None:
 
 def test_unknown_path_is_404_naming_the_door() -> None:
     router = Router("fs", [Route("GET", "/v0/hello", _ok)])
-    with pytest.raises(HttpError) as caught:
+    with pytest.raises(DoorRefused) as caught:
         router.match("GET", "/v0/nope")
-    assert (caught.value.status, caught.value.who, caught.value.error) == (404, "fs", "http.route")
+    refusal = caught.value.refusal
+    assert (refusal.status, refusal.who, refusal.row) == (404, "fs", "http.route")
 
 
 def test_wrong_method_is_405_naming_the_allowed_ones() -> None:
     router = Router("fs", [Route("GET", "/v0/hello", _ok)])
-    with pytest.raises(HttpError) as caught:
+    with pytest.raises(DoorRefused) as caught:
         router.match("POST", "/v0/hello")
-    assert caught.value.status == 405
-    assert "GET" in caught.value.hint
+    assert caught.value.refusal.status == 405
+    assert "GET" in caught.value.refusal.hint
 
 
 def test_prefix_route_hands_the_rest_of_the_path() -> None:
     router = Router("fs", [Route("PUT", "/v0/fs/files/*", _ok)])
     assert router.match("PUT", "/v0/fs/files/a/b.txt").rest == "a/b.txt"
-    with pytest.raises(HttpError):
+    with pytest.raises(DoorRefused):
         router.match("PUT", "/v0/fs/files/")
 
 
@@ -47,7 +49,7 @@ def test_a_duplicate_route_is_refused() -> None:
 
 
 def test_error_shape_has_the_four_keys() -> None:
-    response = error_response(409, "fs.append_only", "fs", {"path": "log"}, "append instead")
+    response = error_response(Refusal(409, "fs.append_only", "fs", {"path": "log"}, "append instead"))
     assert response.status == 409
     assert isinstance(response.body, bytes)
     assert json.loads(response.body) == {
@@ -56,7 +58,7 @@ def test_error_shape_has_the_four_keys() -> None:
 
 
 def test_error_shape_covers_507_for_a_spent_quota() -> None:
-    response = error_response(507, "max_total_bytes", "fs", "the session wrote 10 bytes", "raise the row")
+    response = error_response(Refusal(507, "max_total_bytes", "fs", "the session wrote 10 bytes", "raise the row"))
     assert response.status == 507
     assert isinstance(response.body, bytes)
     assert json.loads(response.body)["error"] == "max_total_bytes"
@@ -64,10 +66,10 @@ def test_error_shape_covers_507_for_a_spent_quota() -> None:
 
 def test_error_shape_refuses_a_success_status() -> None:
     with pytest.raises(ValueError):
-        error_response(200, "x", "fs", "", "")
+        error_response(Refusal(200, "x", "fs", "", ""))
 
 
 def test_request_json_error_is_400() -> None:
-    with pytest.raises(HttpError) as caught:
+    with pytest.raises(DoorRefused) as caught:
         Request("POST", "/", "/", body=b"{nope").json()
-    assert caught.value.status == 400
+    assert caught.value.refusal.status == 400

@@ -14,15 +14,16 @@ from hypothesis import strategies as st
 from doors._http import (
     ClientConnection,
     ClientResponse,
-    HttpError,
     Limits,
     Request,
     Response,
     Route,
     Router,
+    error_response,
     json_response,
     serve_http,
 )
+from doors._refusal import DoorRefused, Refusal
 
 
 async def _echo(request: Request) -> Response:
@@ -51,11 +52,11 @@ async def _boom(request: Request) -> Response:
 
 
 async def _refuse(request: Request) -> Response:
-    raise HttpError(409, "fs.append_only", "fs", "log is append-only", "append instead")
+    raise DoorRefused(Refusal(409, "fs.append_only", "fs", "log is append-only", "append instead"))
 
 
 async def _refuse_unread(request: Request) -> Response:
-    raise HttpError(409, "fs.changed", "fs", "the version moved", "read it again")  # the body is not read
+    raise DoorRefused(Refusal(409, "fs.changed", "fs", "the version moved", "read it again"))  # the body is not read
 
 
 ROUTER = Router("fs", [
@@ -270,7 +271,7 @@ async def test_a_gate_refusal_before_the_body_says_connection_close() -> None:
     client_end, server_end = trio.testing.memory_stream_pair()
 
     def gate(request: Request) -> Response:
-        return HttpError(403, "edges", "fs", "edge app->fs is not listed", "add it").response()
+        return error_response(Refusal(403, "edges", "fs", "edge app->fs is not listed", "add it"))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(functools.partial(serve_http, server_end, ROUTER, SMALL, gate=gate))

@@ -45,9 +45,10 @@ async def test_every_role_pair_over_the_default_edges() -> None:
                 continue
             with pytest.raises(DoorRefused) as caught:
                 await fresh_exchange(dial, "GET", "/v0/whoami")
-            assert caught.value.who == server_role
-            assert caught.value.row == "edges"
-            assert f"edge {client_role}->{server_role} is not in the manifest row `edges`" in caught.value.reason
+            assert caught.value.refusal.who == server_role
+            assert caught.value.refusal.row == "edges"
+            detail = caught.value.refusal.detail
+            assert f"edge {client_role}->{server_role} is not in the manifest row `edges`" in detail
         refusals = [e for e in s.events if e["kind"] == "transport.refused"]
         assert len(refusals) == len(PAIRS) - len(DEFAULT_EDGES)
         assert all(e["stage"] == "edge" and isinstance(e["peer_uid"], int) for e in refusals)
@@ -79,8 +80,8 @@ async def test_an_odd_client_certificate_is_refused_with_its_reason(kind: str) -
         dial = s.dial("fs", address, client_context_from_file(s.pki.bundle_pem(), odd), "app")
         with pytest.raises(DoorRefused) as caught:
             await fresh_exchange(dial)
-        assert caught.value.who == "fs"
-        assert ODD_CLIENTS[kind] in caught.value.reason
+        assert caught.value.refusal.who == "fs"
+        assert ODD_CLIENTS[kind] in caught.value.refusal.detail
         refusals = [e for e in s.events if e["kind"] == "transport.refused"]
         assert len(refusals) == 1 and refusals[0]["stage"] in ("tls", "svid")
         nursery.cancel_scope.cancel()
@@ -113,8 +114,8 @@ async def test_a_leaf_forged_in_the_session_cas_name_is_refused_for_its_signatur
         dial = s.dial("fs", address, client_context_from_file(s.pki.bundle_pem(), forged), "app")
         with pytest.raises(DoorRefused) as caught:
             await fresh_exchange(dial)
-        assert caught.value.who == "fs" and caught.value.row == "svid"
-        assert "signature" in caught.value.reason and "not signed by it" in caught.value.reason
+        assert caught.value.refusal.who == "fs" and caught.value.refusal.row == "svid"
+        assert "signature" in caught.value.refusal.detail and "not signed by it" in caught.value.refusal.detail
         assert s.events[0]["stage"] == "tls" and "signature failure" in s.events[0]["reason"]
         nursery.cancel_scope.cancel()
 
@@ -124,7 +125,7 @@ async def test_a_client_without_a_certificate_is_refused() -> None:
         address = await s.start_door(nursery, "fs")
         with pytest.raises(DoorRefused) as caught:
             await fresh_exchange(s.dial("fs", address, client_context(s.pki.bundle_pem())))
-        assert "no client certificate" in caught.value.reason
+        assert "no client certificate" in caught.value.refusal.detail
         assert s.events[0]["reason"] == "client presented no certificate"
         nursery.cancel_scope.cancel()
 

@@ -98,8 +98,8 @@ async def test_a_refusal_surfaces_on_the_first_request_even_with_a_large_body(re
         async with AsyncDoorClient(s.dial("keys", path, ctx, "app")) as client:
             with pytest.raises(DoorRefused) as caught:
                 await client.request("POST", "/v0/echo", body=b"z" * 2_000_000)
-        assert caught.value.who == "keys"
-        assert ("edge app->keys" if refusal == "edge" else "does not trust the CA") in caught.value.reason
+        assert caught.value.refusal.who == "keys"
+        assert ("edge app->keys" if refusal == "edge" else "does not trust the CA") in caught.value.refusal.detail
         assert len([e for e in s.events if e["kind"] == "transport.refused"]) == 1
         nursery.cancel_scope.cancel()
 

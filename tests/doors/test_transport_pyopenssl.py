@@ -146,7 +146,7 @@ async def _refusal(kind: str, door_backend: _tls.Backend, client_backend: _tls.B
         await trio.sleep(0.05)  # the door records its refusal after its alert went out
         nursery.cancel_scope.cancel()
     recorded = [e["reason"] for e in s.events if e["kind"] == "transport.refused"]
-    return caught.value.reason, caught.value.hint, recorded[0] if recorded else ""
+    return caught.value.refusal.detail, caught.value.refusal.hint, recorded[0] if recorded else ""
 
 
 @pytest.mark.parametrize("kind", ["other_ca", "self_signed", "expired", "not_yet_valid", "wrong_eku", "ca_flag",
@@ -264,5 +264,5 @@ def test_the_blocking_client_gets_the_same_words_on_either_backend(s: Session, k
         for backend in BACKENDS:
             with _blocking(s, doors["fs"], backend, svid=odd) as fs, pytest.raises(DoorRefused) as caught:
                 fs.hello()
-            told[backend] = (caught.value.reason, caught.value.hint)
+            told[backend] = (caught.value.refusal.detail, caught.value.refusal.hint)
     assert told["pyopenssl"] == told["stdlib"]

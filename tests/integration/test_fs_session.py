@@ -16,7 +16,7 @@ pytestmark = pytest.mark.root
 # Runs confined as the app: tries the direct write, then the same write and the refused ones through the door.
 APP = r"""
 import errno, json, os
-from doors.fs.client import FsClient, FsRefused
+from doors.fs.client import DoorRefused, FsClient
 ws = WORKSPACE
 def report(name, **fields):
     print(json.dumps({"probe": name, **fields}), flush=True)
@@ -36,14 +36,14 @@ with FsClient.from_env() as fs:
         try:
             fs.write(path, body)
             report(name, status=200)
-        except FsRefused as exc:
-            report(name, status=exc.status, row=exc.row)
+        except DoorRefused as exc:
+            report(name, status=exc.refusal.status, row=exc.refusal.row)
     fs.append("log", b"-----BEGIN OPENSSH PRIV")
     try:
         fs.append("log", b"ATE KEY-----\nb3BlbnNzaA==\n")
         report("split_key", status=200)
-    except FsRefused as exc:
-        report("split_key", status=exc.status, row=exc.row)
+    except DoorRefused as exc:
+        report("split_key", status=exc.refusal.status, row=exc.refusal.row)
 """
 
 

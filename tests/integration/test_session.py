@@ -110,7 +110,7 @@ def test_not_root_exits_77(tmp_path: Path, workspace: Path, audit_dir: Path) -> 
 
 
 def test_unheld_rows_exit_78_naming_them_and_create_nothing(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
-    # The keys and model doors' own rows are not built yet (no issue so far): they must refuse the session.
+    # This version has no keys or model door: their rows must refuse the session.
     document = basic_manifest(workspace, ["/bin/true"])
     document["doors"] = {
         "keys": {"secrets": {"anthropic": {"from": "/etc/sharness-test/anthropic", "roles": ["model"],
@@ -125,7 +125,7 @@ def test_unheld_rows_exit_78_naming_them_and_create_nothing(tmp_path: Path, work
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 78, done.stderr
-    assert "keys.secrets (not built yet)" in done.stderr and "model.budget_microusd" in done.stderr
+    assert "keys.secrets (not in this version)" in done.stderr and "model.budget_microusd" in done.stderr
     assert "--best-effort" in done.stderr
     assert new_leftovers(before) == {}
     assert list(audit_dir.iterdir()) == []

@@ -22,7 +22,6 @@ PR_SET_PDEATHSIG = 1
 PR_GET_PDEATHSIG = 2
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
-PR_GET_SECCOMP = 21
 
 
 def _check(result: int, what: str) -> int:

@@ -61,9 +61,6 @@ class Filter:
         _check(result, f"seccomp rule {syscall_name}")
         return True
 
-    def export_pfc(self, fd: int) -> None:
-        _check(lib().seccomp_export_pfc(self._ctx, fd), "seccomp_export_pfc")
-
     def load(self) -> None:
         _check(lib().seccomp_load(self._ctx), "seccomp_load")
 

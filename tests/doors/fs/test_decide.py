@@ -25,8 +25,8 @@ def p(text: str) -> WorkspacePath:
 
 
 def verdict(op: Op, path: str, facts: Facts, usage: Usage = NO_USAGE, **kw: object) -> str:
-    decision = decide(op, p(path), ROWS, usage, facts, **kw)  # type: ignore[arg-type]
-    return "allow" if decision.allowed else f"{decision.status} {decision.row}"
+    refusal = decide(op, p(path), ROWS, usage, facts, **kw)  # type: ignore[arg-type]
+    return "allow" if refusal is None else f"{refusal.status} {refusal.row}"
 
 
 def test_symlink_into_protected_place_is_judged_on_the_real_path() -> None:
@@ -41,7 +41,7 @@ def test_secret_refused_only_when_the_row_says() -> None:
     facts = Facts(target=NONE, body_bytes=40, secret="PEM private key")
     assert verdict(Op.WRITE, "a", facts) == "403 refuse_secrets"
     permissive = FsRows.from_rows({"refuse_secrets": False})
-    assert decide(Op.WRITE, p("a"), permissive, Usage(), facts).allowed
+    assert decide(Op.WRITE, p("a"), permissive, Usage(), facts) is None
 
 
 @pytest.mark.parametrize(("op", "target", "expected"), [
@@ -101,11 +101,13 @@ def test_session_quotas_are_507() -> None:
 
 
 def test_precheck_uses_the_declared_length() -> None:
-    assert precheck_size(Op.WRITE, ROWS, Usage(), 101).row == "max_file_bytes"
-    assert precheck_size(Op.APPEND, ROWS, Usage(bytes_written=990), 11).row == "max_total_bytes"
-    assert precheck_size(Op.WRITE, ROWS, Usage(files_created=99), 1).allowed
-    assert precheck_size(Op.WRITE, ROWS, Usage(), None).allowed
-    assert precheck_size(Op.DELETE, ROWS, Usage(), 10**9).allowed
+    too_big = precheck_size(Op.WRITE, ROWS, Usage(), 101)
+    spent = precheck_size(Op.APPEND, ROWS, Usage(bytes_written=990), 11)
+    assert too_big is not None and too_big.row == "max_file_bytes"
+    assert spent is not None and spent.row == "max_total_bytes"
+    assert precheck_size(Op.WRITE, ROWS, Usage(files_created=99), 1) is None
+    assert precheck_size(Op.WRITE, ROWS, Usage(), None) is None
+    assert precheck_size(Op.DELETE, ROWS, Usage(), 10**9) is None
 
 
 def test_first_refusal_wins_names_before_facts() -> None:

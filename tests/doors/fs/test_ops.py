@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from doors._refusal import DoorRefused
 from doors.fs._openat2 import RESOLVE_BENEATH, available, openat2
-from doors.fs._ops import FsRefused, Workspace, kernel_refusal
+from doors.fs._ops import Workspace, kernel_refusal
 from doors.fs._paths import WorkspacePath, parse_path
 from doors.fs._spool import Spool
 
@@ -64,28 +65,28 @@ def test_planted_symlink_out_is_refused_by_the_kernel(ws: Workspace, workspace: 
     target = outside if link_target == "ABS" else link_target
     os.mkdir(os.path.join(workspace, "sub"))
     os.symlink(target, os.path.join(workspace, "out"))
-    with pytest.raises(FsRefused) as caught:
+    with pytest.raises(DoorRefused) as caught:
         ws.locate(p("out/secret"))
-    assert caught.value.decision.who == "kernel"
-    assert caught.value.decision.row == "within_root"
-    with pytest.raises(FsRefused) as parent:
+    assert caught.value.refusal.who == "kernel"
+    assert caught.value.refusal.row == "within_root"
+    with pytest.raises(DoorRefused) as parent:
         ws.locate_parent(p("out/new"))
-    assert parent.value.decision.who == "kernel"
+    assert parent.value.refusal.who == "kernel"
     assert os.listdir(outside) == ["secret"]
 
 
 def test_absolute_symlink_to_outside_is_exdev(ws: Workspace, workspace: str, outside: str) -> None:
     os.symlink(outside, os.path.join(workspace, "out"))
-    with pytest.raises(FsRefused) as caught:
+    with pytest.raises(DoorRefused) as caught:
         ws.locate(p("out/secret"))
-    assert caught.value.decision.row == "within_root" and "RESOLVE_BENEATH" in caught.value.decision.detail
+    assert caught.value.refusal.row == "within_root" and "RESOLVE_BENEATH" in caught.value.refusal.detail
 
 
 def test_magic_links_refused(ws: Workspace, workspace: str) -> None:
     os.symlink("/proc/self/root", os.path.join(workspace, "magic"))
-    with pytest.raises(FsRefused) as caught:
+    with pytest.raises(DoorRefused) as caught:
         ws.locate(p("magic/etc/passwd"))
-    assert caught.value.decision.row == "within_root"
+    assert caught.value.refusal.row == "within_root"
 
 
 def test_symlink_inside_is_followed_and_its_real_path_reported(ws: Workspace, workspace: str) -> None:
@@ -106,9 +107,9 @@ def test_no_symlinks_refuses_even_inside(workspace: str) -> None:
     os.symlink("real", os.path.join(workspace, "alias"))
     fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY)
     try:
-        with pytest.raises(FsRefused) as caught:
+        with pytest.raises(DoorRefused) as caught:
             Workspace(fd, no_symlinks=True).locate_parent(p("alias/x"))
-        assert caught.value.decision.row == "within_root" and caught.value.decision.who == "kernel"
+        assert caught.value.refusal.row == "within_root" and caught.value.refusal.who == "kernel"
     finally:
         os.close(fd)
 
@@ -174,8 +175,8 @@ def test_kernel_refusals_are_named() -> None:
     for code, row in ((errno.EXDEV, "within_root"), (errno.ELOOP, "within_root"), (errno.ENOENT, "not_found"),
                       (errno.ENOTEMPTY, "not_empty"), (errno.EACCES, "permission"), (errno.ENOSPC, "disk"),
                       (errno.EIO, "io")):
-        decision = kernel_refusal(OSError(code, os.strerror(code)), p("x"))
-        assert decision.row == row and decision.who == "kernel" and not decision.allowed
+        refusal = kernel_refusal(OSError(code, os.strerror(code)), p("x"))
+        assert refusal.row == row and refusal.who == "kernel"
 
 
 def test_path_locks_serialise_and_clean_up(ws: Workspace) -> None:

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from doors._refusal import Refusal
 from doors.fs._paths import (
     MAX_COMPONENT_BYTES,
     MAX_DEPTH,
     MAX_PATH_BYTES,
-    PathRefusal,
     WorkspacePath,
     is_temp_name,
     parse_path,
@@ -24,9 +24,9 @@ def _ok(raw: str) -> WorkspacePath:
     return parsed
 
 
-def _refused(raw: str) -> PathRefusal:
+def _refused(raw: str) -> Refusal:
     parsed = parse_path(raw)
-    assert isinstance(parsed, PathRefusal), parsed
+    assert isinstance(parsed, Refusal), parsed
     return parsed
 
 

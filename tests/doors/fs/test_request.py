@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from doors.fs._paths import PathRefusal, WorkspacePath
+from doors._refusal import Refusal
+from doors.fs._paths import WorkspacePath
 from doors.fs._request import ByteRange, parse_flag, parse_length, parse_range, path_from_url
 
 
@@ -18,7 +19,7 @@ from doors.fs._request import ByteRange, parse_flag, parse_length, parse_range, 
 ])
 def test_encoded_attacks_refused(rest: str, row: str) -> None:
     parsed = path_from_url(rest)
-    assert isinstance(parsed, PathRefusal) and parsed.row == row
+    assert isinstance(parsed, Refusal) and parsed.row == row
 
 
 def test_decoded_exactly_once() -> None:

@@ -24,8 +24,8 @@ def p(text: str) -> WorkspacePath:
 
 
 def row_of(op: Op, path: str, **kw: object) -> str:
-    decision = decide_names(op, p(path), ROWS, **kw)  # type: ignore[arg-type]
-    return "allow" if decision.allowed else f"{decision.status} {decision.row}"
+    refusal = decide_names(op, p(path), ROWS, **kw)  # type: ignore[arg-type]
+    return "allow" if refusal is None else f"{refusal.status} {refusal.row}"
 
 
 # (op, path) -> expected; a table over every op and every row.
@@ -83,9 +83,9 @@ def test_exec_only_inside_exec_prefixes() -> None:
 
 
 def test_refusals_name_row_and_manifest_change() -> None:
-    decision = decide_names(Op.WRITE, p(".git/config"), ROWS)
-    assert decision.who == "fs"
-    assert ".git" in decision.detail and "doors.fs.read_only" in decision.hint
+    refusal = decide_names(Op.WRITE, p(".git/config"), ROWS)
+    assert refusal is not None and refusal.who == "fs"
+    assert ".git" in refusal.detail and "doors.fs.read_only" in refusal.hint
 
 
 def test_hidden_filter() -> None:
@@ -116,8 +116,8 @@ PATHS = st.lists(NAMES, min_size=0, max_size=4).map(lambda parts: WorkspacePath(
 @given(st.sampled_from(list(Op)), PATHS, PATHS)
 def test_no_op_ever_touches_a_hidden_path_or_writes_a_read_only_one(op: Op, path: WorkspacePath,
                                                                     dest: WorkspacePath) -> None:
-    decision = decide_names(op, path, ROWS, dest=dest if op is Op.RENAME else None)
-    if not decision.allowed:
+    refusal = decide_names(op, path, ROWS, dest=dest if op is Op.RENAME else None)
+    if refusal is not None:
         return
     for hidden in ROWS.hidden:
         assert not path.is_within(hidden)

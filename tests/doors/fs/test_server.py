@@ -18,7 +18,7 @@ import trio
 from doors._contract import CONTRACT_ENV, DoorContract
 from doors._transport.testing import Session, scratch_dir
 from doors.client import DoorClient
-from doors.fs.client import FsClient, FsRefused
+from doors.fs.client import DoorRefused, FsClient
 from doors.fs.server import thread_safe
 from pki.testing import SessionPKI
 
@@ -66,7 +66,7 @@ def test_serve_runs_the_door_from_its_contract(s: Session, workspace: str) -> No
             assert held["fs.append_only"] is True and held["fs.workspace"] is True
             fs.write("a.txt", b"secret-content")
             fs.append("log", b"line\n")
-            with pytest.raises(FsRefused):
+            with pytest.raises(DoorRefused):
                 fs.delete("log")
         events: list[dict[str, Any]] = []
         while len(events) < 3:

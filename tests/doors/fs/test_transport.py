@@ -26,7 +26,7 @@ from doors._transport._stream import TlsStream
 from doors._transport.testing import Session, scratch_dir
 from doors.client import DoorClient
 from doors.fs import build
-from doors.fs.client import FsClient, FsRefused
+from doors.fs.client import DoorRefused, FsClient
 from pki.edges import EdgePolicy
 from pki.testing import SessionPKI
 
@@ -112,13 +112,13 @@ def test_the_apps_blocking_client_over_mtls(s: Session, workspace: str) -> None:
             fs.append("log", b"two\n")
             assert [e["name"] for e in fs.list("notes")] == ["a b.md"]
             fs.rename("notes/a b.md", "notes/c.md")
-            with pytest.raises(FsRefused) as stale:
+            with pytest.raises(DoorRefused) as stale:
                 fs.write("notes/c.md", b"new", if_match=written["etag"])
-            assert stale.value.status == 409 and stale.value.row == "version"
-            with pytest.raises(FsRefused) as refused:
+            assert stale.value.refusal.status == 409 and stale.value.refusal.row == "version"
+            with pytest.raises(DoorRefused) as refused:
                 fs.delete("log")
-            assert refused.value.row == "append_only" and refused.value.who == "fs"
-            assert "doors.fs.append_only" in refused.value.hint
+            assert refused.value.refusal.row == "append_only" and refused.value.refusal.who == "fs"
+            assert "doors.fs.append_only" in refused.value.refusal.hint
             fs.delete("notes/c.md")
             fs.write("empty", b"")
             assert fs.read("empty") == b""

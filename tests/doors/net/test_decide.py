@@ -12,7 +12,7 @@ from doors.net._clienthello import Hello, Refused
 from doors.net._decide import Target, check_answers, check_hello, decide_target
 from doors.net._host import Host
 from doors.net._policy import Allowlist
-from doors.net._refusal import Refusal, too_many
+from doors.net._refusal import ProxyRefusal, too_many
 
 allowlist = Allowlist.from_rows({"app": ["ok.example:443", "192.0.2.9:443", "*.wild.example:443"]})
 policy = AddressPolicy()
@@ -40,14 +40,14 @@ def target(authority: str = "ok.example:443") -> Target:
 )
 def test_target_refusals(authority: str, status: int, reason: str, row: str) -> None:
     result = decide_target(allowlist, "app", authority, None)
-    assert isinstance(result, Refusal)
-    assert (result.status, result.reason, result.row) == (status, reason, row)
+    assert isinstance(result, ProxyRefusal)
+    assert (result.refusal.status, result.reason, result.refusal.row) == (status, reason, row)
 
 
 def test_target_allowed() -> None:
     assert target("OK.example.:443").host == Host("ok.example")
     assert target("a.wild.example:443").rule.text == "*.wild.example:443"
-    assert decide_target(allowlist, "shell", "ok.example:443", None).status == 403  # type: ignore[union-attr]
+    assert decide_target(allowlist, "shell", "ok.example:443", None).refusal.status == 403  # type: ignore[union-attr]
 
 
 def test_answers() -> None:
@@ -55,12 +55,12 @@ def test_answers() -> None:
     answers = [ip("8.8.8.8"), ip("8.8.8.8"), ip("2606:4700::1")]
     assert check_answers(policy, t, answers) == [ip("8.8.8.8"), ip("2606:4700::1")]
     private = check_answers(policy, t, [ip("10.0.0.1")])
-    assert isinstance(private, Refusal) and (private.status, private.reason) == (403, "private")
-    assert private.row == "doors.net.public_addresses"
+    assert isinstance(private, ProxyRefusal) and (private.refusal.status, private.reason) == (403, "private")
+    assert private.refusal.row == "doors.net.public_addresses"
     mixed = check_answers(policy, t, [ip("8.8.8.8"), ip("127.0.0.1")])
-    assert isinstance(mixed, Refusal) and mixed.reason == "mixed-answers-loopback"
+    assert isinstance(mixed, ProxyRefusal) and mixed.reason == "mixed-answers-loopback"
     empty = check_answers(policy, t, [])
-    assert isinstance(empty, Refusal) and empty.status == 502
+    assert isinstance(empty, ProxyRefusal) and empty.refusal.status == 502
 
 
 @pytest.mark.parametrize(
