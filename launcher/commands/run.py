@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         result = Session(manifest, facts, options).run()
     except PreflightError as refusal:
         _err(f"{refusal.message}; nothing was created")
-        _err(f"  hint: {refusal.hint} (manifest row: {refusal.row})")
+        _err(f"  hint: {refusal.hint}" + (f" (manifest row: {refusal.row})" if refusal.row else ""))
         return EXIT_UNHELD
     summary = {
         "sid": result.sid,

@@ -31,7 +31,12 @@ from launcher.lifecycle.create import (
     remove_empty_roots,
 )
 from launcher.lifecycle.journal import Journal, RemovalError
-from launcher.lifecycle.preflight import SOCKET_SCAN_LIMIT, refuse_reachable_sockets, workspace_owner
+from launcher.lifecycle.preflight import (
+    SOCKET_SCAN_LIMIT,
+    refuse_reachable_sockets,
+    refuse_unreachable_python,
+    workspace_owner,
+)
 from launcher.lifecycle.ptyrelay import PtyRelay
 from launcher.lifecycle.spawn import Spawned, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
@@ -84,7 +89,10 @@ class SessionResult:
 def python_paths() -> tuple[str, ...]:
     """What a component needs to read to run this installation's Python: prefixes and the source tree."""
     project = os.path.dirname(os.path.dirname(os.path.abspath(launcher.__file__)))
-    paths = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], project, f"{sys.prefix}/bin"}
+    # The interpreter a venv's python links to may lie outside both prefixes (pyenv, uv): its bin too.
+    interpreter_bin = os.path.dirname(os.path.realpath(sys.executable))
+    paths = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], project, f"{sys.prefix}/bin",
+             interpreter_bin}
     return tuple(sorted(path for path in paths if path not in ("/", "/usr")))
 
 
@@ -152,6 +160,7 @@ class Session:
         """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
         fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
         app_paths = (*self.manifest.app.files_read, *self.manifest.app.files_exec)
+        refuse_unreachable_python(python_paths(), (*app_paths, self.manifest.workspace))
         scan = refuse_reachable_sockets(app_paths, self.facts.landlock_abi)
         if scan is not None and not scan.complete:
             self._progress(f"app.files.read holds more than {SOCKET_SCAN_LIMIT} entries: sockets past them were not "
