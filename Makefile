@@ -1,5 +1,7 @@
-# The two commands a newcomer runs are `make run` and `make test`; both bootstrap .venv themselves.
-# Doors and the app run as other users: the interpreter must live where they can read it (not /root).
+# The two commands a newcomer runs are `make run` and `make test`; both bootstrap .venv themselves, from a
+# clone anywhere (/root, a 0700 home: components see the tree through their private roots, docs/decisions.md).
+# The system interpreter when it is recent enough, as the benchmarks' baselines were measured on it; any
+# other works if other users can read it (the launcher says which path they cannot, before it starts).
 PYTHON ?= $(shell test -x /usr/bin/python3 && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' && echo /usr/bin/python3 || echo python3)
 VENV := .venv
 BIN := $(VENV)/bin

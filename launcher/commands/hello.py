@@ -21,13 +21,19 @@ def run(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("sharness-launch: hello starts a real session and must run as root: use sudo", file=sys.stderr)
         return EXIT_NOT_ROOT
+    from launcher.commands.run import EXIT_UNHELD
     from launcher.hello import render, run_hello
     from launcher.kernel.probe import probe_kernel
     from launcher.lifecycle import sweep
+    from launcher.lifecycle.preflight import PreflightError
     from launcher.policy.layout import AUDIT_ROOT
 
     sweep.collect()
-    report = run_hello(probe_kernel(), audit_root=args.audit_dir or AUDIT_ROOT)
+    try:
+        report = run_hello(probe_kernel(), audit_root=args.audit_dir or AUDIT_ROOT)
+    except PreflightError as refusal:
+        print(f"sharness-launch: {refusal.message}; nothing was created\n  hint: {refusal.hint}", file=sys.stderr)
+        return EXIT_UNHELD
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:

@@ -100,7 +100,7 @@ def _act(args: argparse.Namespace, manifest: Manifest, facts: KernelFacts, unhel
         result = Session(manifest, facts, options).run()
     except PreflightError as refusal:
         _err(f"{refusal.message}; nothing was created")
-        _err(f"  hint: {refusal.hint} (manifest row: {refusal.row})")
+        _err(f"  hint: {refusal.hint}" + (f" (manifest row: {refusal.row})" if refusal.row else ""))
         return EXIT_UNHELD
     _report(args, result, unheld)
     return result.exit_code

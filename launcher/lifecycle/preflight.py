@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
+import sysconfig
 from dataclasses import dataclass
+
+from launcher.policy.confine_plan import SYSTEM_READ
+from launcher.policy.python_reach import EXECUTE, LIST, READ, first_unreachable
 
 
 class PreflightError(Exception):
@@ -92,3 +97,24 @@ def refuse_reachable_sockets(paths: tuple[str, ...], landlock_abi: int) -> Socke
             "take them out of app.files.read/exec, or make them 0660 for a group the app is not in",
         )
     return scan
+
+
+def _mode_of(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None
+
+
+def refuse_unreachable_python(python_paths: tuple[str, ...], kept: tuple[str, ...]) -> None:
+    """Refuse a session whose components could not run the launcher's Python (they see it as other users).
+
+    `kept` are the session's other paths a component's private root binds (the app's files, the workspace):
+    one of them may hold the Python, and then its directories on the way count too.
+    """
+    needs = {path: LIST for path in (*python_paths, sysconfig.get_paths()["purelib"])}
+    needs[os.path.realpath(sys.executable)] = EXECUTE
+    needs[os.path.join(sys.prefix, "pyvenv.cfg")] = READ
+    found = first_unreachable(needs, (*SYSTEM_READ, *python_paths, *kept), _mode_of)
+    if found is not None:
+        raise PreflightError("", found.message(), found.hint())

@@ -20,7 +20,12 @@ from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
-from launcher.lifecycle.preflight import SOCKET_SCAN_LIMIT, refuse_reachable_sockets, workspace_owner
+from launcher.lifecycle.preflight import (
+    SOCKET_SCAN_LIMIT,
+    refuse_reachable_sockets,
+    refuse_unreachable_python,
+    workspace_owner,
+)
 from launcher.lifecycle.ptyrelay import PtyRelay
 from launcher.lifecycle.spawn import Spawned, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
@@ -152,6 +157,7 @@ class Session:
         """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
         fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
         app_paths = (*self.manifest.app.files_read, *self.manifest.app.files_exec)
+        refuse_unreachable_python(python_paths(), (*app_paths, self.manifest.workspace))
         scan = refuse_reachable_sockets(app_paths, self.facts.landlock_abi)
         if scan is not None and not scan.complete:
             self._progress(f"app.files.read holds more than {SOCKET_SCAN_LIMIT} entries: sockets past them were not "

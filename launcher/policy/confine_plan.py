@@ -45,10 +45,14 @@ class Allowance:
 def python_paths() -> tuple[str, ...]:
     """What a component needs to read to run this installation's Python: prefixes and the source tree.
 
-    Read from the interpreter's own variables (no file is opened), once per process.
+    Read from the interpreter's own variables and its link, once per process.
     """
     project = os.path.dirname(os.path.dirname(os.path.abspath(launcher.__file__)))
-    paths = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], project, f"{sys.prefix}/bin"}
+    # The interpreter a venv's python links to may lie outside both prefixes (pyenv, uv): its bin too
+    # (realpath reads the link, once).
+    interpreter_bin = os.path.dirname(os.path.realpath(sys.executable))
+    paths = {sys.prefix, sys.base_prefix, sysconfig.get_paths()["stdlib"], project, f"{sys.prefix}/bin",
+             interpreter_bin}
     return tuple(sorted(path for path in paths if path not in ("/", "/usr")))
 
 

@@ -1,7 +1,7 @@
 """The layers behind the private root: what session A's app uid and groups meet in the HOST's mounts.
 
-The test runs this as root through `setpriv --reuid=sh-<sid>-app --regid=sh-<sid>-app --init-groups` while
-the sessions live, twice: `dac` (the same uid and groups as the app, but no Landlock, no seccomp, the
+The test runs this as sh-<sid>-app with that user's groups (tests/as_user.py, like `setpriv --init-groups`)
+while the sessions live, twice: `dac` (the same uid and groups as the app, but no Landlock, no seccomp, the
 host's mount namespace and /proc without hidepid) and `landlock` (the same, inside the app's own Landlock
 rules, which it applies first). Where the app itself got ENOENT (the path is not in its view), the errno
 here names the barrier that would hold next: the socket file's group, 0700 owners, the ptrace check, or

@@ -37,6 +37,7 @@ from launcher.kernel import netns
 from launcher.lifecycle.session import python_paths
 from launcher.policy.confine_plan import app_allowance
 from launcher.policy.layout import SessionLayout
+from tests import as_user
 from tests.attacks._live import LiveSession
 from tests.integration._session import basic_manifest, write_manifest
 
@@ -179,7 +180,7 @@ def secret_in_cmdline() -> Iterator[tuple[str, int]]:
     """Another user's process (nobody) with a secret on its command line, as `mysql -pSECRET` would have;
     (the secret, its pid)."""
     secret = f"sh-attack-secret-{secrets.token_hex(8)}"
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", secret], user=65534,
+    process = subprocess.Popen([*as_user.argv(65534), sys.executable, "-c", "import time; time.sleep(600)", secret],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
         yield secret, process.pid
@@ -200,7 +201,7 @@ def _as_app_outside(run: AttackRun, mode: str, app_targets: dict[str, Any]) -> d
     user = f"sh-{run.sid_a}-app"
     targets = {**app_targets, "sid": run.sid_a, "launcher": run.a.proc.pid, "tmp": f"/run/sharness/{run.sid_a}/app/tmp",
                "landlock": _app_landlock_rules(run)}
-    done = subprocess.run(["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", sys.executable,
+    done = subprocess.run([*as_user.argv(user, init_groups=True), sys.executable,
                            str(HERE / "as_app_outside.py"), mode, json.dumps(targets)],
                           capture_output=True, text=True, timeout=60, cwd="/")
     assert done.returncode == 0, f"{done.stderr}\nsession A's stderr: {run.a.stderr()[-3000:]}"

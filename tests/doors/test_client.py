@@ -15,6 +15,7 @@ from doors._http import Limits
 from doors._transport.testing import Session, doors_in_thread, scratch_dir
 from doors.client import DoorClient, DoorNotTrusted, DoorRefused, DoorUnavailable, fresh_request
 from pki.testing import SessionPKI
+from tests import as_user
 
 
 @pytest.fixture
@@ -144,7 +145,7 @@ def test_a_uid_the_socket_does_not_admit_is_refused_by_the_kernel(s: Session) ->
         argv = [sys.executable, "-c", PROBE, "fs", str(doors["fs"]), svid, bundle, s.pki.trust_domain,
                 s.pki.session_id]
         cwd = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        result = subprocess.run(argv, user=65534, group=65534, capture_output=True, text=True, cwd=cwd,
+        result = subprocess.run([*as_user.argv(65534), *argv], capture_output=True, text=True, cwd=cwd,
                                 timeout=60, check=False)
     assert result.stdout.startswith("kernel |"), result.stderr
     assert "Permission denied" in result.stdout

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import as_user
 from tests.integration._session import (
     LAUNCHER,
     basic_manifest,
@@ -102,7 +103,7 @@ def test_not_root_exits_77(tmp_path: Path, workspace: Path, audit_dir: Path) -> 
     manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
     os.chmod(manifest, 0o644)
     done = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *LAUNCHER, "run", str(manifest)],
+        [*as_user.argv(65534), *LAUNCHER, "run", str(manifest)],
         capture_output=True, text=True, timeout=30,
     )
     assert done.returncode == 77, done.stderr

@@ -27,6 +27,7 @@ from doors.fs import build
 from launcher import cli
 from pki.edges import EdgePolicy
 from pki.testing import SessionPKI
+from tests import as_user
 
 CLI = Path(sys.executable).parent / "sharness-launch"
 ROWS = {"append_only": ["log"], "hidden": [".env"]}
@@ -182,7 +183,7 @@ def test_fs_help_works_without_a_session() -> None:
 
 @pytest.mark.root
 def test_fs_help_works_without_root() -> None:
-    command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(CLI), "fs", "--help"]
+    command = [*as_user.argv(65534), str(CLI), "fs", "--help"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=60,
                             env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}, cwd="/")
     assert result.returncode == 0, result.stderr

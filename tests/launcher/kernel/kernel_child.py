@@ -20,6 +20,7 @@ from launcher.kernel import users
 from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement
 from launcher.kernel.landlock import LandlockRules
 from launcher.kernel.probe import landlock_abi
+from tests.as_user import open_ancestors
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ def confined_raw(spec: ConfinementSpec, probe: Callable[[], object]) -> ChildRes
     parent = os.getpid()
 
     def setup(wfd: int) -> None:
+        open_ancestors()  # the child goes on running this Python from the tree as spec.uid
         apply_confinement(replace(spec, keep_fds=(*spec.keep_fds, wfd), parent_pid=parent))
 
     return run_child(setup, probe)
@@ -94,6 +96,7 @@ def as_user(uid: int, gid: int) -> Callable[[int], None]:
     """A setup that only drops to uid/gid (no Landlock, no seccomp): the control run."""
 
     def setup(_wfd: int) -> None:
+        open_ancestors()
         os.setgroups([gid])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
