@@ -39,6 +39,7 @@ DENIED_SYSCALLS = (
     "kexec_load", "kexec_file_load", "open_by_handle_at", "name_to_handle_at",
     "init_module", "finit_module", "delete_module", "swapon", "swapoff", "reboot", "acct",
     "iopl", "ioperm", "lookup_dcookie", "kcmp",
+    "memfd_secret",  # memory even the kernel's direct map no longer holds: nothing here needs it
 )
 """Denied outright, whatever their arguments (a name this architecture lacks is skipped)."""
 
@@ -52,11 +53,11 @@ class Rule:
     cmps: tuple[tuple[int, int, int, int], ...] = ()
 
 
-def _only_protocol(family: int, sock_type: int, allowed: int) -> list[Rule]:
+def _only_protocol(family: int, sock_type: int, allowed: int, call: str) -> list[Rule]:
     """Refuse (family, sock_type) sockets whose protocol is neither 0 nor `allowed`."""
     kind = _int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, sock_type)
-    rules = [Rule("socket", errno.EPERM, (*kind, (2, scmp.CMP_GT, allowed, 0)))]
-    rules += [Rule("socket", errno.EPERM, (*kind, _int_eq(2, proto))) for proto in range(1, allowed)]
+    rules = [Rule(call, errno.EPERM, (*kind, (2, scmp.CMP_GT, allowed, 0)))]
+    rules += [Rule(call, errno.EPERM, (*kind, _int_eq(2, proto))) for proto in range(1, allowed)]
     return rules
 
 
@@ -69,35 +70,65 @@ AF_MAX = 46  # AF_MCTP (45) is the last family Linux 6.x defines
 FAMILIES_ALLOWED = frozenset({AF_UNIX, AF_INET, AF_INET6, AF_NETLINK})
 
 
-def _family_rules() -> list[Rule]:
-    rules = [Rule("socket", errno.EPERM, (_int_eq(0, family),))
+def _family_rules(call: str) -> list[Rule]:
+    rules = [Rule(call, errno.EPERM, (_int_eq(0, family),))
              for family in range(AF_MAX) if family not in FAMILIES_ALLOWED]
-    rules.append(Rule("socket", errno.EPERM, ((0, scmp.CMP_GE, AF_MAX, 0),)))
+    rules.append(Rule(call, errno.EPERM, ((0, scmp.CMP_GE, AF_MAX, 0),)))
     # Netlink only as NETLINK_ROUTE (protocol 0), the component's own netns: not uevents, audit, sock_diag...
-    rules.append(Rule("socket", errno.EPERM, (_int_eq(0, AF_NETLINK), (2, scmp.CMP_GT, NETLINK_ROUTE, 0))))
+    rules.append(Rule(call, errno.EPERM, (_int_eq(0, AF_NETLINK), (2, scmp.CMP_GT, NETLINK_ROUTE, 0))))
     return rules
 
 
-def _socket_rules(deny_inet: bool, allow_udp: bool = False) -> list[Rule]:
-    rules = _family_rules()
+def _socket_rules(deny_inet: bool, allow_udp: bool = False, call: str = "socket") -> list[Rule]:
+    """The family, type and protocol allow list for `call`: socket(), or socketpair(), which takes the same
+    (family, type, protocol) and would otherwise load a rare family's module (AF_TIPC) all the same."""
+    rules = _family_rules(call)
     for family in (AF_INET, AF_INET6):
         if deny_inet:
-            rules.append(Rule("socket", errno.EPERM, (_int_eq(0, family),)))
+            rules.append(Rule(call, errno.EPERM, (_int_eq(0, family),)))
             continue
         # Only TCP leaves (through the net door): every other socket type, and stream sockets whose
         # protocol is not 0/IPPROTO_TCP (SCTP, MPTCP), are refused. The egress doors (allow_udp) also
         # keep plain UDP, which their resolver needs; raw and ICMP datagram sockets stay refused.
         for sock_type in range(SOCK_TYPE_MASK + 1):
             if sock_type == SOCK_DGRAM and allow_udp:
-                rules += _only_protocol(family, SOCK_DGRAM, IPPROTO_UDP)
+                rules += _only_protocol(family, SOCK_DGRAM, IPPROTO_UDP, call)
             elif sock_type != SOCK_STREAM:
                 fam_type = (_int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, sock_type))
-                rules.append(Rule("socket", errno.EPERM, fam_type))
+                rules.append(Rule(call, errno.EPERM, fam_type))
         stream = _int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, SOCK_STREAM)
-        rules.append(Rule("socket", errno.EPERM, (*stream, (2, scmp.CMP_GT, IPPROTO_TCP, 0))))
+        rules.append(Rule(call, errno.EPERM, (*stream, (2, scmp.CMP_GT, IPPROTO_TCP, 0))))
         for proto in range(1, IPPROTO_TCP):
-            rules.append(Rule("socket", errno.EPERM, (*stream, _int_eq(2, proto))))
+            rules.append(Rule(call, errno.EPERM, (*stream, _int_eq(2, proto))))
     return rules
+
+
+MSG_FASTOPEN = 0x20000000
+# TCP_FASTOPEN (a listener's queue), _CONNECT (connect later sends SYN+data), _KEY, _NO_COOKIE.
+TCP_FASTOPEN_OPTIONS = (23, 30, 33, 34)
+# The flags argument of each send call that can carry MSG_FASTOPEN.
+_SEND_FLAGS_ARG = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
+
+
+def _fast_open_rules() -> list[Rule]:
+    """TCP Fast Open in every form. sendto/sendmsg(MSG_FASTOPEN) on an unconnected socket connects without
+    Landlock's connect check (ABI <= 7 hooks connect() only); the launcher's netns also turn it off."""
+    fast_open = MSG_FASTOPEN, MSG_FASTOPEN
+    rules = [Rule(call, errno.EPERM, ((arg, scmp.CMP_MASKED_EQ, *fast_open),))
+             for call, arg in _SEND_FLAGS_ARG.items()]
+    rules += [Rule("setsockopt", errno.EPERM, (_int_eq(1, IPPROTO_TCP), _int_eq(2, option)))
+              for option in TCP_FASTOPEN_OPTIONS]
+    return rules
+
+
+def listen_denied(deny_inet: bool, tcp_bind: tuple[int, ...]) -> bool:
+    """Whether listen() is refused (pure): where TCP sockets may be made but no port may be bound.
+
+    listen() on an unbound TCP socket binds an ephemeral port without Landlock's bind check (ABI <= 7), and
+    seccomp cannot tell a TCP fd from a Unix one, so such a component cannot listen at all; doors get their
+    listeners from the launcher by fd. A component with no inet sockets keeps listen() for Unix sockets.
+    """
+    return not deny_inet and not tcp_bind
 
 
 # The fs door runs as the workspace owner's uid: it may not reach the owner's Unix sockets (ssh-agent, D-Bus)
@@ -109,14 +140,19 @@ FS_DOOR_EXTRA = (
 )
 
 
-def deny_rules(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> tuple[Rule, ...]:
-    """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, sockets, and `extra`."""
-    rules = [Rule(name, errno.EPERM) for name in (*DENIED_SYSCALLS, *extra)]
+def deny_rules(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = (),
+               deny_listen: bool = False) -> tuple[Rule, ...]:
+    """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, sockets, Fast Open,
+    `extra`, and listen() when `deny_listen`."""
+    outright = (*DENIED_SYSCALLS, *extra, *(("listen",) if deny_listen and "listen" not in extra else ()))
+    rules = [Rule(name, errno.EPERM) for name in outright]
     rules += [Rule("clone", errno.EPERM, ((0, scmp.CMP_MASKED_EQ, f, f),)) for f in _NS_FLAGS.values()]
     # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone().
     rules.append(Rule("clone3", errno.ENOSYS))
-    if "socket" not in extra:  # socket() denied outright needs no per-family rules
-        rules += _socket_rules(deny_inet, allow_udp)
+    for call in ("socket", "socketpair"):
+        if call not in extra:  # a call denied outright needs no per-family rules
+            rules += _socket_rules(deny_inet, allow_udp, call)
+    rules += [rule for rule in _fast_open_rules() if rule.syscall not in extra]
     return tuple(rules)
 
 
@@ -127,12 +163,13 @@ class SeccompError(RuntimeError):
 class PreparedFilter:
     """A built, not yet loaded, filter: build it before Landlock hides libseccomp, load it after."""
 
-    def __init__(self, deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> None:
+    def __init__(self, deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = (),
+                 deny_listen: bool = False) -> None:
         self._filter = scmp.Filter(scmp.ACT_ALLOW)
         self.denied: list[str] = []
         try:
             self._filter.set_badarch(scmp.ACT_KILL_PROCESS)
-            for rule in deny_rules(deny_inet, allow_udp, extra):
+            for rule in deny_rules(deny_inet, allow_udp, extra, deny_listen):
                 added = self._filter.add(scmp.act_errno(rule.errno), rule.syscall, rule.cmps)
                 if added and rule.syscall not in self.denied:
                     self.denied.append(rule.syscall)
@@ -155,13 +192,14 @@ class PreparedFilter:
         return list(self.denied)
 
 
-def denied_syscalls(deny_inet: bool) -> list[str]:
+def denied_syscalls(deny_inet: bool, deny_listen: bool = False) -> list[str]:
     """The syscalls the filter would restrict on this architecture (for reports), without loading it."""
-    prepared = PreparedFilter(deny_inet)
+    prepared = PreparedFilter(deny_inet, deny_listen=deny_listen)
     prepared.release()
     return list(prepared.denied)
 
 
-def apply_seccomp(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
+def apply_seccomp(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = (),
+                  deny_listen: bool = False) -> list[str]:
     """Build and load the deny filter on the calling thread; return the syscalls it restricts."""
-    return PreparedFilter(deny_inet, allow_udp, extra).load()
+    return PreparedFilter(deny_inet, allow_udp, extra, deny_listen).load()
