@@ -6,8 +6,13 @@ ctypes only). Every call raises OSError with the kernel's errno on failure.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import os
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 IPC_CREAT, IPC_EXCL, IPC_RMID, IPC_STAT = 0o1000, 0o2000, 0, 2
@@ -105,3 +110,68 @@ def listed(kind: str) -> list[dict[str, str]]:
         header, *rows = f.read().splitlines()
     names = header.split()
     return [dict(zip(names, row.split(), strict=False)) for row in rows]
+
+
+@dataclass(frozen=True)
+class Objects:
+    """One SysV segment, queue and semaphore set under one key, and a POSIX queue."""
+
+    key: int
+    shmid: int
+    msqid: int
+    semid: int
+    queue: str
+
+
+def scratch_key() -> int:
+    """A random key with "SH" in its top bytes, so that a leftover is recognisable."""
+    return 0x5348_0000 | secrets.randbits(16)
+
+
+@contextlib.contextmanager
+def world_open_objects() -> Iterator[Objects]:
+    """Objects in the caller's namespace, mode 0666 (as many programs make them): no permission keeps anyone
+    out, only a namespace does. Removed afterwards."""
+    key, queue = scratch_key(), f"/sh-test-{secrets.token_hex(4)}"
+    shmid = shm_get(key, 4096, IPC_CREAT | 0o666)
+    msqid = msg_get(key, IPC_CREAT | 0o666)
+    semid = sem_get(key, 1, IPC_CREAT | 0o666)
+    old_umask = os.umask(0)
+    try:
+        mq_close(mq_open(queue, os.O_CREAT | os.O_RDWR, 0o666))
+    finally:
+        os.umask(old_umask)
+    try:
+        yield Objects(key, shmid, msqid, semid, queue)
+    finally:
+        shm_remove(shmid)
+        msg_remove(msqid)
+        sem_remove(semid)
+        mq_unlink(queue)
+
+
+def errno_of(call: object) -> str:
+    """The errno name a call fails with, or "reached"."""
+    try:
+        call()  # type: ignore[operator]
+    except OSError as exc:
+        return errno_name(exc.errno or 0)
+    return "reached"
+
+
+def errno_name(number: int) -> str:
+    return errno.errorcode.get(number, str(number))
+
+
+def reach(objects: Objects) -> dict[str, str]:
+    """Every way to `objects`: by key or name, and by id (attach, stat)."""
+    return {
+        "shm_key": errno_of(lambda: shm_get(objects.key)),
+        "shm_attach_id": errno_of(lambda: shm_attach(objects.shmid)),
+        "shm_stat_id": errno_of(lambda: shm_stat(objects.shmid)),
+        "msg_key": errno_of(lambda: msg_get(objects.key)),
+        "msg_stat_id": errno_of(lambda: msg_stat(objects.msqid)),
+        "sem_key": errno_of(lambda: sem_get(objects.key)),
+        "sem_stat_id": errno_of(lambda: sem_stat(objects.semid)),
+        "mq_name": errno_of(lambda: mq_close(mq_open(objects.queue))),
+    }

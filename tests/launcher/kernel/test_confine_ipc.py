@@ -4,87 +4,31 @@ listed nor reachable, and what the component makes dies with it (real children, 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import secrets
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from kernel_child import as_user, confined, make_spec, run_child, scratch_user
 
 from launcher.kernel import cgroups
 from tests.attacks import sysv_ipc
-from tests.attacks.sysv_ipc import IPC_CREAT
+from tests.attacks.sysv_ipc import IPC_CREAT, Objects
 
 pytestmark = pytest.mark.root
 SEGMENT = 32 << 20
 
 
-@dataclass(frozen=True)
-class HostIpc:
-    """SysV objects and a POSIX queue in the host's namespace, mode 0666: only the namespace keeps them out."""
-
-    key: int
-    shmid: int
-    msqid: int
-    semid: int
-    queue: str
-
-
-def _key() -> int:
-    return 0x5348_0000 | secrets.randbits(16)  # "SH" in the top bytes: a leftover is recognisable
-
-
-@contextlib.contextmanager
-def host_ipc() -> Iterator[HostIpc]:
-    key, queue = _key(), f"/sh-test-{secrets.token_hex(4)}"
-    shmid = sysv_ipc.shm_get(key, 4096, IPC_CREAT | 0o666)
-    msqid = sysv_ipc.msg_get(key, IPC_CREAT | 0o666)
-    semid = sysv_ipc.sem_get(key, 1, IPC_CREAT | 0o666)
-    old_umask = os.umask(0)
-    try:
-        sysv_ipc.mq_close(sysv_ipc.mq_open(queue, os.O_CREAT | os.O_RDWR, 0o666))
-    finally:
-        os.umask(old_umask)
-    try:
-        yield HostIpc(key, shmid, msqid, semid, queue)
-    finally:
-        sysv_ipc.shm_remove(shmid)
-        sysv_ipc.msg_remove(msqid)
-        sysv_ipc.sem_remove(semid)
-        sysv_ipc.mq_unlink(queue)
-
-
-def _errno_of(call: object) -> int | str:
-    try:
-        call()  # type: ignore[operator]
-    except OSError as exc:
-        return errno.errorcode[exc.errno or 0]
-    return "reached"
-
-
-def _reach(host: HostIpc) -> dict[str, object]:
-    """Every way to the host's objects, by key and by id, and what /proc/sysvipc lists."""
-    return {
-        "shm_key": _errno_of(lambda: sysv_ipc.shm_get(host.key)),
-        "shm_attach_id": _errno_of(lambda: sysv_ipc.shm_attach(host.shmid)),
-        "shm_stat_id": _errno_of(lambda: sysv_ipc.shm_stat(host.shmid)),
-        "msg_key": _errno_of(lambda: sysv_ipc.msg_get(host.key)),
-        "msg_stat_id": _errno_of(lambda: sysv_ipc.msg_stat(host.msqid)),
-        "sem_key": _errno_of(lambda: sysv_ipc.sem_get(host.key)),
-        "sem_stat_id": _errno_of(lambda: sysv_ipc.sem_stat(host.semid)),
-        "mq_name": _errno_of(lambda: sysv_ipc.mq_close(sysv_ipc.mq_open(host.queue))),
-        "listed": sum(len(sysv_ipc.listed(kind)) for kind in ("shm", "msg", "sem")),
-        "ns": os.readlink("/proc/self/ns/ipc"),
-    }
+def _reach(host: Objects) -> dict[str, object]:
+    """Every way to the host's objects, what /proc/sysvipc lists, and which namespace the caller is in."""
+    return {**sysv_ipc.reach(host), "listed": sum(len(sysv_ipc.listed(kind)) for kind in ("shm", "msg", "sem")),
+            "ns": os.readlink("/proc/self/ns/ipc")}
 
 
 def test_the_hosts_sysv_objects_and_queues_are_out_of_reach() -> None:
     """As the same uid without the namespace (the control) every one is reached; confined, each lookup by key
     or name is ENOENT and each use of a known id EINVAL, and nothing is listed."""
-    with scratch_user() as user, host_ipc() as host:
+    with scratch_user() as user, sysv_ipc.world_open_objects() as host:
         control = run_child(as_user(user.uid, user.gid), lambda: _reach(host)).report["value"]
         assert {k: v for k, v in control.items() if k not in ("listed", "ns")} == dict.fromkeys(
             ("shm_key", "shm_attach_id", "shm_stat_id", "msg_key", "msg_stat_id", "sem_key", "sem_stat_id",
@@ -130,7 +74,7 @@ def test_what_a_component_makes_in_its_namespace_dies_with_it() -> None:
     """The segment is charged to the child's memory cgroup while it lives; once its last process is gone the
     namespace is freed and the charge with it (the kernel frees a dead namespace's objects asynchronously,
     so the test waits for it). Without the namespace it stays in the host's, listed and charged."""
-    key, queue = _key(), f"/sh-test-{secrets.token_hex(4)}"
+    key, queue = sysv_ipc.scratch_key(), f"/sh-test-{secrets.token_hex(4)}"
     sid = f"t{secrets.token_hex(4)}"[:8]
     paths = cgroups.cgroup_paths(sid, "app")
     try:
@@ -141,7 +85,7 @@ def test_what_a_component_makes_in_its_namespace_dies_with_it() -> None:
             made = confined(spec, lambda: _make_and_leave(key, queue, memory)).report["value"]
             assert made["listed"] == [key] and made["shmem"] >= SEGMENT  # its own, resident and charged
             assert _host_keys(key) == []
-            assert _errno_of(lambda: sysv_ipc.mq_close(sysv_ipc.mq_open(queue))) == "ENOENT"
+            assert sysv_ipc.errno_of(lambda: sysv_ipc.mq_close(sysv_ipc.mq_open(queue))) == "ENOENT"
             deadline = time.monotonic() + 30
             while (charged := _shmem_bytes(memory)) and time.monotonic() < deadline:
                 time.sleep(0.01)
