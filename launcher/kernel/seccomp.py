@@ -53,11 +53,11 @@ class Rule:
     cmps: tuple[tuple[int, int, int, int], ...] = ()
 
 
-def _only_protocol(family: int, sock_type: int, allowed: int, call: str) -> list[Rule]:
+def _only_protocol(family: int, sock_type: int, allowed: int) -> list[Rule]:
     """Refuse (family, sock_type) sockets whose protocol is neither 0 nor `allowed`."""
     kind = _int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, sock_type)
-    rules = [Rule(call, errno.EPERM, (*kind, (2, scmp.CMP_GT, allowed, 0)))]
-    rules += [Rule(call, errno.EPERM, (*kind, _int_eq(2, proto))) for proto in range(1, allowed)]
+    rules = [Rule("socket", errno.EPERM, (*kind, (2, scmp.CMP_GT, allowed, 0)))]
+    rules += [Rule("socket", errno.EPERM, (*kind, _int_eq(2, proto))) for proto in range(1, allowed)]
     return rules
 
 
@@ -70,36 +70,42 @@ AF_MAX = 46  # AF_MCTP (45) is the last family Linux 6.x defines
 FAMILIES_ALLOWED = frozenset({AF_UNIX, AF_INET, AF_INET6, AF_NETLINK})
 
 
-def _family_rules(call: str) -> list[Rule]:
-    rules = [Rule(call, errno.EPERM, (_int_eq(0, family),))
+def _family_rules() -> list[Rule]:
+    rules = [Rule("socket", errno.EPERM, (_int_eq(0, family),))
              for family in range(AF_MAX) if family not in FAMILIES_ALLOWED]
-    rules.append(Rule(call, errno.EPERM, ((0, scmp.CMP_GE, AF_MAX, 0),)))
+    rules.append(Rule("socket", errno.EPERM, ((0, scmp.CMP_GE, AF_MAX, 0),)))
     # Netlink only as NETLINK_ROUTE (protocol 0), the component's own netns: not uevents, audit, sock_diag...
-    rules.append(Rule(call, errno.EPERM, (_int_eq(0, AF_NETLINK), (2, scmp.CMP_GT, NETLINK_ROUTE, 0))))
+    rules.append(Rule("socket", errno.EPERM, (_int_eq(0, AF_NETLINK), (2, scmp.CMP_GT, NETLINK_ROUTE, 0))))
     return rules
 
 
-def _socket_rules(deny_inet: bool, allow_udp: bool = False, call: str = "socket") -> list[Rule]:
-    """The family, type and protocol allow list for `call`: socket(), or socketpair(), which takes the same
-    (family, type, protocol) and would otherwise load a rare family's module (AF_TIPC) all the same."""
-    rules = _family_rules(call)
+def _socketpair_rules() -> list[Rule]:
+    """socketpair() takes socket()'s (family, type, protocol) and creates the family before refusing the pair
+    (loading AF_TIPC's or AF_VSOCK's module on the way). Of the families socket() allows only AF_UNIX makes
+    pairs, so it is the one left. Compared on all 64 bits: set high bits are refused too (fails closed)."""
+    return [Rule("socketpair", errno.EPERM, ((0, scmp.CMP_GT, AF_UNIX, 0),)),
+            Rule("socketpair", errno.EPERM, (_int_eq(0, 0),))]
+
+
+def _socket_rules(deny_inet: bool, allow_udp: bool = False) -> list[Rule]:
+    rules = _family_rules()
     for family in (AF_INET, AF_INET6):
         if deny_inet:
-            rules.append(Rule(call, errno.EPERM, (_int_eq(0, family),)))
+            rules.append(Rule("socket", errno.EPERM, (_int_eq(0, family),)))
             continue
         # Only TCP leaves (through the net door): every other socket type, and stream sockets whose
         # protocol is not 0/IPPROTO_TCP (SCTP, MPTCP), are refused. The egress doors (allow_udp) also
         # keep plain UDP, which their resolver needs; raw and ICMP datagram sockets stay refused.
         for sock_type in range(SOCK_TYPE_MASK + 1):
             if sock_type == SOCK_DGRAM and allow_udp:
-                rules += _only_protocol(family, SOCK_DGRAM, IPPROTO_UDP, call)
+                rules += _only_protocol(family, SOCK_DGRAM, IPPROTO_UDP)
             elif sock_type != SOCK_STREAM:
                 fam_type = (_int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, sock_type))
-                rules.append(Rule(call, errno.EPERM, fam_type))
+                rules.append(Rule("socket", errno.EPERM, fam_type))
         stream = _int_eq(0, family), (1, scmp.CMP_MASKED_EQ, SOCK_TYPE_MASK, SOCK_STREAM)
-        rules.append(Rule(call, errno.EPERM, (*stream, (2, scmp.CMP_GT, IPPROTO_TCP, 0))))
+        rules.append(Rule("socket", errno.EPERM, (*stream, (2, scmp.CMP_GT, IPPROTO_TCP, 0))))
         for proto in range(1, IPPROTO_TCP):
-            rules.append(Rule(call, errno.EPERM, (*stream, _int_eq(2, proto))))
+            rules.append(Rule("socket", errno.EPERM, (*stream, _int_eq(2, proto))))
     return rules
 
 
@@ -149,9 +155,9 @@ def deny_rules(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] 
     rules += [Rule("clone", errno.EPERM, ((0, scmp.CMP_MASKED_EQ, f, f),)) for f in _NS_FLAGS.values()]
     # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone().
     rules.append(Rule("clone3", errno.ENOSYS))
-    for call in ("socket", "socketpair"):
-        if call not in extra:  # a call denied outright needs no per-family rules
-            rules += _socket_rules(deny_inet, allow_udp, call)
+    if "socket" not in extra:  # socket() denied outright needs no per-family rules
+        rules += _socket_rules(deny_inet, allow_udp)
+    rules += [rule for rule in _socketpair_rules() if rule.syscall not in extra]
     rules += [rule for rule in _fast_open_rules() if rule.syscall not in extra]
     return tuple(rules)
 
