@@ -15,6 +15,7 @@ from dataclasses import dataclass
 CONTROLLERS = ("memory", "pids")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
 _KILL_TIMEOUT_S = 5.0
+_PIDFD_BATCH = 256  # pidfds open at once while killing: well under the launcher's fd limit
 
 
 class CgroupError(RuntimeError):
@@ -228,7 +229,8 @@ def _kill_all(path: str) -> None:
         if os.path.exists(kill_file):
             _write(kill_file, "1")
         else:
-            kill_members(path, pids)
+            for start in range(0, len(pids), _PIDFD_BATCH):
+                kill_members(path, pids[start:start + _PIDFD_BATCH])
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
 
