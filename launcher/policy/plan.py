@@ -22,9 +22,7 @@ BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env",
-    # An IPC namespace per component (tests/launcher/kernel/test_confine_ipc.py, tests/attacks).
-    "ipc",
+    "memory", "pids", "proxy_env", "ipc",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -196,8 +194,7 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
                     f"{kernel} (network namespace)", _netns)
-    yield _Spec("ipc", "own IPC namespace: no SysV object or POSIX queue of anyone else; its own die with it",
-                BOUNDARY, f"{kernel} (IPC namespace)", _root)
+    yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", _root)
     yield _Spec("landlock.fs", "files: only what this plan lists for it", BOUNDARY,
                 f"{kernel} (Landlock)", _landlock_fs("file rules"))
     yield _Spec("landlock.tcp", "TCP: binds nothing, connects only to the ports its rows need", BOUNDARY,
