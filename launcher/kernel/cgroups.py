@@ -15,6 +15,7 @@ from dataclasses import dataclass
 CONTROLLERS = ("memory", "pids")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
 _KILL_TIMEOUT_S = 5.0
+_PIDFD_BATCH = 256  # pidfds open at once while killing: well under the launcher's fd limit
 
 
 class CgroupError(RuntimeError):
@@ -182,8 +183,40 @@ def _read_pids(path: str) -> list[int]:
         return [int(p) for p in f.read().split()]
 
 
+def kill_members(path: str, pids: Iterable[int]) -> int:
+    """SIGKILL each of `pids` that is in the cgroup at `path`, through a pidfd: never a stranger. Returns
+    how many were signalled.
+
+    A pid read from cgroup.procs may have left and been reused by the time root signals it. A pidfd pins
+    one process; cgroup.procs is read again after every pidfd is open, and only a pidfd whose pid is still
+    listed is signalled. If its process was alive for that read it held the pid then, so it was the member;
+    if it has died since, the signal gets ESRCH (a pidfd never follows a reused pid).
+    """
+    pidfds: dict[int, int] = {}
+    try:
+        for pid in pids:
+            try:
+                pidfds[pid] = os.pidfd_open(pid)
+            except ProcessLookupError:
+                continue
+            except OSError as exc:
+                raise CgroupError(f"pidfd_open({pid}) from {path}/cgroup.procs failed: {exc.strerror}") from exc
+        members = set(_read_pids(path))
+        signalled = 0
+        for pid, pidfd in pidfds.items():
+            if pid in members:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                    signalled += 1
+        return signalled
+    finally:
+        for pidfd in pidfds.values():
+            os.close(pidfd)
+
+
 def _kill_all(path: str) -> None:
-    """SIGKILL every process in the cgroup until it is empty (a fork racing the kill is caught next round)."""
+    """SIGKILL every process in the cgroup until it is empty (a fork racing the kill is caught next round):
+    v2's cgroup.kill where it exists, else through verified pidfds (kill_members)."""
     deadline = time.monotonic() + _KILL_TIMEOUT_S
     kill_file = os.path.join(path, "cgroup.kill")
     delay = 0.0005
@@ -196,9 +229,8 @@ def _kill_all(path: str) -> None:
         if os.path.exists(kill_file):
             _write(kill_file, "1")
         else:
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            for start in range(0, len(pids), _PIDFD_BATCH):
+                kill_members(path, pids[start:start + _PIDFD_BATCH])
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
 

@@ -1,10 +1,10 @@
 """Confine a freshly forked child (still root) into one component, in the order DESIGN.md step 7 gives.
 
 The seccomp filter is built first (once Landlock is on, libseccomp may no longer be readable); then
-setsid → parent-death signal → netns → cgroup → private root (kernel/mountns.py) → rlimits →
-groups/gid/uid → parent-death signal again (setuid clears it) → no_new_privs, not dumpable → Landlock →
-load seccomp → close every fd outside the contract → clean environment → cwd. netns, cgroup, private
-root and Landlock are skipped when the spec has none.
+setsid → parent-death signal → netns → its own IPC namespace → cgroup → private root (kernel/mountns.py) →
+rlimits → groups/gid/uid → parent-death signal again (setuid clears it) → no_new_privs, not dumpable →
+Landlock → load seccomp → close every fd outside the contract → clean environment → cwd. netns, cgroup,
+private root and Landlock are skipped when the spec has none; the IPC namespace never is.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from launcher.kernel.landlock import LandlockRules
 # Step names in exit-code order (EXIT_CODE_BASE + index), not the order apply_confinement runs them in.
 STEPS = (
     "setsid", "pdeathsig", "netns", "cgroup", "rlimits", "ids", "no_new_privs", "landlock", "seccomp",
-    "close_fds", "environ", "cwd", "mounts",
+    "close_fds", "environ", "cwd", "mounts", "ipc",
 )
 EXIT_CODE_BASE = 200
-"""A child that fails confinement exits with EXIT_CODE_BASE + STEPS.index(step): 200 setsid … 212 mounts."""
+"""A child that fails confinement exits with EXIT_CODE_BASE + STEPS.index(step): 200 setsid … 213 ipc."""
+CLONE_NEWIPC = 0x08000000
 EXIT_PARENT_GONE = 199
 """The launcher died between fork and the parent-death signal: the child leaves without doing anything."""
 
@@ -107,6 +108,18 @@ def _setns(fd: int) -> None:
         raise ConfinementError("netns", f"setns(fd {fd}): {exc.strerror}{hint}") from exc
 
 
+def _own_ipc_namespace() -> None:
+    # Unnamed on purpose: nothing outside holds it (no bind mount, no fd), so it dies with the component's
+    # last process, and every SysV segment, queue and semaphore set and POSIX queue in it with it.
+    libc.unshare(CLONE_NEWIPC)
+
+
+def _seccomp_filter(spec: ConfinementSpec) -> seccomp.PreparedFilter:
+    tcp_bind = spec.landlock.tcp_bind if spec.landlock is not None else ()
+    deny_listen = seccomp.listen_denied(spec.seccomp_deny_inet, tcp_bind)
+    return seccomp.PreparedFilter(spec.seccomp_deny_inet, spec.seccomp_allow_udp, spec.seccomp_extra, deny_listen)
+
+
 def _rlimits(rlimits: Mapping[int, tuple[int, int]]) -> None:
     for res, (soft, hard) in rlimits.items():
         resource.setrlimit(res, (soft, hard))
@@ -147,13 +160,14 @@ def _environ(env: Mapping[str, str]) -> None:
 def apply_confinement(spec: ConfinementSpec) -> None:
     """Run every confinement step in order in this (forked, root, single-threaded) child."""
     try:  # built first: once Landlock is on, libseccomp may no longer be readable
-        prepared = seccomp.PreparedFilter(spec.seccomp_deny_inet, spec.seccomp_allow_udp, spec.seccomp_extra)
+        prepared = _seccomp_filter(spec)
     except (OSError, RuntimeError) as exc:
         raise ConfinementError("seccomp", str(exc)) from exc
     _step("setsid", os.setsid)
     _step("pdeathsig", _pdeathsig, spec.parent_pid)
     if spec.netns_fd is not None:
         _step("netns", _setns, spec.netns_fd)
+    _step("ipc", _own_ipc_namespace)
     if spec.cgroup is not None:
         _step("cgroup", spec.cgroup.join, 0)
     if spec.mount_keep is not None:

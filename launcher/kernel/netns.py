@@ -83,8 +83,21 @@ def _unshare_and_attach(name: str) -> None:
         os.close(original)
 
 
+TCP_FASTOPEN_SYSCTL = "/proc/sys/net/ipv4/tcp_fastopen"  # IPv6 sockets obey it too
+
+
+def fast_open_off() -> None:
+    """net.ipv4.tcp_fastopen=0 in the calling thread's netns (/proc/sys/net is the opener's namespace).
+
+    Fast Open's connect (sendto with MSG_FASTOPEN) passes no Landlock check on ABI <= 7; seccomp refuses the
+    flag, and with the sysctl at 0 the kernel itself answers EOPNOTSUPP.
+    """
+    with open(TCP_FASTOPEN_SYSCTL, "w") as f:
+        f.write("0")
+
+
 def create_netns(name: str, loopback_up: bool) -> None:
-    """Make netns `name` with nothing in it but `lo`, which is brought up only when asked."""
+    """Make netns `name` with nothing in it but `lo` (brought up only when asked), TCP Fast Open off."""
     path = _path(name)
     if os.path.lexists(path):
         raise NetnsError(f"netns {name} already exists: remove it (sharness-launch gc) first")
@@ -92,11 +105,16 @@ def create_netns(name: str, loopback_up: bool) -> None:
         _unshare_and_attach(name)
     except OSError as exc:
         raise NetnsError(f"netns {name} could not be created: {exc}") from exc
-    if loopback_up:
-        # The netlink socket is opened inside the namespace, so it configures that namespace's lo.
-        with entered(name), IPRoute() as ipr:
-            (index,) = ipr.link_lookup(ifname="lo")
-            ipr.link("set", index=index, state="up")
+    with entered(name):
+        try:
+            fast_open_off()
+        except OSError as exc:
+            raise NetnsError(f"netns {name}: {TCP_FASTOPEN_SYSCTL} could not be set to 0: {exc}") from exc
+        if loopback_up:
+            # The netlink socket is opened inside the namespace, so it configures that namespace's lo.
+            with IPRoute() as ipr:
+                (index,) = ipr.link_lookup(ifname="lo")
+                ipr.link("set", index=index, state="up")
 
 
 def delete_netns(name: str) -> None:

@@ -39,6 +39,7 @@ DENIED_SYSCALLS = (
     "kexec_load", "kexec_file_load", "open_by_handle_at", "name_to_handle_at",
     "init_module", "finit_module", "delete_module", "swapon", "swapoff", "reboot", "acct",
     "iopl", "ioperm", "lookup_dcookie", "kcmp",
+    "memfd_secret",  # memory even the kernel's direct map no longer holds: nothing here needs it
 )
 """Denied outright, whatever their arguments (a name this architecture lacks is skipped)."""
 
@@ -78,6 +79,14 @@ def _family_rules() -> list[Rule]:
     return rules
 
 
+def _socketpair_rules() -> list[Rule]:
+    """socketpair() takes socket()'s (family, type, protocol) and creates the family before refusing the pair
+    (loading AF_TIPC's or AF_VSOCK's module on the way). Of the families socket() allows only AF_UNIX makes
+    pairs, so it is the one left. Compared on all 64 bits: set high bits are refused too (fails closed)."""
+    return [Rule("socketpair", errno.EPERM, ((0, scmp.CMP_GT, AF_UNIX, 0),)),
+            Rule("socketpair", errno.EPERM, (_int_eq(0, 0),))]
+
+
 def _socket_rules(deny_inet: bool, allow_udp: bool = False) -> list[Rule]:
     rules = _family_rules()
     for family in (AF_INET, AF_INET6):
@@ -100,6 +109,34 @@ def _socket_rules(deny_inet: bool, allow_udp: bool = False) -> list[Rule]:
     return rules
 
 
+MSG_FASTOPEN = 0x20000000
+# TCP_FASTOPEN (a listener's queue), _CONNECT (connect later sends SYN+data), _KEY, _NO_COOKIE.
+TCP_FASTOPEN_OPTIONS = (23, 30, 33, 34)
+# The flags argument of each send call that can carry MSG_FASTOPEN.
+_SEND_FLAGS_ARG = {"sendto": 3, "sendmsg": 2, "sendmmsg": 3}
+
+
+def _fast_open_rules() -> list[Rule]:
+    """TCP Fast Open in every form. sendto/sendmsg(MSG_FASTOPEN) on an unconnected socket connects without
+    Landlock's connect check (ABI <= 7 hooks connect() only); the launcher's netns also turn it off."""
+    fast_open = MSG_FASTOPEN, MSG_FASTOPEN
+    rules = [Rule(call, errno.EPERM, ((arg, scmp.CMP_MASKED_EQ, *fast_open),))
+             for call, arg in _SEND_FLAGS_ARG.items()]
+    rules += [Rule("setsockopt", errno.EPERM, (_int_eq(1, IPPROTO_TCP), _int_eq(2, option)))
+              for option in TCP_FASTOPEN_OPTIONS]
+    return rules
+
+
+def listen_denied(deny_inet: bool, tcp_bind: tuple[int, ...]) -> bool:
+    """Whether listen() is refused (pure): where TCP sockets may be made but no port may be bound.
+
+    listen() on an unbound TCP socket binds an ephemeral port without Landlock's bind check (ABI <= 7), and
+    seccomp cannot tell a TCP fd from a Unix one, so such a component cannot listen at all; doors get their
+    listeners from the launcher by fd. A component with no inet sockets keeps listen() for Unix sockets.
+    """
+    return not deny_inet and not tcp_bind
+
+
 # The fs door runs as the workspace owner's uid: it may not reach the owner's Unix sockets (ssh-agent, D-Bus)
 # nor change metadata of the owner's files by path, which Landlock does not fence (docs/decisions/fs.md).
 FS_DOOR_EXTRA = (
@@ -109,14 +146,19 @@ FS_DOOR_EXTRA = (
 )
 
 
-def deny_rules(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> tuple[Rule, ...]:
-    """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, sockets, and `extra`."""
-    rules = [Rule(name, errno.EPERM) for name in (*DENIED_SYSCALLS, *extra)]
+def deny_rules(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = (),
+               deny_listen: bool = False) -> tuple[Rule, ...]:
+    """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, sockets, Fast Open,
+    `extra`, and listen() when `deny_listen`."""
+    outright = (*DENIED_SYSCALLS, *extra, *(("listen",) if deny_listen and "listen" not in extra else ()))
+    rules = [Rule(name, errno.EPERM) for name in outright]
     rules += [Rule("clone", errno.EPERM, ((0, scmp.CMP_MASKED_EQ, f, f),)) for f in _NS_FLAGS.values()]
     # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone().
     rules.append(Rule("clone3", errno.ENOSYS))
     if "socket" not in extra:  # socket() denied outright needs no per-family rules
         rules += _socket_rules(deny_inet, allow_udp)
+    rules += [rule for rule in _socketpair_rules() if rule.syscall not in extra]
+    rules += [rule for rule in _fast_open_rules() if rule.syscall not in extra]
     return tuple(rules)
 
 
@@ -127,12 +169,13 @@ class SeccompError(RuntimeError):
 class PreparedFilter:
     """A built, not yet loaded, filter: build it before Landlock hides libseccomp, load it after."""
 
-    def __init__(self, deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> None:
+    def __init__(self, deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = (),
+                 deny_listen: bool = False) -> None:
         self._filter = scmp.Filter(scmp.ACT_ALLOW)
         self.denied: list[str] = []
         try:
             self._filter.set_badarch(scmp.ACT_KILL_PROCESS)
-            for rule in deny_rules(deny_inet, allow_udp, extra):
+            for rule in deny_rules(deny_inet, allow_udp, extra, deny_listen):
                 added = self._filter.add(scmp.act_errno(rule.errno), rule.syscall, rule.cmps)
                 if added and rule.syscall not in self.denied:
                     self.denied.append(rule.syscall)
@@ -155,13 +198,14 @@ class PreparedFilter:
         return list(self.denied)
 
 
-def denied_syscalls(deny_inet: bool) -> list[str]:
+def denied_syscalls(deny_inet: bool, deny_listen: bool = False) -> list[str]:
     """The syscalls the filter would restrict on this architecture (for reports), without loading it."""
-    prepared = PreparedFilter(deny_inet)
+    prepared = PreparedFilter(deny_inet, deny_listen=deny_listen)
     prepared.release()
     return list(prepared.denied)
 
 
-def apply_seccomp(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
+def apply_seccomp(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = (),
+                  deny_listen: bool = False) -> list[str]:
     """Build and load the deny filter on the calling thread; return the syscalls it restricts."""
-    return PreparedFilter(deny_inet, allow_udp, extra).load()
+    return PreparedFilter(deny_inet, allow_udp, extra, deny_listen).load()

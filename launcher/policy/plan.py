@@ -22,7 +22,7 @@ BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env",
+    "memory", "pids", "proxy_env", "ipc",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -194,13 +194,15 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
                     f"{kernel} (network namespace)", _netns)
+    yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", _root)
     yield _Spec("landlock.fs", "files: only what this plan lists for it", BOUNDARY,
                 f"{kernel} (Landlock)", _landlock_fs("file rules"))
     yield _Spec("landlock.tcp", "TCP: binds nothing, connects only to the ports its rows need", BOUNDARY,
                 f"{kernel} (Landlock)", _landlock_tcp)
     yield _Spec("landlock.scope", "cannot signal, or reach abstract sockets of, processes outside it",
                 BOUNDARY, f"{kernel} (Landlock scoping)", _landlock_scoping)
-    yield _Spec("seccomp", "denied: ptrace, process_vm_*, io_uring, bpf, perf, keyctl, mount, unshare, ...",
+    yield _Spec("seccomp", "denied: ptrace, process_vm_*, io_uring, bpf, perf, keyctl, mount, unshare, TCP Fast "
+                "Open, memfd_secret, rare socket families, listen() without a bind row where TCP is allowed, ...",
                 BOUNDARY, f"{kernel} (seccomp)", _seccomp)
     yield _Spec("no_new_privs", "can never gain privileges (setuid binaries, file capabilities)", BOUNDARY,
                 f"{kernel} (no_new_privs)", _always)

@@ -137,3 +137,59 @@ def test_delete_is_idempotent() -> None:
             cgroups.delete_cgroup(path)
             cgroups.delete_cgroup(path)
             assert not os.path.exists(path)
+
+
+def _sleeper() -> int:
+    """A forked child that waits to be killed (the caller reaps it)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            close_fds_except(())
+            signal.pause()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def _alive(pid: int) -> bool:
+    return os.waitpid(pid, os.WNOHANG) == (0, 0)
+
+
+def _stranger_with_pid(pid: int, attempts: int = 2000) -> int | None:
+    """Fork a sleeper that gets exactly `pid` (root: ns_last_pid), retrying when another process takes it."""
+    for _ in range(attempts):
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(pid - 1))
+        child = _sleeper()
+        if child == pid:
+            return child
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    return None
+
+
+@pytest.mark.root
+def test_a_pid_that_left_the_cgroup_and_was_reused_is_not_signalled() -> None:
+    """The pid is read from cgroup.procs, its process dies, a process outside the cgroup gets the same pid
+    (for real, through ns_last_pid), then the kill runs: the stranger lives. A plain kill(pid) kills it."""
+    with session_cgroup("app", 64 << 20, 8) as handle:
+        pids_path = next(p for p in handle.paths if "pids" in p)
+        victim = _sleeper()
+        handle.join(victim)
+        read_before = [int(p) for p in _read(pids_path, "cgroup.procs").split()]
+        assert read_before == [victim]
+        os.kill(victim, signal.SIGKILL)
+        os.waitpid(victim, 0)
+        stranger = _stranger_with_pid(victim)
+        assert stranger is not None, f"pid {victim} was never handed out again"
+        try:
+            assert cgroups.kill_members(pids_path, read_before) == 0
+            assert _alive(stranger)
+            member = _sleeper()
+            handle.join(member)
+            assert cgroups.kill_members(pids_path, [stranger, member]) == 1  # the member only
+            assert os.waitpid(member, 0)[1] == signal.SIGKILL and _alive(stranger)
+        finally:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(stranger, signal.SIGKILL)
+                os.waitpid(stranger, 0)

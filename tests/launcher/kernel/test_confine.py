@@ -15,9 +15,9 @@ import time
 from dataclasses import replace
 
 import pytest
-from kernel_child import confined, confined_raw, make_spec, run_child, scratch_dir, scratch_user
+from kernel_child import confined, confined_raw, make_spec, rules, run_child, scratch_dir, scratch_user
 
-from launcher.kernel import netns
+from launcher.kernel import landlock, netns
 from launcher.kernel._sys import libc
 from launcher.kernel.confine import (
     EXIT_CODE_BASE,
@@ -28,6 +28,7 @@ from launcher.kernel.confine import (
     place_fds,
     step_of_exit_code,
 )
+from launcher.kernel.probe import landlock_abi
 
 PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS = 3, 39
 
@@ -245,3 +246,36 @@ def test_threads_and_subprocesses_still_start_under_the_filter() -> None:
 
     with scratch_user() as user:
         assert confined(make_spec(user, seccomp_deny_inet=True), start_both).report == {"value": [1, 0]}
+
+
+def _listen(family: int) -> int:
+    """listen() on an unbound socket: TCP binds an ephemeral port itself; an abstract Unix name for Unix."""
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        if family == socket.AF_UNIX:
+            sock.bind("\0sh-test-listen-" + secrets.token_hex(4))
+        sock.listen(1)
+    return 0
+
+
+@pytest.mark.root
+def test_listen_is_refused_where_tcp_may_be_made_but_no_port_bound() -> None:
+    """Landlock alone (bind handled, no port granted) refuses bind(port 0) but lets listen() bind one itself:
+    the ABI 7 gap. Confined with TCP allowed, seccomp refuses listen() (EPERM); without inet sockets, or
+    with a bind row, listen() stays (a Unix server, a granted port)."""
+    abi = landlock_abi()
+    no_bind = rules(read=("/",), tcp_connect=(3128,))
+
+    def landlock_only(_fd: int) -> None:
+        libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
+        landlock.apply_landlock(no_bind, abi)
+
+    assert run_child(landlock_only, lambda: _listen(socket.AF_INET)).report == {"value": 0}
+    with scratch_user() as user:
+        tcp = make_spec(user, seccomp_deny_inet=False, landlock=no_bind)
+        assert confined(tcp, lambda: _listen(socket.AF_INET)).errno == errno.EPERM
+        assert confined(tcp, lambda: _listen(socket.AF_INET6)).errno == errno.EPERM
+        assert confined(tcp, lambda: _listen(socket.AF_UNIX)).errno == errno.EPERM  # seccomp cannot tell them apart
+        unix_only = make_spec(user, seccomp_deny_inet=True, landlock=no_bind)
+        assert confined(unix_only, lambda: _listen(socket.AF_UNIX)).report == {"value": 0}
+        bind_row = make_spec(user, seccomp_deny_inet=False, landlock=rules(read=("/",), tcp_bind=(8080,)))
+        assert confined(bind_row, lambda: _listen(socket.AF_INET)).report == {"value": 0}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import socket
@@ -47,3 +48,30 @@ def test_lifecycle_loopback_and_listener() -> None:
         netns.delete_netns(empty)
     assert not os.path.exists(f"/run/netns/{up}") and not os.path.exists(f"/run/netns/{empty}")
     netns.delete_netns(up)  # idempotent
+
+
+def _fast_open_sysctl() -> str:
+    with open(netns.TCP_FASTOPEN_SYSCTL) as f:
+        return f.read().strip()
+
+
+@pytest.mark.root
+def test_fast_open_is_off_in_the_namespaces_the_launcher_makes() -> None:
+    """tcp_fastopen=0 inside, the host's left as it was; a Fast Open connect there gets the kernel's
+    EOPNOTSUPP (to a listener plain connect reaches), the layer behind seccomp's refusal of the flag."""
+    name = f"sh-test-{secrets.token_hex(3)}"
+    host_value = _fast_open_sysctl()
+    try:
+        netns.create_netns(name, loopback_up=True)
+        with netns.entered(name):
+            assert _fast_open_sysctl() == "0"
+        assert _fast_open_sysctl() == host_value
+        listener = netns.tcp_listener_in_netns(name, "127.0.0.1", 0)
+        with listener, netns.entered(name):
+            with socket.create_connection(listener.getsockname(), timeout=5):
+                pass
+            with socket.socket() as sock, pytest.raises(OSError) as refused:
+                sock.sendto(b"x", socket.MSG_FASTOPEN, listener.getsockname())
+            assert refused.value.errno == errno.EOPNOTSUPP
+    finally:
+        netns.delete_netns(name)

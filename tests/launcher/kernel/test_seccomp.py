@@ -14,7 +14,19 @@ from kernel_child import confined, make_spec, run_child, scratch_user
 
 from launcher.kernel._sys import libc, libseccomp
 from launcher.kernel._sys.libseccomp import CMP_MASKED_EQ
-from launcher.kernel.seccomp import AF_INET, AF_INET6, DENIED_SYSCALLS, apply_seccomp, denied_syscalls, deny_rules
+from launcher.kernel.seccomp import (
+    AF_INET,
+    AF_INET6,
+    AF_MAX,
+    DENIED_SYSCALLS,
+    MSG_FASTOPEN,
+    TCP_FASTOPEN_OPTIONS,
+    Rule,
+    apply_seccomp,
+    denied_syscalls,
+    deny_rules,
+    listen_denied,
+)
 
 CLONE_NEWUSER = 0x10000000
 AF_PACKET = 17
@@ -32,12 +44,12 @@ def sys_call(name: str, *args: int) -> int:
     return result
 
 
-def seccomp_only(deny_inet: bool, allow_udp: bool = False) -> Callable[[int], None]:
+def seccomp_only(deny_inet: bool, allow_udp: bool = False, deny_listen: bool = False) -> Callable[[int], None]:
     """A setup that stays root and loads only the filter: proves the errno is seccomp's, not a lack of caps."""
 
     def setup(_wfd: int) -> None:
         libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
-        apply_seccomp(deny_inet, allow_udp)
+        apply_seccomp(deny_inet, allow_udp, deny_listen=deny_listen)
 
     return setup
 
@@ -211,6 +223,138 @@ def test_x32_and_foreign_arch_syscalls_kill_the_process() -> None:
 
 
 def test_denied_syscalls_reports_what_this_architecture_resolves() -> None:
+    conditional = ("clone", "clone3", "socket", "socketpair", "sendto", "sendmsg", "sendmmsg", "setsockopt")
     reported = denied_syscalls(True)
-    assert {"clone", "clone3", "socket"} <= set(reported)
-    assert set(reported) == {name for name in (*DENIED_SYSCALLS, "clone", "clone3", "socket") if nr(name) >= 0}
+    assert {"clone", "clone3", "socket", "memfd_secret"} <= set(reported) and "listen" not in reported
+    assert set(reported) == {name for name in (*DENIED_SYSCALLS, *conditional) if nr(name) >= 0}
+    assert set(denied_syscalls(False, deny_listen=True)) == {*reported, "listen"}
+
+
+# --- what Landlock ABI 7 leaves open: Fast Open, listen()'s implicit bind, socketpair, memfd_secret -----
+
+
+def _matches(cmp: tuple[int, int, int, int], args: tuple[int, ...]) -> bool:
+    """One libseccomp comparison on 64-bit arguments (the ops the filter uses)."""
+    arg, op, a, b = cmp
+    value = args[arg] & (2**64 - 1)
+    return {CMP_MASKED_EQ: value & a == b, libseccomp.CMP_GT: value > a, libseccomp.CMP_GE: value >= a,
+            libseccomp.CMP_EQ: value == a}[op]
+
+
+def _refused(rules: tuple[Rule, ...], syscall: str, args: tuple[int, ...]) -> bool:
+    return any(r.syscall == syscall and all(_matches(c, args) for c in r.cmps) for r in rules)
+
+
+@pytest.mark.parametrize("extra", [(), ("socket",)])  # the fs door denies socket() outright
+@pytest.mark.parametrize("deny_inet", [True, False])
+def test_socketpair_pairs_only_unix_sockets(deny_inet: bool, extra: tuple[str, ...]) -> None:
+    """socket()'s allow list narrowed to the one listed family the kernel pairs; high bits fail closed."""
+    rules = deny_rules(deny_inet, extra=extra)
+    for family in range(AF_MAX + 2):
+        assert _refused(rules, "socketpair", (family, socket.SOCK_STREAM, 0)) is (family != socket.AF_UNIX)
+    for family in ((1 << 32) | socket.AF_UNIX, -1, (1 << 32) | 40):
+        assert _refused(rules, "socketpair", (family, socket.SOCK_STREAM, 0))
+    assert not _refused(rules, "socketpair", (socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC, 0))
+
+
+def test_fast_open_is_refused_by_its_flag_and_its_socket_options() -> None:
+    rules = [r for r in deny_rules(False) if r.syscall in ("sendto", "sendmsg", "sendmmsg", "setsockopt")]
+    flags = {r.syscall: r.cmps for r in rules if r.syscall != "setsockopt"}
+    assert flags == {"sendto": ((3, CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN),),
+                     "sendmsg": ((2, CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN),),
+                     "sendmmsg": ((3, CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN),)}
+    options = {r.cmps[1][3] for r in rules if r.syscall == "setsockopt"}
+    assert options == set(TCP_FASTOPEN_OPTIONS) and all(r.cmps[0][3] == socket.IPPROTO_TCP for r in rules
+                                                       if r.syscall == "setsockopt")
+
+
+@pytest.mark.parametrize(("deny_inet", "tcp_bind", "denied"), [
+    (False, (), True),  # TCP may be made, no port may be bound: the app or shell with the net edge, net, model
+    (True, (), False),  # no inet socket at all: listen() can only be on a Unix socket
+    (False, (8080,), False),  # a bind row: Landlock checks the explicit bind, listen() stays
+])
+def test_listen_is_denied_where_tcp_may_be_made_but_not_bound(deny_inet: bool, tcp_bind: tuple[int, ...],
+                                                              denied: bool) -> None:
+    assert listen_denied(deny_inet, tcp_bind) is denied
+    assert any(r.syscall == "listen" for r in deny_rules(deny_inet, deny_listen=denied)) is denied
+
+
+def _tcp_listener() -> socket.socket:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    return listener
+
+
+def _fast_open_sendto(address: tuple[str, int]) -> int:
+    with socket.socket() as sock:
+        return sock.sendto(b"x", socket.MSG_FASTOPEN, address)
+
+
+def _fast_open_sendmsg(address: tuple[str, int]) -> int:
+    with socket.socket() as sock:
+        return sock.sendmsg([b"x"], [], socket.MSG_FASTOPEN, address)
+
+
+def _fast_open_connect_option() -> int:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, TCP_FASTOPEN_OPTIONS[1], 1)
+    return 0
+
+
+@pytest.mark.root
+def test_fast_open_is_refused_by_the_filter_and_plain_sends_still_work() -> None:
+    """Without the filter each call connects (or sets its option); with it EPERM, even as root."""
+    with _tcp_listener() as listener:
+        address = listener.getsockname()
+        for call in (partial(_fast_open_sendto, address), partial(_fast_open_sendmsg, address),
+                     _fast_open_connect_option):
+            assert "errno" not in run_child(nothing, call).report
+            assert run_child(seccomp_only(False), call).errno == errno.EPERM
+        # sendmmsg's flags are its fourth argument; an empty vector with the flag is refused before the kernel.
+        assert run_child(seccomp_only(False), lambda: sys_call("sendmmsg", 0, 0, 0, MSG_FASTOPEN)).errno == errno.EPERM
+
+        def plain() -> int:
+            with socket.create_connection(address) as sock:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                return sock.sendto(b"x", 0, address) + sock.sendmsg([b"y"])
+
+        assert run_child(seccomp_only(False), plain).report == {"value": 2}
+
+
+@pytest.mark.root
+def test_socketpair_of_a_family_off_the_list_is_refused_by_the_filter() -> None:
+    """The kernel alone refuses a pair of these too, but only after creating the family (and loading its module,
+    AF_TIPC's or AF_VSOCK's, if it can: so the control runs only for built-in families); the filter says
+    EPERM before. AF_UNIX pairs still work (trio's wake-up pair)."""
+    def pair(family: int) -> int:
+        socket.socketpair(family, socket.SOCK_STREAM)
+        return 0
+
+    for family in (AF_PACKET, socket.AF_INET):
+        control = run_child(nothing, partial(pair, family))
+        assert control.errno not in (None, errno.EPERM), (family, control.report)
+    for family in (40, 30, AF_PACKET, 31, socket.AF_INET):  # VSOCK, TIPC, PACKET, BLUETOOTH, INET
+        assert run_child(seccomp_only(False), partial(pair, family)).errno == errno.EPERM, family
+    assert run_child(seccomp_only(True), partial(pair, socket.AF_UNIX)).report == {"value": 0}
+
+
+@pytest.mark.root
+def test_memfd_secret_is_refused_where_the_kernel_would_grant_it() -> None:
+    control = run_child(nothing, lambda: sys_call("memfd_secret", 0))
+    assert "value" in control.report or control.errno == errno.ENOSYS, control.report
+    assert run_child(seccomp_only(True), lambda: sys_call("memfd_secret", 0)).errno == errno.EPERM
+
+
+@pytest.mark.root
+def test_listen_is_refused_only_when_asked() -> None:
+    def listen(family: int) -> int:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            if family == socket.AF_UNIX:
+                sock.bind("\0sh-test-listen-" + os.urandom(4).hex())
+            sock.listen(1)
+        return 0
+
+    for family in (socket.AF_INET, socket.AF_UNIX):
+        assert run_child(seccomp_only(False), partial(listen, family)).report == {"value": 0}
+        assert run_child(seccomp_only(False, deny_listen=True), partial(listen, family)).errno == errno.EPERM

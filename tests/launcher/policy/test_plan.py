@@ -12,8 +12,8 @@ from launcher.kernel.probe_facts import FULL_KERNEL, KernelFacts
 from launcher.policy import plan as plan_module
 from launcher.policy.plan import BOUNDARY, IMPLEMENTED_ROWS, SETTING, build_plan, render_plan
 
-CONFINEMENT = ("uid", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs", "memory", "pids",
-               "edges")
+CONFINEMENT = ("uid", "ipc", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs", "memory",
+               "pids", "edges")
 NOTHING = KernelFacts(landlock_abi=0, netns=False, seccomp_filter=False, openat2=False, cgroup_memory=None,
                       cgroup_pids=None, is_root=False)
 
