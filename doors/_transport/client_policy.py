@@ -265,7 +265,7 @@ class ClientPolicy:
 
     def _finish(self, response: ClientResponse) -> Finish:
         assert self._http is not None
-        keep = not response.will_close and self._http.next_cycle()
+        keep = self._http.next_cycle()  # False after `Connection: close` too
         read_session = self.resume and not self._session_read
         self._session_read = self._session_read or read_session
         if not keep:
