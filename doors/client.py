@@ -42,7 +42,6 @@ from doors._transport.client_policy import (
     Finish,
     Headers,
     Probe,
-    Raise,
     Receive,
     Send,
 )
@@ -154,34 +153,37 @@ class DoorClient:
                 headers: Headers = ()) -> ClientResponse:
         """Send a request (JSON or bytes body) and return the response; refusals raise DoorRefused."""
         payload, content_headers = encode_body(json, body)
-        step = self._policy.begin(method, path, payload, content_headers + headers)
         try:
-            while not isinstance(step, Finish):
-                step = self._perform(step)
-            if step.read_session:
+            finish = self._drive(self._policy.begin(method, path, payload, content_headers + headers))
+            if finish.read_session:
                 self._policy.keep_session(self._held().sock.session)
-            if step.close:
+            if finish.close:
                 self._close_connection()
         except BaseException:
             self.close()
             raise
-        return step.response
+        return finish.response
 
-    def _perform(self, step: Action) -> Action:
-        if isinstance(step, (Receive, Send)):
-            return self._transfer(self._held(), step)
-        if isinstance(step, Probe):
-            return self._policy.probed(self._held().readable_while_idle())
-        if isinstance(step, Connect):
-            self._close_connection()
-            outcome = _handshake(self.dial, step.tls_session, self.timeout_s)
-            if isinstance(outcome, Failure):
-                return self._policy.failed(outcome)
-            self._conn = outcome
-            return self._policy.connected(outcome.sock.getpeercert(binary_form=True), utc_now())
-        if isinstance(step, Raise):
-            raise step.error
-        raise RuntimeError(f"client policy: no I/O for {step!r}")
+    def _drive(self, step: Action) -> Finish:
+        """Do the I/O each action names, reporting back, until the policy finishes or raises."""
+        while not isinstance(step, Finish):
+            if isinstance(step, (Receive, Send)):
+                step = self._transfer(self._held(), step)
+            elif isinstance(step, Probe):
+                step = self._policy.probed(self._held().readable_while_idle())
+            elif isinstance(step, Connect):
+                step = self._connect(step.tls_session)
+            else:  # Raise
+                raise step.error
+        return step
+
+    def _connect(self, tls_session: TlsSession | None) -> Action:
+        self._close_connection()
+        outcome = _handshake(self.dial, tls_session, self.timeout_s)
+        if isinstance(outcome, Failure):
+            return self._policy.failed(outcome)
+        self._conn = outcome
+        return self._policy.connected(outcome.sock.getpeercert(binary_form=True), utc_now())
 
     def _transfer(self, conn: _Connection, step: Receive | Send) -> Action:
         try:

@@ -25,7 +25,6 @@ from doors._transport.client_policy import (
     Finish,
     Headers,
     Probe,
-    Raise,
     Receive,
     Send,
     door_refusal,
@@ -153,38 +152,41 @@ class AsyncDoorClient:
         """Send a request (JSON or bytes body) and return the response; refusals raise DoorRefused."""
         payload, content_headers = encode_body(json, body)
         with trio.fail_after(self.timeout_s):
-            step = self._policy.begin(method, path, payload, content_headers + headers)
             try:
-                while not isinstance(step, Finish):
-                    step = await self._perform(step)
-                if step.read_session:
+                finish = await self._drive(self._policy.begin(method, path, payload, content_headers + headers))
+                if finish.read_session:
                     self._policy.keep_session(self._held().ssl_object.session)
-                if step.close:
+                if finish.close:
                     await self._close_connection()
             except BaseException:
                 await self.aclose()
                 raise
-        return step.response
+        return finish.response
 
-    async def _perform(self, step: Action) -> Action:
-        if isinstance(step, Receive):
-            data = await _receive(self._held())
-            return self._policy.failed(data) if isinstance(data, Failure) else self._policy.received(data)
-        if isinstance(step, Send):
-            await _send(self._held(), step.data)
-            return self._policy.sent()
-        if isinstance(step, Probe):
-            return self._policy.probed(readable_while_idle(self._held()))
-        if isinstance(step, Connect):
-            await self._close_connection()
-            outcome = await _handshake(self.dial, step.tls_session)
-            if isinstance(outcome, Failure):
-                return self._policy.failed(outcome)
-            self._tls = outcome
-            return self._policy.connected(outcome.peer_der(), utc_now())
-        if isinstance(step, Raise):
-            raise step.error
-        raise RuntimeError(f"client policy: no I/O for {step!r}")
+    async def _drive(self, step: Action) -> Finish:
+        """Do the I/O each action names, reporting back, until the policy finishes or raises."""
+        while not isinstance(step, Finish):
+            if isinstance(step, Receive):
+                data = await _receive(self._held())
+                step = self._policy.failed(data) if isinstance(data, Failure) else self._policy.received(data)
+            elif isinstance(step, Send):
+                await _send(self._held(), step.data)
+                step = self._policy.sent()
+            elif isinstance(step, Probe):
+                step = self._policy.probed(readable_while_idle(self._held()))
+            elif isinstance(step, Connect):
+                step = await self._connect(step.tls_session)
+            else:  # Raise
+                raise step.error
+        return step
+
+    async def _connect(self, tls_session: TlsSession | None) -> Action:
+        await self._close_connection()
+        outcome = await _handshake(self.dial, tls_session)
+        if isinstance(outcome, Failure):
+            return self._policy.failed(outcome)
+        self._tls = outcome
+        return self._policy.connected(outcome.peer_der(), utc_now())
 
     def _held(self) -> TlsStream:
         if self._tls is None:
