@@ -116,10 +116,8 @@ def _fresh_sync(files: SessionFiles, address: str, count: int) -> list[float]:
 
 def _warm_sync(files: SessionFiles, address: str, count: int) -> list[float]:
     """The app's blocking DoorClient: GET /v0/hello again and again on its kept-alive connection."""
-    ctx = client_context_from_file(files.pki.bundle_pem(), files.client.cert)
     samples: list[float] = []
-    with DoorClient(files.server_role, _address(address), "", "", files.pki.trust_domain, files.pki.session_id,
-                    client_role=files.client_role, ctx=ctx) as client:
+    with DoorClient(_dial(files, address)) as client:
         for _ in range(count):
             start = time.perf_counter_ns()
             client.request("GET", HELLO)

@@ -101,15 +101,15 @@ def _start_door(kit: DoorKit, how: str, contract_of: Callable[[int, int, int], A
 def _one_door(kit: DoorKit, how: str) -> dict[str, float]:
     """One door by `how`: ms to ready and to its first hello answered; its PSS and the PSS it added (kB)."""
     from doors._contract import DoorContract
-    from doors.client import DoorClient
+    from doors.client import Dial, DoorClient
 
     def contract_of(status_fd: int, svid_fd: int, listen_fd: int) -> DoorContract:
         return DoorContract(role="keys", session_id=kit.pki.session_id, trust_domain=kit.pki.trust_domain,
                             edges=(("net", "keys"),), bundle_pem=kit.pki.bundle_pem().decode(),
                             listen_fds={"door": listen_fd}, status_fd=status_fd, svid_fd=svid_fd)
 
-    client = DoorClient("keys", os.path.join(kit.directory, f"door{kit.started}.sock"), "", "",
-                        kit.pki.trust_domain, kit.pki.session_id, client_role="net", ctx=kit.ctx)
+    client = DoorClient(Dial("keys", os.path.join(kit.directory, f"door{kit.started}.sock"), kit.ctx,
+                             kit.pki.trust_domain, kit.pki.session_id, "net"))
     before = read_pss(os.getpid())
     start = time.perf_counter()
     pid, status = _start_door(kit, how, contract_of)

@@ -81,8 +81,8 @@ class _DoorProcess:
             if time.monotonic() > deadline or self.process.poll() is not None:
                 raise RuntimeError("the bench's fs door did not start")
             time.sleep(0.02)
-        self.client = DoorClient("fs", socket_path, app_svid, bundle, pki.trust_domain, pki.session_id,
-                                 client_role="app", timeout_s=300)
+        self.client = DoorClient.from_files("fs", socket_path, app_svid, bundle, pki.trust_domain,
+                                            pki.session_id, client_role="app", timeout_s=300)
 
     def close(self) -> None:
         self.client.close()

@@ -43,8 +43,8 @@ class DoorProcess:
         bundle = os.path.join(self.directory, "bundle.pem")
         with open(bundle, "wb") as out:
             out.write(self.pki.bundle_pem())
-        return DoorClient("fs", self.socket_path, svid, bundle, self.pki.trust_domain, self.pki.session_id,
-                          client_role=as_role)
+        return DoorClient.from_files("fs", self.socket_path, svid, bundle, self.pki.trust_domain,
+                                     self.pki.session_id, client_role=as_role)
 
 
 def _memfd(data: bytes) -> int:
