@@ -155,6 +155,7 @@ class SessionBuilder:
             deliveries[role] = MemfdDelivery(fd)
         app_dir = self.layout.private_dir("app")
         app_ids = self.resources.uids["app"], self.resources.gids["app"]
+        self.journal.record("svid", f"{app_dir}/{APP_SVID}")  # removed first at teardown, before any tree
         deliveries["app"] = FileDelivery(f"{app_dir}/{APP_SVID}", *app_ids)
         session = self.manifest.session
         minted = mint_session(session.trust_domain, self.layout.sid, self.manifest.roles, session.ttl_s, deliveries)
