@@ -111,7 +111,9 @@ class SessionBuilder:
             self.journal.record("user", name)
         for name in group_members:
             self.journal.record("group", name)
-        ids = users.create_accounts(list(user_names.values()), group_members)
+        # The workspace owner's ids are never a component's (the fs door runs as them, the app must not).
+        avoid = (self.fs_owner.uid, self.fs_owner.gid) if self.fs_owner is not None else ()
+        ids = users.create_accounts(list(user_names.values()), group_members, avoid)
         for role, name in user_names.items():
             self.resources.uids[role] = ids[name]
             self.resources.gids[role] = ids[name]  # each user's own group has the same id

@@ -168,7 +168,8 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         yield _Spec("uid", "runs as the workspace owner (never root, never the app's uid), fenced by Landlock and "
                     "seccomp", BOUNDARY, f"{kernel} (credentials)", _root)
     else:
-        yield _Spec("uid", f"runs as its own user sh-<sid>-{role}", BOUNDARY, f"{kernel} (credentials)", _root)
+        yield _Spec("uid", f"runs as its own user sh-<sid>-{role}, under an id no recent session had and nothing "
+                    "holds", BOUNDARY, f"{kernel} (credentials)", _root)
     if role in _OWN_NETNS:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
