@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launcher.kernel.probe_facts import KernelFacts
-from launcher.manifest import Manifest
+from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 
 BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
@@ -25,6 +25,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # Issue #5: the fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
     "fs.within_root", "fs.read_only", "fs.append_only", "fs.hidden", "fs.exec", "fs.refuse_secrets",
     "fs.no_symlinks", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files",
+    # Issue #10: bodies in flight count (tests/doors/fs/test_uploads.py, tests/attacks/test_fs_uploads.py).
+    "fs.max_concurrent_uploads",
     # Issue #6: the net door (tests/doors/net, tests/integration/test_net_session.py).
     "net.allow", "net.sni", "net.addresses", "net.ip_literals",
 })
@@ -214,9 +216,13 @@ def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
         yield _Spec("fs.refuse_secrets", "refuses content holding a private key", BOUNDARY, door, _fs_fence)
     if rows.get("no_symlinks"):
         yield _Spec("fs.no_symlinks", "follows no symlink at all", BOUNDARY, door, _openat2)
-    for key, words in (("max_file_bytes", "bytes per file"), ("max_total_bytes", "bytes written per session"),
+    for key, words in (("max_file_bytes", "bytes per file"),
+                       ("max_total_bytes", "bytes written per session, bodies still arriving included"),
                        ("max_files", "files created per session")):
         yield _Spec(f"fs.{key}", f"at most {rows[key]} {words}", BOUNDARY, door, _fs_fence)
+    uploads = rows.get("max_concurrent_uploads", FS_DEFAULT_MAX_CONCURRENT_UPLOADS)
+    yield _Spec("fs.max_concurrent_uploads", f"at most {uploads} bodies in flight at once per client",
+                BOUNDARY, door, _fs_fence)
 
 
 def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
