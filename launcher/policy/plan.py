@@ -348,10 +348,11 @@ def render_plan(plan: Plan) -> str:
                              ("edges out", component.edges_out), ("edges in", component.edges_in)):
             lines.append(f"  {label:<12} {', '.join(items) or '-'}")
     lines += ["", "rows:"]
+    width = max((len(row.row_id) for row in plan.rows), default=0)
     for row in plan.rows:
         state = "held" if row.held else "UNHELD"
-        lines.append(f"  {row.component:<8} {row.row_id:<22} {row.kind:<11} {state:<7} {row.meaning}")
-        lines.append(f"  {'':<8} {'':<22} {'':<11} {'':<7} by {row.held_by}"
+        lines.append(f"  {row.component:<8} {row.row_id:<{width}} {row.kind:<11} {state:<7} {row.meaning}")
+        lines.append(f"  {'':<8} {'':<{width}} {'':<11} {'':<7} by {row.held_by}"
                      + ("" if row.held else f"; unheld: {row.why_unheld}"))
     lines += ["", f"{plan.unheld_count} of {len(plan.rows)} rows unheld on this machine"]
     lines += [f"not covered: {gap}" for gap in plan.not_covered]
