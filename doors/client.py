@@ -46,10 +46,12 @@ from doors._transport.client_policy import (
     Probe,
     Receive,
     Send,
+    door_refusal,
+    failure_error,
 )
 
 __all__ = ["ClientResponse", "Dial", "DoorClient", "DoorNotTrusted", "DoorRefused", "DoorUnavailable",
-           "TransportError", "fresh_request"]
+           "TransportError", "connect_door", "fresh_request"]
 
 # A send that fails is not a failure: the door may have refused and closed, and its answer is still to read.
 _SEND_REFUSED = (ssl.SSLError, BrokenPipeError, ConnectionResetError)
@@ -114,6 +116,18 @@ def _handshake(dial: Dial, tls_session: TlsSession | None, timeout_s: float) -> 
         raise
     raw.close()
     return failure
+
+
+def connect_door(dial: Dial, *, timeout_s: float = 30.0) -> ssl.SSLSocket | BlockingTls:
+    """A raw mutual-TLS stream to the door `dial` names, its identity checked (for callers framing their own HTTP)."""
+    outcome = _handshake(dial, None, timeout_s)
+    if isinstance(outcome, Failure):
+        raise failure_error(dial, outcome, connecting=True)
+    refusal = door_refusal(dial, outcome.sock.getpeercert(binary_form=True), utc_now())
+    if refusal is not None:
+        outcome.close()
+        raise refusal
+    return outcome.sock
 
 
 class DoorClient:

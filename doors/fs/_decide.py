@@ -175,6 +175,33 @@ def file_mode(path: WorkspacePath, rows: FsRows, want_exec: bool, was_executable
     return EXEC_MODE if allowed and (want_exec or was_executable) else FILE_MODE
 
 
+def decide_upload_slot(rows: FsRows, open_uploads: int, role: str) -> Refusal | None:
+    """Whether a client (role) may start one more body while `open_uploads` of its own are in flight."""
+    if open_uploads < rows.max_concurrent_uploads:
+        return None
+    return refuse(
+        429,
+        "max_concurrent_uploads",
+        f"the {role} has {open_uploads} uploads in flight (max_concurrent_uploads {rows.max_concurrent_uploads})",
+        "finish or abort an upload first, or raise doors.fs.max_concurrent_uploads in the manifest",
+    )
+
+
+def decide_arriving(rows: FsRows, usage: Usage, received: int, more: int) -> Refusal | None:
+    """The next `more` bytes of a body that has `received` so far, counted against max_total_bytes as they
+    arrive; `usage` holds every reservation, this body's own and those of other bodies in flight."""
+    if usage.bytes_written + more <= rows.max_total_bytes:
+        return None
+    left = max(0, rows.max_total_bytes - usage.bytes_written)
+    return refuse(
+        507,
+        "max_total_bytes",
+        f"the body reached {received + more} bytes with {left} left of this session's max_total_bytes "
+        f"{rows.max_total_bytes} (bodies still arriving count)",
+        "raise doors.fs.max_total_bytes in the manifest, or send fewer bodies at once",
+    )
+
+
 def precheck_size(op: Op, rows: FsRows, usage: Usage, declared: int | None) -> Refusal | None:
     """Refuse a declared Content-Length early, before any byte of the body is read."""
     if declared is None or op not in (Op.WRITE, Op.APPEND):

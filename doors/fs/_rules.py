@@ -28,6 +28,7 @@ class Op(StrEnum):
     RENAME = "rename"
 
 
+DEFAULT_MAX_CONCURRENT_UPLOADS = 8  # bodies one client may have in flight at once (launcher/manifest agrees)
 MUTATING = frozenset({Op.WRITE, Op.APPEND, Op.MKDIR, Op.DELETE, Op.RENAME})
 # Ops that remove or move what is at the path, and with it everything beneath it.
 DESTRUCTIVE = frozenset({Op.DELETE, Op.RENAME})
@@ -66,6 +67,7 @@ class FsRows:
     max_file_bytes: int = 10 * 1024 * 1024
     max_total_bytes: int = 1024 * 1024 * 1024
     max_files: int = 10_000
+    max_concurrent_uploads: int = DEFAULT_MAX_CONCURRENT_UPLOADS
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, Any]) -> FsRows:
@@ -83,6 +85,7 @@ class FsRows:
             max_file_bytes=_count(rows, "max_file_bytes", cls.max_file_bytes),
             max_total_bytes=_count(rows, "max_total_bytes", cls.max_total_bytes),
             max_files=_count(rows, "max_files", cls.max_files),
+            max_concurrent_uploads=_count(rows, "max_concurrent_uploads", cls.max_concurrent_uploads),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -98,6 +101,7 @@ class FsRows:
             "max_file_bytes": self.max_file_bytes,
             "max_total_bytes": self.max_total_bytes,
             "max_files": self.max_files,
+            "max_concurrent_uploads": self.max_concurrent_uploads,
         }
 
 
@@ -245,7 +249,8 @@ class Target:
 
 @dataclass(frozen=True)
 class Usage:
-    """What this session has written so far (including reservations of requests in flight)."""
+    """What this session has written so far, including what is reserved: bodies as they arrive, and acts
+    decided but not yet done."""
 
     bytes_written: int = 0
     files_created: int = 0

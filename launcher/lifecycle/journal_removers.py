@@ -1,7 +1,8 @@
 """Removers of journal entries, and process identity: each removal is idempotent (gone is success).
 
-`dir` and `file` removals stay inside the sharness roots and never follow a symlink; `pid` kills only the
-very process recorded (pid and start time), through a pidfd.
+`dir`, `file` and `svid` removals stay inside the sharness roots and never follow a symlink (a tree is removed
+iteratively through directory fds: launcher/lifecycle/tree_removal.py); `pid` kills only the very process
+recorded (pid and start time), through a pidfd.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ import errno
 import os
 import re
 import select
-import shutil
 import signal
 import stat
 from collections.abc import Callable, Sequence
+
+from launcher.lifecycle.tree_removal import remove_tree
 
 SESSIONS_DIR = "/run/sharness/sessions"
 DEFAULT_ROOTS = ("/run/sharness", "/var/lib/sharness")
@@ -159,8 +161,7 @@ def remove_dir(
             return
         if not stat.S_ISDIR(mode):
             raise RemovalRefused(f"refusing {path!r}: the journal says directory, it is not one (a symlink?)")
-        # shutil's fd-based walk (openat + O_NOFOLLOW, samestat checks): entries are unlinked, not followed.
-        shutil.rmtree(base, dir_fd=parent_fd)
+        remove_tree(parent_fd, base)
     finally:
         os.close(parent_fd)
 
@@ -179,6 +180,22 @@ def remove_file(
         return
     except IsADirectoryError as exc:
         raise RemovalRefused(f"refusing {path!r}: the journal says file, it is a directory") from exc
+    finally:
+        os.close(parent_fd)
+
+
+def remove_svid(
+    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+) -> None:
+    """Unlink the SVID file `path` (the app's key) on its own, before any tree is removed."""
+    opened = _open_parent(path, roots, protected)
+    if opened is None:
+        return
+    parent_fd, base = opened
+    try:
+        os.unlink(base, dir_fd=parent_fd)
+    except (FileNotFoundError, IsADirectoryError):
+        return  # gone, or a directory the app put in its place: the tree removal that follows takes it
     finally:
         os.close(parent_fd)
 
@@ -217,6 +234,7 @@ def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_DIR,
         "cgroup": _remove_cgroup,
         "dir": lambda path: remove_dir(path, roots, protected),
         "file": lambda path: remove_file(path, roots, protected),
+        "svid": lambda path: remove_svid(path, roots, protected),
         "pid": remove_pid,
     }
 

@@ -17,6 +17,9 @@ DEFAULT_EDGES: frozenset[tuple[str, str]] = frozenset(
 # commands (compilers, package installs), so it gets more unless doors.shell.process says otherwise.
 DOOR_DEFAULT_LIMITS: tuple[int, int] = (256, 64)
 SHELL_DEFAULT_LIMITS: tuple[int, int] = (1024, 128)
+# doors.fs.max_concurrent_uploads when the manifest leaves it out: the schema's "default" says the same, and
+# so does the fs door (doors/fs/_rules.py); tests/launcher/policy/test_plan.py holds the three together.
+FS_DEFAULT_MAX_CONCURRENT_UPLOADS = 8
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,22 @@ def test_door_rows_follow_the_manifest() -> None:
     assert not {"fs.read_only", "fs.hidden", "fs.refuse_secrets"} & set(_ids(quiet, "fs"))
 
 
+def test_the_upload_cap_row_shows_the_default_the_schema_and_the_door_share() -> None:
+    from doors.fs._rules import DEFAULT_MAX_CONCURRENT_UPLOADS
+    from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS
+    from launcher.manifest._schema import schema
+
+    declared = schema()["$defs"]["fs"]["properties"]["max_concurrent_uploads"]["default"]
+    assert declared == FS_DEFAULT_MAX_CONCURRENT_UPLOADS == DEFAULT_MAX_CONCURRENT_UPLOADS
+    rows = {row.row_id: row for row in build_plan(load(FULL), FULL_KERNEL).rows if row.component == "fs"}
+    assert rows["fs.max_concurrent_uploads"].meaning == f"at most {declared} bodies in flight at once per client"
+    assert rows["fs.max_concurrent_uploads"].held and rows["fs.max_concurrent_uploads"].kind == BOUNDARY
+    fs = {"refuse_secrets": True, "max_file_bytes": 1, "max_total_bytes": 1, "max_files": 1,
+          "max_concurrent_uploads": 3}
+    capped = build_plan(load(sample(doors__fs=fs)), FULL_KERNEL)
+    assert "at most 3 bodies" in next(r.meaning for r in capped.rows if r.row_id == "fs.max_concurrent_uploads")
+
+
 def test_doors_not_started_have_no_rows() -> None:
     plan = build_plan(load(sample(doors=DROP)), FULL_KERNEL)
     assert {row.component for row in plan.rows} == {"session", "app"}
