@@ -18,8 +18,15 @@ from bench._procs import REPO, Series, summary_with_cpu, timed
 from bench._realdoor import real_door
 from bench._stats import percentile, rate_per_s
 from bench._tls import TlsOptions
-from doors._http import ClientConnection
-from doors._transport import AsyncDoorClient, Dial, client_context_from_file, connect, exchange, fresh_exchange
+from doors import (
+    AsyncDoorClient,
+    ClientConnection,
+    Dial,
+    client_context_from_file,
+    connect,
+    exchange,
+    fresh_exchange,
+)
 from doors.client import DoorClient, fresh_request
 
 if TYPE_CHECKING:

@@ -11,8 +11,7 @@ import sys
 
 from bench import _pyossl
 from bench._tls import TlsOptions, pyopenssl_context_from_pem
-from doors._contract import DoorContract
-from doors._door import run_door
+from doors import DoorContract, run_door
 
 
 def _read_all(fd: int) -> bytes:

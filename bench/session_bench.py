@@ -30,6 +30,7 @@ from typing import Any
 
 from bench._session_doors import LAUNCHER_MODULES, WAYS, read_pss
 from bench._stats import percentile
+from pki.vocabulary import NETNS_ROOT, RUN_ROOT, SESSIONS_ROOT
 
 TARGETS = {"session_target_ready_ms": 150, "session_target_end_to_end_ms": 700, "session_target_pss_mb": 120}
 RATIOS = (
@@ -166,10 +167,10 @@ def leftovers(sid: str) -> list[str]:
     prefix = f"sh-{sid}-"
     found = [line.split(":")[0] for line in Path("/etc/passwd").read_text().splitlines() if line.startswith(prefix)]
     found += [line.split(":")[0] for line in Path("/etc/group").read_text().splitlines() if line.startswith(prefix)]
-    if os.path.isdir("/run/netns"):
-        found += [name for name in os.listdir("/run/netns") if name.startswith(prefix)]
+    if os.path.isdir(NETNS_ROOT):
+        found += [name for name in os.listdir(NETNS_ROOT) if name.startswith(prefix)]
     paths = [f"/sys/fs/cgroup/{c}/sharness/{sid}" for c in ("memory", "pids", "unified")]
-    paths += [f"/run/sharness/{sid}", f"/run/sharness/sessions/{sid}"]
+    paths += [f"{RUN_ROOT}/{sid}", f"{SESSIONS_ROOT}/{sid}"]
     return found + [path for path in paths if os.path.exists(path)]
 
 

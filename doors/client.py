@@ -19,11 +19,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from doors._http import ClientConnection, ClientResponse, ResponseProtocolError, encode_body
-from doors._transport._alerts import client_error, closed_in_handshake, connect_error, handshake_error
-from doors._transport._errors import DoorNotTrusted, DoorRefused, DoorUnavailable, TransportError
-from doors._transport._identity import check_door, refusal_from_response
-from doors._transport._pyossl_socket import BlockingTls
-from doors._transport._tls import TlsContext, TlsSession, client_context_from_file
+from doors._transport import (
+    BlockingTls,
+    DoorNotTrusted,
+    DoorRefused,
+    DoorUnavailable,
+    TlsContext,
+    TlsSession,
+    TransportError,
+    check_door,
+    client_context_from_file,
+    client_error,
+    closed_in_handshake,
+    connect_error,
+    handshake_error,
+    refusal_from_response,
+)
 
 __all__ = ["ClientResponse", "DoorClient", "DoorNotTrusted", "DoorRefused", "DoorUnavailable",
            "TransportError", "fresh_request"]

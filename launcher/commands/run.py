@@ -9,12 +9,11 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from pki.vocabulary import AUDIT_ROOT, EXIT_HASH_MISMATCH, EXIT_NOT_ROOT, EXIT_UNHELD
+
 if TYPE_CHECKING:
     from launcher.manifest import Manifest
 
-EXIT_NOT_ROOT = 77
-EXIT_HASH = 125
-EXIT_UNHELD = 78
 CONFIRM_HEX = 12
 
 
@@ -26,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--best-effort", action="store_true",
                         help="run even when this machine cannot hold some rows; they are reported unheld")
     parser.add_argument("--audit-dir", metavar="DIR", default=None,
-                        help="where session audit logs go (default /var/lib/sharness/sessions)")
+                        help=f"where session audit logs go (default {AUDIT_ROOT})")
     parser.add_argument("--json", action="store_true", help="print the session summary as JSON on stdout")
     parser.set_defaults(func=run)
 
@@ -67,13 +66,13 @@ def run(args: argparse.Namespace) -> int:
         if not sys.stdin.isatty():
             _err("no --expect-hash and stdin is not a terminal: approve the hash from `sharness-launch check "
                  f"{args.manifest}` and pass it with --expect-hash; nothing was created")
-            return EXIT_HASH
+            return EXIT_HASH_MISMATCH
         if not _confirm_on_terminal(manifest, render_plan(plan)):
             _err("the typed characters do not match the manifest hash; nothing was created")
-            return EXIT_HASH
+            return EXIT_HASH_MISMATCH
     elif not hmac.compare_digest(want, manifest.sha256):
         _err(f"hash mismatch: expected {want}, the manifest is {manifest.sha256}; nothing was created")
-        return EXIT_HASH
+        return EXIT_HASH_MISMATCH
 
     unheld = [row for row in plan.rows if not row.held]
     if unheld and not args.best_effort:
@@ -87,7 +86,6 @@ def run(args: argparse.Namespace) -> int:
     from launcher.lifecycle import sweep
     from launcher.lifecycle.preflight import PreflightError
     from launcher.lifecycle.session import RunOptions, Session
-    from launcher.policy.layout import AUDIT_ROOT
 
     sweep.collect()
     options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)

@@ -30,9 +30,8 @@ from launcher.lifecycle.audit_verify import (
     key_fingerprint,
     line_hash,
 )
-from launcher.policy.layout import valid_sid
+from pki.vocabulary import AUDIT_ROOT, valid_sid
 
-AUDIT_ROOT = "/var/lib/sharness/sessions"
 MAX_LINE_BYTES = 256 * 1024
 RESERVED_KEYS = frozenset({"seq", "ts", "prev"})
 

@@ -16,8 +16,8 @@ import signal
 import stat
 from collections.abc import Callable, Sequence
 
-SESSIONS_DIR = "/run/sharness/sessions"
-DEFAULT_ROOTS = ("/run/sharness", "/var/lib/sharness")
+from pki.vocabulary import REMOVABLE_ROOTS, SESSIONS_ROOT
+
 KILL_WAIT_SECONDS = 5.0
 
 _PROCESS = re.compile(r"^([1-9][0-9]*):([0-9]+)$")
@@ -145,7 +145,7 @@ def _open_parent(path: str, roots: Sequence[str], protected: Sequence[str]) -> t
 
 
 def remove_dir(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Remove the directory tree `path` through directory fds; a symlink is never followed."""
     opened = _open_parent(path, roots, protected)
@@ -166,7 +166,7 @@ def remove_dir(
 
 
 def remove_file(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Unlink the file or socket `path` (a symlink there is unlinked, never followed)."""
     opened = _open_parent(path, roots, protected)
@@ -207,7 +207,7 @@ def _remove_cgroup(name: str) -> None:
     delete_cgroup(name)
 
 
-def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_DIR,)) -> dict[str, Remover]:
+def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_ROOT,)) -> dict[str, Remover]:
     """The remover of every kind, with `dir`/`file` confined to `roots` and never touching `protected`."""
     roots, protected = tuple(roots), tuple(protected)
     return {

@@ -6,7 +6,6 @@ import functools
 import gc
 import os
 import resource
-import secrets
 import signal
 import sys
 import sysconfig
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 
 import doors.serve
 import launcher
-from doors._contract import DoorContract
+from doors import DoorContract
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
 from launcher.kernel.probe_facts import KernelFacts
@@ -37,14 +36,16 @@ from launcher.lifecycle.spawn import Spawned, single_threaded, spawn_app, spawn_
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import Allowance, app_allowance, door_allowance
-from launcher.policy.layout import (
+from launcher.policy.layout import PROXY_HOST, PROXY_PORT, SessionLayout, door_client_groups, groups_of
+from pki.vocabulary import (
     AUDIT_ROOT,
+    DOOR_LISTENER,
     DOOR_ORDER,
-    PROXY_HOST,
-    PROXY_PORT,
-    SessionLayout,
-    door_client_groups,
-    groups_of,
+    EXIT_FAIL_CLOSED,
+    FIRST_LISTENER_FD,
+    PROXY_LISTENER_PREFIX,
+    SVID_FD,
+    new_sid,
 )
 
 READY_TIMEOUT_S = 20.0
@@ -113,7 +114,7 @@ class Session:
         self.manifest = manifest
         self.facts = facts
         self.options = options or RunOptions()
-        self.layout = SessionLayout(secrets.token_hex(4))
+        self.layout = SessionLayout(new_sid())
         self._pending_audit: list[dict[str, object]] = []
         self._audit_log: audit_mod.AuditLog | None = None
         self._timings: dict[str, float] = {}
@@ -161,7 +162,7 @@ class Session:
         gc.freeze()
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
-        result = SessionResult(sid=self.layout.sid, exit_code=70, reason="")
+        result = SessionResult(sid=self.layout.sid, exit_code=EXIT_FAIL_CLOSED, reason="")
         resources: Resources | None = None
         supervisor: Supervisor | None = None
         ending: Ending | None = None
@@ -173,7 +174,7 @@ class Session:
             supervisor = Supervisor(self.audit)
             ending = self._start(resources, supervisor, journal)
         except BaseException as exc:
-            ending = Ending(f"the launcher failed: {type(exc).__name__}: {exc}", 70)
+            ending = Ending(f"the launcher failed: {type(exc).__name__}: {exc}", EXIT_FAIL_CLOSED)
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -224,7 +225,7 @@ class Session:
         resources: Resources | None,
         journal: Journal,
     ) -> None:
-        ending = ending or Ending("the launcher stopped before the session started", 70)
+        ending = ending or Ending("the launcher stopped before the session started", EXIT_FAIL_CLOSED)
         if supervisor is not None:
             for role in ("app", *reversed(DOOR_ORDER)):
                 if role in supervisor.roles:
@@ -303,13 +304,13 @@ class Session:
         return keep
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
-        fds = {4: resources.svid_memfds[door], 5: resources.listeners[door].fileno()}
-        listen_fds = {"door": 5}
-        next_fd = 6
+        fds = {SVID_FD: resources.svid_memfds[door], FIRST_LISTENER_FD: resources.listeners[door].fileno()}
+        listen_fds = {DOOR_LISTENER: FIRST_LISTENER_FD}
+        next_fd = FIRST_LISTENER_FD + 1
         if door == "net":
             for role, listener in sorted(resources.proxy_listeners.items()):
                 fds[next_fd] = listener.fileno()
-                listen_fds[f"proxy.{role}"] = next_fd
+                listen_fds[f"{PROXY_LISTENER_PREFIX}{role}"] = next_fd
                 next_fd += 1
         contract = self._door_contract(door, resources, listen_fds)
         rows = {**self.manifest.door_rows(door), **({"workspace": self.manifest.workspace} if door == "fs" else {})}

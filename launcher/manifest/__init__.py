@@ -3,27 +3,15 @@
 from launcher.manifest._canonical import HASH_PREFIX, canonical_bytes, hash_of
 from launcher.manifest._errors import ManifestError
 from launcher.manifest._load import load_manifest
-from launcher.manifest._model import (
-    DEFAULT_EDGES,
-    DOOR_DEFAULT_LIMITS,
-    DOOR_ORDER,
-    ROLES,
-    SHELL_DEFAULT_LIMITS,
-    App,
-    Manifest,
-    Session,
-)
+from launcher.manifest._model import DOOR_DEFAULT_LIMITS, SHELL_DEFAULT_LIMITS, App, Manifest, Session
 from launcher.manifest._strict_json import MAX_BYTES, MAX_DEPTH, MAX_SAFE_INTEGER, parse_strict
 
 __all__ = [
-    "DEFAULT_EDGES",
     "DOOR_DEFAULT_LIMITS",
-    "DOOR_ORDER",
     "HASH_PREFIX",
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
-    "ROLES",
     "SHELL_DEFAULT_LIMITS",
     "App",
     "Manifest",

@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-RUN_ROOT = "/run/sharness"
-SESSIONS_ROOT = "/run/sharness/sessions"
-AUDIT_ROOT = "/var/lib/sharness/sessions"
+from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, RUN_ROOT, SESSIONS_ROOT, SID_LENGTH, valid_sid
+
 PROXY_PORT = 3128
 PROXY_HOST = "127.0.0.1"
 
-DOOR_ORDER = ("fs", "net", "keys", "shell", "model")
 # Components whose network namespace holds only loopback (and the net door's proxy listener).
 LOOPBACK_ONLY = frozenset({"app", "shell"})
 # Components that keep the host's network: they are the ways out.
 HOST_NETWORK = frozenset({"net", "model"})
-
-_SID = re.compile(r"^[0-9a-f]{8}$")
-
-
-def valid_sid(sid: str) -> bool:
-    return bool(_SID.match(sid))
-
 
 @dataclass(frozen=True)
 class SessionLayout:
@@ -33,7 +23,7 @@ class SessionLayout:
 
     def __post_init__(self) -> None:
         if not valid_sid(self.sid):
-            raise ValueError(f"session id must be 8 lowercase hex characters, got {self.sid!r}")
+            raise ValueError(f"session id must be {SID_LENGTH} lowercase hex characters, got {self.sid!r}")
 
     @property
     def state_dir(self) -> str:

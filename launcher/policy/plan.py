@@ -12,8 +12,8 @@ from typing import Any
 
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import Manifest
+from pki.vocabulary import BOUNDARY, RUN_ROOT, SETTING
 
-BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
@@ -275,7 +275,7 @@ def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
 def _component(manifest: Manifest, role: str) -> ComponentPlan:
     rows = manifest.door_rows(role)
     # The same paths launcher/policy/confine_plan.py hands to Landlock, in words where they are the system's.
-    private = f"/run/sharness/<sid>/{role}"
+    private = f"{RUN_ROOT}/<sid>/{role}"
     system = "system directories (/usr, /etc, /proc, a few devices) and this Python installation"
     reads: tuple[str, ...] = (system, private)
     writes: tuple[str, ...] = ()
