@@ -48,8 +48,8 @@ LAUNCHER_EXITS: tuple[ExitMeaning, ...] = (
     ExitMeaning(EXIT_UNAVAILABLE, "69", "`fs`: no fs door answered"),
     ExitMeaning(EXIT_FAIL_CLOSED, "70", "a door died or the launcher failed: the app was stopped (fail closed)"),
     ExitMeaning(EXIT_NOT_ROOT, "77", "not root: nothing was created"),
-    ExitMeaning(EXIT_UNHELD, "78", "a row this machine or build cannot hold, or a workspace the launcher refuses: "
-                "nothing was created"),
+    ExitMeaning(EXIT_UNHELD, "78", "a row this machine or build cannot hold, or a preflight refusal (a root-owned "
+                "workspace, a reachable socket): nothing was created"),
     ExitMeaning(EXIT_TTL, "124", "the session TTL (session.ttl_s) ran out"),
     ExitMeaning(EXIT_HASH_MISMATCH, "125", "the manifest's hash is not the one approved, or there was none and no "
                 "terminal to confirm one: nothing was created"),

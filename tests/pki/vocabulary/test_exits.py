@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from launcher.kernel.confine import STEPS, ConfinementError, step_of_exit_code
+from pki import vocabulary
 from pki.vocabulary import (
     CHILD_EXITS,
     EXIT_CONFINEMENT_FAILED,
@@ -47,3 +51,11 @@ def test_single_child_codes_have_words_and_step_codes_do_not() -> None:
 def test_the_help_line_lists_every_launcher_code() -> None:
     text = exit_codes_help()
     assert all(f"{entry.label} {entry.meaning}" in text for entry in LAUNCHER_EXITS)
+
+
+def test_docs_contracts_lists_every_code_with_its_name_and_meaning() -> None:
+    text = (Path(__file__).resolve().parents[3] / "docs" / "contracts.md").read_text()
+    names = {value: name for name, value in vars(vocabulary.exits).items() if name.startswith("EXIT_")}
+    for entry in (*LAUNCHER_EXITS, *CHILD_EXITS):
+        row = f"| {entry.label} | `{names[entry.code]}` | {entry.meaning} |"
+        assert re.search(rf"^{re.escape(row)}$", text, re.MULTILINE), f"docs/contracts.md lacks: {row}"
