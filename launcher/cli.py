@@ -31,8 +31,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
     parser = argparse.ArgumentParser(
         prog="sharness-launch",
         description="Run an AI agent with what the person allowed held by the kernel and by separate doors.",
-        epilog="`sharness-launch MANIFEST ...` is `sharness-launch run MANIFEST ...`. "
-               f"Exit codes: {exit_codes_help()}.",
+        epilog=f"`sharness-launch MANIFEST ...` is `sharness-launch run MANIFEST ...`.\n\nexit codes:\n"
+               f"{exit_codes_help()}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules():

@@ -74,5 +74,5 @@ def child_exit_meaning(code: int) -> str | None:
 
 
 def exit_codes_help() -> str:
-    """The launcher's exit codes on one line, for `--help`."""
-    return "; ".join(f"{entry.label} {entry.meaning}" for entry in LAUNCHER_EXITS)
+    """The launcher's exit codes, one per line, for `--help`."""
+    return "\n".join(f"  {entry.label:<6} {entry.meaning}" for entry in LAUNCHER_EXITS)

@@ -50,7 +50,7 @@ def test_single_child_codes_have_words_and_step_codes_do_not() -> None:
 
 def test_the_help_line_lists_every_launcher_code() -> None:
     text = exit_codes_help()
-    assert all(f"{entry.label} {entry.meaning}" in text for entry in LAUNCHER_EXITS)
+    assert text.splitlines() == [f"  {entry.label:<6} {entry.meaning}" for entry in LAUNCHER_EXITS]
 
 
 def test_docs_contracts_lists_every_code_with_its_name_and_meaning() -> None:
