@@ -30,7 +30,7 @@ def decode_status(data: bytes) -> dict[str, Any] | None:
     """The message as a dict, or None when `data` is not one JSON object (the launcher audits it as malformed)."""
     try:
         decoded = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
         return None
     return decoded if isinstance(decoded, dict) else None
 

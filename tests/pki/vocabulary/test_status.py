@@ -57,6 +57,7 @@ def test_a_message_that_fits_is_unchanged() -> None:
     assert decode_status(encode_status(audit_message(event))) == audit_message(event)
 
 
-@pytest.mark.parametrize("data", [b"", b"not json", b"[1, 2]", b'"ready"', b"42", b"null", b"\xff\xfe", b'{"a": 1'])
+@pytest.mark.parametrize("data", [b"", b"not json", b"[1, 2]", b'"ready"', b"42", b"null", b"\xff\xfe", b'{"a": 1',
+                                  b"[" * MAX_STATUS_BYTES, b'{"a":' * 20000 + b"1" + b"}" * 20000])
 def test_anything_but_one_json_object_decodes_to_none(data: bytes) -> None:
     assert decode_status(data) is None
