@@ -1,25 +1,44 @@
 """The one entry point of every door: `serve(contract)` when forked, `python -m doors` (main) when exec'd.
 
-Each role with features of its own has its server here; any other role runs the generic door, which answers
-hello and reports its rows unheld. The launcher imports this module before it forks, so that each door starts
-from pre-imported code.
+Each role with features of its own has its server (`server_for`); any other role runs the generic door, which
+answers hello and reports its rows unheld. A role's server is imported when it is first asked for, so an
+exec'd door loads only its own code; the launcher calls `preload()` before it forks, so that each forked door
+starts from pre-imported code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from doors._contract import DoorContract
 from doors._door import run_door
-from doors.fs import server as fs_server
-from doors.net import server as net_server
 
-SERVERS: Mapping[str, Callable[[DoorContract], None]] = {"fs": fs_server.serve, "net": net_server.serve}
+Server = Callable[[DoorContract], None]
+ROLES_WITH_SERVERS = ("fs", "net")
+
+
+def server_for(role: str) -> Server:
+    """The function that runs door `role` to its end: its own server, or the generic door."""
+    if role == "fs":
+        from doors.fs import server as fs_server
+
+        return fs_server.serve
+    if role == "net":
+        from doors.net import server as net_server
+
+        return net_server.serve
+    return run_door
+
+
+def preload() -> None:
+    """Import every door's server now (the launcher does, before it forks its doors)."""
+    for role in ROLES_WITH_SERVERS:
+        server_for(role)
 
 
 def serve(contract: DoorContract) -> None:
-    """Run the door `contract.role` until SIGTERM: its own server, or the generic door."""
-    SERVERS.get(contract.role, run_door)(contract)
+    """Run the door `contract.role` until SIGTERM."""
+    server_for(contract.role)(contract)
 
 
 def main() -> None:

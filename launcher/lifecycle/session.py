@@ -48,6 +48,8 @@ from pki.vocabulary import (
     new_sid,
 )
 
+doors.serve.preload()  # the launcher is the doors' zygote: all their code is imported before any fork
+
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 3.0
 
