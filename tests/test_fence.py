@@ -9,12 +9,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 
 import pytest
 from _tree import (
     PRODUCT,
     PROJECT,
+    ROOT,
     VOCABULARY,
     Module,
     facade_breach,
@@ -77,11 +80,6 @@ def test_each_known_breach_is_still_there() -> None:
 
 def test_the_vocabulary_loads_nothing_else_of_the_project() -> None:
     """Importing pki.vocabulary in a fresh interpreter loads pki (which re-exports nothing) and itself only."""
-    import subprocess
-    import sys
-
-    from _tree import ROOT
-
     code = ("import sys, pki.vocabulary; print(' '.join(sorted(m for m in sys.modules "
             "if m.split('.')[0] in ('pki', 'doors', 'launcher', 'bench'))))")
     loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
