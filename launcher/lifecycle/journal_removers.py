@@ -17,9 +17,8 @@ import stat
 from collections.abc import Callable, Sequence
 
 from launcher.lifecycle.tree_removal import remove_tree
+from pki.vocabulary import REMOVABLE_ROOTS, SESSIONS_ROOT
 
-SESSIONS_DIR = "/run/sharness/sessions"
-DEFAULT_ROOTS = ("/run/sharness", "/var/lib/sharness")
 KILL_WAIT_SECONDS = 5.0
 
 _PROCESS = re.compile(r"^([1-9][0-9]*):([0-9]+)$")
@@ -147,7 +146,7 @@ def _open_parent(path: str, roots: Sequence[str], protected: Sequence[str]) -> t
 
 
 def remove_dir(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Remove the directory tree `path` through directory fds; a symlink is never followed."""
     opened = _open_parent(path, roots, protected)
@@ -167,7 +166,7 @@ def remove_dir(
 
 
 def remove_file(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Unlink the file or socket `path` (a symlink there is unlinked, never followed)."""
     opened = _open_parent(path, roots, protected)
@@ -185,7 +184,7 @@ def remove_file(
 
 
 def remove_svid(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Unlink the SVID file `path` (the app's key) on its own, before any tree is removed."""
     opened = _open_parent(path, roots, protected)
@@ -224,7 +223,7 @@ def _remove_cgroup(name: str) -> None:
     delete_cgroup(name)
 
 
-def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_DIR,)) -> dict[str, Remover]:
+def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_ROOT,)) -> dict[str, Remover]:
     """The remover of every kind, with `dir`/`file` confined to `roots` and never touching `protected`."""
     roots, protected = tuple(roots), tuple(protected)
     return {

@@ -11,11 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds, step_of_exit_code
-
-# Exit codes a confined child uses before it runs anything of its own (confinement steps: 199–212).
-EXIT_CONFINEMENT_FAILED = 213
-EXIT_DOOR_CRASHED = 122
-EXIT_EXEC_FAILED = 127
+from pki.vocabulary import (
+    EXIT_CONFINEMENT_FAILED,
+    EXIT_DOOR_CRASHED,
+    EXIT_EXEC_FAILED,
+    EXIT_SIGNAL_BASE,
+    STATUS_FD,
+    child_exit_meaning,
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ def spawn_door(
     /dev/null, 2 stays the launcher's stderr.
     """
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    mapping = {3: child_end.fileno(), **fds}
+    mapping = {STATUS_FD: child_end.fileno(), **fds}
     pid = os.fork()
     if pid == 0:  # child
         try:
@@ -115,7 +118,7 @@ def spawn_app(
 def exit_code_of(wait_status: int) -> int:
     """Shell convention: the exit code, or 128 + the signal that ended the process."""
     if os.WIFSIGNALED(wait_status):
-        return 128 + os.WTERMSIG(wait_status)
+        return EXIT_SIGNAL_BASE + os.WTERMSIG(wait_status)
     return os.WEXITSTATUS(wait_status)
 
 
@@ -126,12 +129,8 @@ def describe_exit(role: str, wait_status: int) -> str:
     step = step_of_exit_code(code)
     if step is not None:
         return f"{role} exited with code {code} (its confinement failed at step {step!r})"
-    meaning = {
-        EXIT_CONFINEMENT_FAILED: " (its confinement could not be applied)",
-        EXIT_DOOR_CRASHED: " (the door crashed)",
-        EXIT_EXEC_FAILED: " (its command could not be executed)",
-    }.get(code, "")
-    return f"{role} exited with code {code}{meaning}"
+    meaning = child_exit_meaning(code)
+    return f"{role} exited with code {code}" + (f" ({meaning})" if meaning else "")
 
 
 def single_threaded() -> bool:

@@ -6,7 +6,6 @@ One selector, no threads: the launcher stays single-threaded so that fork() rema
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -17,8 +16,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
+from pki.vocabulary import (
+    AUDIT,
+    EXIT_FAIL_CLOSED,
+    EXIT_SIGNAL_BASE,
+    EXIT_TTL,
+    FATAL,
+    MAX_STATUS_BYTES,
+    READY,
+    decode_status,
+)
 
-MAX_STATUS_MESSAGE = 65536
 END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -96,7 +104,8 @@ class Supervisor:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 missing = ", ".join(sorted(set(roles) - self._ready))
-                return Ending(f"door(s) {missing} did not report ready within {timeout_s:.0f} s", 70, missing)
+                return Ending(f"door(s) {missing} did not report ready within {timeout_s:.0f} s", EXIT_FAIL_CLOSED,
+                              missing)
             ending = self._step(remaining)
             if ending is not None:
                 return ending
@@ -107,7 +116,7 @@ class Supervisor:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return Ending("the session TTL (session.ttl_s) ran out", 124)
+                return Ending("the session TTL (session.ttl_s) ran out", EXIT_TTL)
             ending = self._step(remaining, app_role)
             if ending is not None:
                 return ending
@@ -136,7 +145,7 @@ class Supervisor:
         for signum in data:
             if signum in [int(s) for s in END_SIGNALS]:
                 name = signal.Signals(signum).name
-                return Ending(f"the launcher received {name}", 128 + signum)
+                return Ending(f"the launcher received {name}", EXIT_SIGNAL_BASE + signum)
             if signum in self._io_signals and self._io is not None:
                 self._io.on_signal(signum)
         return None
@@ -145,13 +154,13 @@ class Supervisor:
         status = self.reap(role)
         if role == app_role:
             return Ending(describe_exit(role, status), exit_code_of(status))
-        return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", 70, role)
+        return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", EXIT_FAIL_CLOSED, role)
 
     def _read_status(self, role: str) -> None:
         sock = self._processes[role].status
         assert sock is not None
         try:
-            message = sock.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
+            message = sock.recv(MAX_STATUS_BYTES, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -162,22 +171,18 @@ class Supervisor:
         self._handle_status(role, message)
 
     def _handle_status(self, role: str, message: bytes) -> None:
-        try:
-            decoded = json.loads(message)
-        except ValueError:
-            self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
-            return
-        if not isinstance(decoded, dict):
+        decoded = decode_status(message)
+        if decoded is None:
             self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
             return
         kind = decoded.get("type")
-        if kind == "ready":
+        if kind == READY:
             self._ready.add(role)
             self._on_audit("door.ready", {"role": role, "pid": self._processes[role].pid})
-        elif kind == "audit" and isinstance(decoded.get("event"), dict):
+        elif kind == AUDIT and isinstance(decoded.get("event"), dict):
             # The door's fields first: it may not overwrite which role the launcher says sent them.
             self._on_audit("door.event", {**decoded["event"], "role": role})
-        elif kind == "fatal":
+        elif kind == FATAL:
             self._on_audit("door.fatal", {"role": role, "detail": str(decoded.get("detail", ""))[:500]})
         else:
             self._on_audit("door.status.unknown", {"role": role, "type": str(kind)[:40]})
@@ -189,7 +194,7 @@ class Supervisor:
                 continue
             while True:
                 try:
-                    message = spawned.status.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
+                    message = spawned.status.recv(MAX_STATUS_BYTES, socket.MSG_DONTWAIT)
                 except OSError:
                     break
                 if not message:

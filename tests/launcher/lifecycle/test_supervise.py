@@ -90,3 +90,16 @@ def test_sighup_ends_the_session() -> None:
         supervisor.stop("app", 1)
     finally:
         supervisor.close()
+
+
+def test_a_status_nested_past_the_parser_is_audited_malformed_and_the_loop_goes_on() -> None:
+    events: list[tuple[str, dict[str, object]]] = []
+    supervisor = Supervisor(lambda event, fields: events.append((event, dict(fields))))
+    try:
+        ready = json.dumps({"type": "ready"}).encode()
+        supervisor.watch(_door("fs", [b"[" * 60000, ready], 5))
+        assert supervisor.wait_ready(("fs",), 10) is None
+        assert ("door.status.malformed", {"role": "fs", "bytes": 60000}) in events
+        supervisor.stop("fs", 1)
+    finally:
+        supervisor.close()
