@@ -1,17 +1,22 @@
 """A terminal emulator to judge what reached the person's terminal: pyte's VT screen, taught what it skips.
 
 pyte follows the cursor, SGR colours and attributes, modes (private ones too), the scroll region and the
-G0/G1 character sets; it ignores SGR 8/28 (conceal), which this subclass follows. Its stream decodes UTF-8
-while still honouring charset designations (pyte ignores them in UTF-8 mode; real terminals do not).
+G0/G1 character sets; it has no alternate screen and ignores SGR 8/28 (conceal), which this subclass adds.
+Its stream decodes UTF-8 while still honouring charset designations (pyte ignores them in UTF-8 mode; real
+terminals do not).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 import pyte
 from pyte import charsets, modes
+from pyte.screens import StaticDefaultDict
+
+ALTERNATE_SCREEN = {47, 1047, 1049}  # 1049 also saves the cursor on entry and restores it on exit
 
 # Private modes the app may leave on and the launcher must put back (what pyte can show of them).
 LEFT_ON_BY_AN_APP = {"alternate screen": 1049, "mouse": 1000, "SGR mouse": 1006, "bracketed paste": 2004,
@@ -37,6 +42,23 @@ class JudgedScreen(pyte.Screen):
         super().__init__(columns, lines)
         self.concealed = False
         self.drawn: list[Drawn] = []
+        self.main_screen: Any = None  # the main screen's lines while the alternate one is shown
+
+    def set_mode(self, *numbers: int, **kwargs: Any) -> None:
+        super().set_mode(*numbers, **kwargs)
+        if kwargs.get("private") and ALTERNATE_SCREEN & set(numbers) and self.main_screen is None:
+            if 1049 in numbers:
+                self.save_cursor()
+            self.main_screen = self.buffer
+            self.buffer = defaultdict(lambda: StaticDefaultDict(self.default_char))
+
+    def reset_mode(self, *numbers: int, **kwargs: Any) -> None:
+        super().reset_mode(*numbers, **kwargs)
+        if kwargs.get("private") and ALTERNATE_SCREEN & set(numbers) and self.main_screen is not None:
+            self.buffer, self.main_screen = self.main_screen, None
+            self.dirty.update(range(self.lines))
+            if 1049 in numbers:
+                self.restore_cursor()
 
     def select_graphic_rendition(self, *attrs: int, **_: Any) -> None:
         for attr in attrs or (0,):
@@ -59,6 +81,7 @@ class JudgedScreen(pyte.Screen):
         """What of the terminal's state differs from a fresh terminal's: name → True where it does."""
         return {
             **{name: self.private_mode(number) for name, number in LEFT_ON_BY_AN_APP.items()},
+            "on the alternate screen": self.main_screen is not None,
             "hidden cursor": self.cursor.hidden or modes.DECTCEM not in self.mode,
             "no autowrap": modes.DECAWM not in self.mode,
             "scroll region": self.margins is not None,

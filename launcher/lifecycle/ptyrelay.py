@@ -36,6 +36,7 @@ DRAIN_IDLE_S = 0.25  # at the end: stop passing on the app's last output once no
 DRAIN_MAX_S = 2.0  # ... or after this long in all (a leftover process may keep writing)
 Modes = list[Any]  # a tcgetattr list: iflag, oflag, cflag, lflag, ispeed, ospeed, cc
 WINSIZE_BYTES = 8  # struct winsize: rows, cols, xpixel, ypixel (unsigned short each)
+HELD_LINES = 100  # the launcher's lines kept while the app is on the alternate screen (shown once it leaves)
 
 
 # -- the core: what goes where, and what waits ------------------------------------------------------
@@ -175,6 +176,8 @@ class PtyRelay:
         self._keys = Channel(source_open=plan.keys_from is not None)  # person → app
         self._filter = TermFilter()
         self._screen = Channel(screen_filter=self._filter)  # app → person, filtered (launcher/policy/termfilter.py)
+        self._held_lines: list[str] = []  # the launcher's lines waiting for the app to leave the alternate screen
+        self._lines_not_held = 0
         self._closed = False
 
     @classmethod
@@ -253,6 +256,8 @@ class PtyRelay:
     def on_readable(self, fd: int) -> None:
         if fd == self._master:
             _read_into(fd, self._screen, SCREEN_READ_PER_ROUND)
+            if self._held_lines and not self._filter.on_alternate_screen:
+                self._show_held_lines()
             _write_from(self._fds[self._plan.screen_to], self._screen)
         elif self._plan.keys_from is not None and fd == self._fds[self._plan.keys_from]:
             _read_into(fd, self._keys)
@@ -271,7 +276,23 @@ class PtyRelay:
             with contextlib.suppress(OSError):
                 os.write(self._fds[2], line.encode() + b"\n")
             return
-        self._screen.queue(launcher_line(line, self._screen.at_line_start))
+        # On the alternate screen the app's next redraw would cover the line, and leaving it would take it away:
+        # it waits until the app is back on the main screen, or for the reset at close.
+        if len(self._held_lines) < HELD_LINES:
+            self._held_lines.append(line)
+        else:
+            self._lines_not_held += 1
+        if not self._filter.on_alternate_screen:
+            self._show_held_lines()
+
+    def _show_held_lines(self) -> None:
+        if self._lines_not_held:
+            self._held_lines.append(f"sharness-launch: {self._lines_not_held} more line(s) of the doors were not "
+                                    "shown (the audit log counts them)")
+        for line in self._held_lines:
+            self._screen.queue(launcher_line(line, self._screen.at_line_start))
+        self._held_lines.clear()
+        self._lines_not_held = 0
 
     def on_signal(self, signum: int) -> None:
         if signum == signal.SIGWINCH:
@@ -311,8 +332,11 @@ class PtyRelay:
 
     def reset_screen(self, max_s: float = DRAIN_MAX_S) -> None:
         """Put the person's screen back to its defaults (modes, character sets, attributes, scroll region) and
-        start a fresh line with nothing of the app's below it; wait at most `max_s` for the terminal to take it."""
+        start a fresh line with nothing of the app's below it, then the launcher's lines the alternate screen held;
+        wait at most `max_s` for the terminal to take it."""
         self._screen.queue(reset_bytes(self._screen.at_line_start, self._filter.on_alternate_screen))
+        self._screen.at_line_start = True  # the reset ends at a fresh line's start (its last step erases below)
+        self._show_held_lines()
         screen = self._fds[self._plan.screen_to]
         deadline = time.monotonic() + max_s
         while self._screen.wants_write() and (left := deadline - time.monotonic()) > 0:

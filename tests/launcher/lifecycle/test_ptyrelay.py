@@ -324,6 +324,35 @@ def test_the_launchers_lines_go_among_the_apps_output_on_lines_of_their_own(pers
     assert drawn and drawn[0].column == 0 and not drawn[0].concealed
 
 
+def test_the_launchers_lines_wait_while_the_app_is_on_the_alternate_screen(person: tuple[int, int]) -> None:
+    """A TUI's next redraw would cover them and its exit take them away: they show when it is back on the main
+    screen, or after the reset at close."""
+    master, slave = person
+    relay = PtyRelay.open((slave, slave, slave))
+    assert relay is not None
+    screen = Screen(master)
+    code = ("import os, sys\n"
+            "os.write(1, b'\\x1b[?1049happ: on the alternate screen\\n'); sys.stdin.readline()\n"
+            "os.write(1, b'\\x1b[?1049lapp: back\\n'); sys.stdin.readline()\n"
+            "os.write(1, b'\\x1b[?1049happ: there again\\n'); sys.stdin.readline()")
+    pid = _fork_app(relay, code)
+    _relay_until(relay, screen, b"app: on the alternate screen")
+    relay.say("sharness-launch: fs door: first")
+    screen.type(b"\n")
+    _relay_until(relay, screen, b"app: back")
+    _relay_until(relay, screen, b"fs door: first")
+    assert screen.text.index(b"fs door: first") > screen.text.index(b"app: back")
+    screen.type(b"\n")
+    _relay_until(relay, screen, b"app: there again")
+    relay.say("sharness-launch: fs door: second")
+    screen.type(b"\n")
+    _end(relay, screen, pid)
+    reset = reset_bytes(at_line_start=True, on_alternate_screen=True)
+    assert screen.text.index(b"fs door: second") > screen.text.index(reset)
+    final = [line.rstrip() for line in judged(screen.text).display]
+    assert "sharness-launch: fs door: second" in final
+
+
 def test_the_launchers_lines_go_to_its_stderr_when_that_is_not_the_terminal(person: tuple[int, int]) -> None:
     _, slave = person
     stderr_r, stderr_w = os.pipe()
