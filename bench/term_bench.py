@@ -170,7 +170,8 @@ def run(quick: bool) -> dict[str, Any]:
     size = 2 * MIB if quick else 8 * MIB
     figures: dict[str, Any] = {}
     for name, pattern in WORKLOADS.items():
-        figures[f"term_filter_mib_s_{name}"] = round(filter_mib_s(_payload(pattern, size)), 1)
+        data = _payload(pattern, size)
+        figures[f"term_filter_mib_s_{name}"] = round(max(filter_mib_s(data) for _ in range(3)), 1)  # best of 3
     relay_size = 4 * MIB if quick else 16 * MIB
     for name in ("ascii", "coloured", "c1_encoded"):
         figures[f"term_relay_mib_s_{name}"] = round(relay_mib_s(_payload(WORKLOADS[name], relay_size)), 1)

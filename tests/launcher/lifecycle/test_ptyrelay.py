@@ -286,7 +286,7 @@ def test_one_round_reads_a_bounded_amount_of_the_apps_output() -> None:
     relay = PtyRelay(StdioPlan((1,), terminal=1, keys_from=None, screen_to=1), (-1, screen_w, -1), app_r, -1, [])
     try:
         relay.on_readable(app_r)
-        assert len(os.read(screen_r, 1 << 20)) == SCREEN_READ_PER_ROUND
+        assert len(os.read(screen_r, 1 << 20)) == SCREEN_READ_PER_ROUND < 65536
     finally:
         for fd in (app_r, app_w, screen_r, screen_w):
             os.close(fd)
