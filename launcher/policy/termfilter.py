@@ -41,6 +41,7 @@ _REPLACED_CLASS = rb"[\xa0-\xbf\xc0\xc1\xf5-\xff]"  # never the start of a well-
 _ENCODED_C1_DROPPED = rb"\xc2[\x80-\x8f\x91-\x97\x99\x9a\x9c]"  # the same C1 controls, UTF-8-encoded
 # ESC and a final byte that is not kept (78=>M) nor starts a CSI or a string ([ ] P X ^ _): RIS, IND, NEL, ...
 _ESC_DROPPED = rb"\x1b[\x30-\x36\x39-\x3c\x3f-\x4c\x4e\x4f\x51-\x57\x59\x5a\x5c\x60-\x7e]"
+_ASCII_RUN = re.compile(rb"(?:[\x07-\x0a\x0d\x20-\x7e]+|" + SHORT_CSI_KEPT + rb")+")  # passes as it is
 _GROUND_RUN = re.compile(  # GROUND's fast path: whatever needs no state, many pieces in one scan
     rb"(?:[\x07-\x0a\x0d\x20-\x7e]+|" + SHORT_CSI_KEPT + rb"|" + _DROPPED_CLASS + rb"+|" + _REPLACED_CLASS
     + rb"+|" + _ENCODED_C1_DROPPED + rb"|" + _ESC_DROPPED + rb")+")
@@ -141,6 +142,9 @@ class TermFilter:
     def _runs(self, data: bytes, position: int, out: list[bytes]) -> int:
         """GROUND's fast path, what needs no state: text, short kept CSIs, dropped and replaced bytes in one scan
         (cleaned only when there is something to clean); UTF-8 text validated by the decoder."""
+        if run := _ASCII_RUN.match(data, position):  # the usual case: text and kept CSIs, nothing to clean
+            out.append(run.group())
+            return run.end()
         if run := _GROUND_RUN.match(data, position):
             out.append(_cleaned(run.group()))
             return run.end()
