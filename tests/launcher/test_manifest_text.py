@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from manifests.samples import FULL, load, sample
 
 from launcher.manifest import ManifestError
-from tests.manifests.samples import FULL, load, sample
 
 FS = FULL["doors"]["fs"]
 APP = FULL["app"]

@@ -241,8 +241,9 @@ refuse("refuse-ip-literal-not-allowed", j(mk(doors={"net": {"allow": {"app": ["1
 refuse("refuse-wildcard-tld", j(mk(doors={"net": {"allow": {"app": ["*.com:443"]}}})),
        "/doors/net/allow/app/0", "a wildcard over a whole top-level domain")
 # Strings a person cannot read for what they are (doors/_legible.py): refused in keys and values alike.
-refuse("refuse-bidi-override-in-read-path", j(mk(app={"argv": ["true"], "files": {"read": ["/srv/invoice-\u202egnp.sh"]},
-       "process": {"max_memory_mb": 16, "max_pids": 1}})), "/app/files/read/0",
+refuse("refuse-bidi-override-in-read-path", j(mk(app={"argv": ["true"],
+       "files": {"read": ["/srv/invoice-\u202egnp.sh"]}, "process": {"max_memory_mb": 16, "max_pids": 1}})),
+       "/app/files/read/0",
        "U+202E RIGHT-TO-LEFT OVERRIDE: the path shows as /srv/invoice-hs.png")
 refuse("refuse-raw-bidi-isolate-in-workspace", json.dumps(mk(workspace="/srv/sh-\u2067min"), ensure_ascii=False),
        "/workspace", "U+2067 RIGHT-TO-LEFT ISOLATE written as raw UTF-8, not as an escape")
