@@ -8,6 +8,7 @@ import re
 import sys
 from typing import Any
 
+from doors._legible import escaped
 from launcher.manifest import MAX_BYTES, Manifest, ManifestError, load_manifest
 
 EXIT_OK = 0
@@ -38,12 +39,12 @@ def read_manifest(path: str) -> Manifest:
             with open(path, "rb") as handle:
                 raw = handle.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise CommandError(EXIT_NO_INPUT, f"cannot read {path}: {exc.strerror or exc}",
+        raise CommandError(EXIT_NO_INPUT, f"cannot read {escaped(path)}: {exc.strerror or exc}",
                            "check the path and that you may read it", error="unreadable", file=path) from None
     try:
         return load_manifest(raw)
     except ManifestError as exc:
-        raise CommandError(EXIT_BAD_MANIFEST, f"{path}: {exc}", exc.hint, error="bad_manifest",
+        raise CommandError(EXIT_BAD_MANIFEST, f"{escaped(path)}: {exc}", exc.hint, error="bad_manifest",
                            pointer=exc.pointer, file=path) from None
 
 
