@@ -2,8 +2,9 @@
 
 A path from a client is relative to the workspace root. It is checked before anything touches the
 disk: no character a person cannot read for what it is (controls, bidi, zero-width and other format or
-default-ignorable characters, line separators: doors/_legible.py), bounded length, not absolute, no `..`. `.` components, repeated and
-trailing slashes are normalised away, so one file has exactly one spelling in the rules and the audit.
+default-ignorable characters, line separators: doors/_legible.py), bounded length, not absolute, no `..`.
+`.` components, repeated and trailing slashes are normalised away, so one file has exactly one spelling in
+the rules and the audit.
 """
 
 from __future__ import annotations
