@@ -32,6 +32,7 @@ def unavailable() -> str | None:
 def casefold_mount() -> Iterator[Path]:
     """A mounted casefold-capable ext4 (root directory not folding); unmounted and removed afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="sharness-casefold-"))
+    scratch.chmod(0o755)  # a session's components traverse it to their workspace
     image, mountpoint = scratch / "ext4.img", scratch / "mnt"
     mountpoint.mkdir()
     mounted = False
@@ -41,6 +42,7 @@ def casefold_mount() -> Iterator[Path]:
         subprocess.run(["mkfs.ext4", "-q", "-F", "-O", "casefold", str(image)], check=True, capture_output=True)
         subprocess.run(["mount", "-o", "loop", str(image), str(mountpoint)], check=True, capture_output=True)
         mounted = True
+        mountpoint.chmod(0o755)
         yield mountpoint
     finally:
         if mounted:
