@@ -225,7 +225,8 @@ def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
     door = "the fs door (its own user)"
     yield _Spec("fs.within_root", f"every path resolves beneath {workspace}; no escape by '..' or symlink; names "
                 "with controls, bidi, zero-width or line-separator characters refused (row path); rows compare "
-                "names folding case where the file system folds", BOUNDARY, f"{door}, openat2 RESOLVE_BENEATH", _openat2)
+                "names folding case where the file system folds", BOUNDARY, f"{door}, openat2 RESOLVE_BENEATH",
+                _openat2)
     listed = {"read_only": "read, never written, renamed or deleted",
               "append_only": "only grow: no truncate, replace, delete or rename",
               "hidden": "neither read nor listed"}
