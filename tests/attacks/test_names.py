@@ -22,9 +22,15 @@ import pytest
 from tests import casefold_ext4
 from tests.attacks.attack_fs import MISREAD_NAMES
 from tests.attacks.conftest import AttackRun
-from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, new_leftovers, write_manifest
+from tests.integration._session import LAUNCHER, SESSIONS, basic_manifest, manifest_hash, session_owner, write_manifest
 
 BIDI_PATH = "/srv/invoice-\u202egnp.sh"
+
+
+def _sessions_of(launcher_pid: int) -> list[Path]:
+    """The sessions this launcher journaled (other engineers' sessions on the machine do not count)."""
+    found = SESSIONS.iterdir() if SESSIONS.is_dir() else iter(())
+    return [path for path in found if session_owner(path) == launcher_pid]
 
 
 def _bidi_manifest(tmp_path: Path) -> Path:
@@ -58,12 +64,12 @@ def test_check_refuses_a_bidi_path_naming_pointer_and_code_point(tmp_path: Path,
 @pytest.mark.root
 def test_run_refuses_it_before_anything_is_created(tmp_path: Path) -> None:
     manifest = _bidi_manifest(tmp_path)
-    before = leftovers()
-    done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", "sha256:" + "0" * 64],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert done.returncode == 65, done.stderr
-    assert "U+202E" in done.stderr and "\u202e" not in done.stderr
-    assert new_leftovers(before) == {}
+    launcher = subprocess.Popen([*LAUNCHER, "run", str(manifest), "--expect-hash", "sha256:" + "0" * 64],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    _, err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 65, err
+    assert "U+202E" in err and "\u202e" not in err
+    assert _sessions_of(launcher.pid) == []
 
 
 def _read_until(master: int, marker: bytes, deadline: float) -> bytes:
@@ -86,7 +92,6 @@ def test_a_twelve_digit_confirmation_is_refused_at_the_terminal(tmp_path: Path) 
     workspace.mkdir()
     manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
     digits = manifest_hash(manifest).removeprefix("sha256:")
-    before = leftovers()
     master, slave = pty.openpty()
     launcher = subprocess.Popen([*LAUNCHER, "run", str(manifest)], stdin=slave, stdout=slave, stderr=slave)
     os.close(slave)
@@ -102,7 +107,7 @@ def test_a_twelve_digit_confirmation_is_refused_at_the_terminal(tmp_path: Path) 
             launcher.wait()
         os.close(master)
     assert b"only 12 of the hash's 64 hex digits were typed" in answer
-    assert new_leftovers(before) == {}
+    assert _sessions_of(launcher.pid) == []
 
 
 @pytest.mark.root
