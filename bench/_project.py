@@ -17,9 +17,9 @@ from bench._procs import REPO, Series, summary_with_cpu, timed
 from bench._realdoor import real_door
 from bench._stats import percentile, rate_per_s
 from bench._tls import TlsOptions, pyopenssl_context
-from doors._http import ClientConnection
-from doors._transport import (
+from doors import (
     AsyncDoorClient,
+    ClientConnection,
     Dial,
     TlsContext,
     client_context_from_file,
@@ -116,10 +116,8 @@ def _fresh_sync(files: SessionFiles, address: str, count: int) -> list[float]:
 
 def _warm_sync(files: SessionFiles, address: str, count: int) -> list[float]:
     """The app's blocking DoorClient: GET /v0/hello again and again on its kept-alive connection."""
-    ctx = client_context_from_file(files.pki.bundle_pem(), files.client.cert)
     samples: list[float] = []
-    with DoorClient(files.server_role, _address(address), "", "", files.pki.trust_domain, files.pki.session_id,
-                    client_role=files.client_role, ctx=ctx) as client:
+    with DoorClient(_dial(files, address)) as client:
         for _ in range(count):
             start = time.perf_counter_ns()
             client.request("GET", HELLO)

@@ -1,31 +1,20 @@
 """The door's status fd: one JSON object per SOCK_SEQPACKET message to the launcher, never blocking forever.
 
-ready / audit / fatal, each at most 64 KiB. An audit event too large is replaced by a marker that says so.
+ready / audit / fatal, in the codec of pki.vocabulary.status (each at most MAX_STATUS_BYTES; an audit event
+too large is replaced by a marker that says so).
 If the launcher stops reading, a send waits `send_timeout_s` and is then counted as dropped; the count
 rides on the next message that goes through.
 """
 
 from __future__ import annotations
 
-import json
 import socket
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-MAX_MESSAGE_BYTES = 64 * 1024
-
-
-def encode_status(message: dict[str, Any]) -> bytes:
-    """Compact JSON of `message`; an oversized audit event is replaced by a marker naming its kind."""
-    data = json.dumps(message, separators=(",", ":"), default=str).encode()
-    if len(data) <= MAX_MESSAGE_BYTES:
-        return data
-    event = message.get("event")
-    kind = event.get("kind") if isinstance(event, dict) else None
-    marker = {"type": message.get("type"), "event": {"kind": kind, "truncated": True, "bytes": len(data)}}
-    return json.dumps(marker, separators=(",", ":")).encode()[:MAX_MESSAGE_BYTES]
+from pki.vocabulary import encode_status, fatal_message, ready_message
 
 
 @dataclass(frozen=True)
@@ -85,10 +74,10 @@ class StatusSender:
         return False
 
     def ready(self) -> bool:
-        return self.send_nowait({"type": "ready"})
+        return self.send_nowait(ready_message())
 
     def fatal(self, detail: str) -> bool:
-        return self.send_nowait({"type": "fatal", "detail": detail[:4096]})
+        return self.send_nowait(fatal_message(detail))
 
     def statistics(self) -> StatusStatistics:
         return StatusStatistics(self._sent, self._dropped, self._gone)

@@ -3,6 +3,8 @@
     with DoorClient.from_env("fs") as fs:
         print(fs.hello())
 
+What to do next (reuse, resumption, the door's identity, the one retry) is decided by
+doors/_transport/client_policy.py, as for the doors' async client; this module does the blocking I/O.
 Refusals raise DoorRefused, whose `refusal` names the row, who refused (the kernel on the socket, the
 door's TLS with an alert, or its edge/SVID check with a 403), the detail and the hint. A peer that is not
 the dialled door raises DoorNotTrusted.
@@ -11,7 +13,6 @@ the dialled door raises DoorNotTrusted.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import select
 import socket
@@ -19,85 +20,57 @@ import ssl
 from collections.abc import Mapping
 from typing import Any
 
-from doors._http import ClientConnection, ClientResponse, ResponseProtocolError, encode_body
-from doors._refusal import DoorRefused, Refusal
-from doors._transport._alerts import client_error, closed_in_handshake, connect_error, handshake_error
-from doors._transport._errors import DoorNotTrusted, DoorUnavailable, TransportError
-from doors._transport._identity import check_door, refusal_from_response
-from doors._transport._pyossl_socket import BlockingTls
-from doors._transport._tls import TlsContext, TlsSession, client_context_from_file
+from doors._http import ClientResponse, encode_body
+from doors._refusal import Refusal
+from doors._transport import (
+    Address,
+    BlockingTls,
+    Dial,
+    DoorNotTrusted,
+    DoorRefused,
+    DoorUnavailable,
+    TlsContext,
+    TlsSession,
+    TransportError,
+    client_context_from_file,
+    utc_now,
+)
+from doors._transport.client_policy import (
+    RECEIVE_BYTES,
+    Action,
+    ClientPolicy,
+    Connect,
+    Failure,
+    Finish,
+    Headers,
+    Probe,
+    Receive,
+    Send,
+    door_refusal,
+    failure_error,
+)
 
-__all__ = ["ClientResponse", "DoorClient", "DoorNotTrusted", "DoorRefused", "DoorUnavailable",
-           "TransportError", "fresh_request"]
+__all__ = ["ClientResponse", "Dial", "DoorClient", "DoorNotTrusted", "DoorRefused", "DoorUnavailable",
+           "TransportError", "connect_door", "fresh_request"]
 
-Address = str | tuple[str, int]
-Headers = tuple[tuple[str, str], ...]
-IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+# A send that fails is not a failure: the door may have refused and closed, and its answer is still to read.
+_SEND_REFUSED = (ssl.SSLError, BrokenPipeError, ConnectionResetError)
 
 
-def _open(address: Address, timeout_s: float, dialled: str, client_role: str | None) -> socket.socket:
-    where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
-    try:
-        if isinstance(address, str):
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(timeout_s)
-            try:
-                sock.connect(address)
-            except BaseException:
-                sock.close()
-                raise
-            return sock
+def _open(address: Address, timeout_s: float) -> socket.socket:
+    if isinstance(address, tuple):
         return socket.create_connection(address, timeout=timeout_s)
-    except OSError as exc:
-        raise connect_error(exc, where, dialled, client_role) from exc
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout_s)
+    try:
+        sock.connect(address)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
-class _Connection:
-    """One mutual-TLS connection to a door, checked, speaking HTTP/1.1."""
-
-    def __init__(self, sock: ssl.SSLSocket | BlockingTls, role: str, timeout_s: float) -> None:
-        self.sock = sock
-        self.timeout_s = timeout_s
-        self.http = ClientConnection(role)
-        self.role = role
-
-    def exchange(self, method: str, target: str, body: bytes, headers: Headers) -> ClientResponse:
-        try:
-            # If sending fails the door may have refused and closed: its alert or answer is still to read.
-            with contextlib.suppress(ssl.SSLError, BrokenPipeError, ConnectionResetError):
-                self.sock.sendall(self.http.request_bytes(method, target, body, headers))
-            while (response := self.http.next_response()) is None:
-                self.http.receive_data(self.sock.recv(65536))
-        except ssl.SSLError as exc:
-            raise client_error(exc, str(exc), self.role) from exc
-        except TimeoutError as exc:
-            raise DoorUnavailable(f"door {self.role!r} did not answer in time") from exc
-        except (ResponseProtocolError, OSError) as exc:
-            raise DoorUnavailable(f"door {self.role!r}: {exc}") from exc
-        refusal = refusal_from_response(response, self.role)
-        if refusal is not None:
-            raise refusal
-        return response
-
-    def stale(self) -> bool:
-        """An idle kept-alive connection that is readable has been closed by the door."""
-        try:
-            self.sock.settimeout(0)
-            return bool(self.sock.pending()) or _readable(self.sock)
-        finally:
-            self.sock.settimeout(self.timeout_s)
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def _readable(sock: socket.socket | BlockingTls) -> bool:
-    poller = select.poll()
-    poller.register(sock.fileno(), select.POLLIN)
-    return bool(poller.poll(0))
-
-
-def _handshake(raw: socket.socket, ctx: TlsContext, tls_session: TlsSession | None) -> ssl.SSLSocket | BlockingTls:
+def _wrap(raw: socket.socket, ctx: TlsContext, tls_session: TlsSession | None) -> ssl.SSLSocket | BlockingTls:
     """TLS on `raw` with the backend of `ctx` (both raise stdlib-shaped ssl errors)."""
     if isinstance(ctx, ssl.SSLContext):
         if tls_session is not None and not isinstance(tls_session, ssl.SSLSession):
@@ -106,64 +79,74 @@ def _handshake(raw: socket.socket, ctx: TlsContext, tls_session: TlsSession | No
     return BlockingTls.connect(raw, ctx, tls_session)
 
 
-def connect_door(address: Address, ctx: TlsContext, *, role: str, trust_domain: str, session_id: str,
-                 client_role: str | None = None, timeout_s: float = 30.0,
-                 tls_session: TlsSession | None = None) -> _Connection:
-    """Connect, handshake, and check that the peer is door `role` of this session."""
-    raw = _open(address, timeout_s, role, client_role)
-    where = address if isinstance(address, str) else f"{address[0]}:{address[1]}"
+class _Connection:
+    """One mutual-TLS connection to a door, its handshake done."""
+
+    def __init__(self, sock: ssl.SSLSocket | BlockingTls) -> None:
+        self.sock = sock
+
+    def readable_while_idle(self) -> bool:
+        """Whether it has bytes to read, in TLS's buffer or on the socket."""
+        if self.sock.pending():
+            return True
+        poller = select.poll()
+        poller.register(self.sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _handshake(dial: Dial, tls_session: TlsSession | None, timeout_s: float) -> _Connection | Failure:
+    """A TLS connection to the door, offering `tls_session`, or what failed on the way."""
     try:
-        sock = _handshake(raw, ctx, tls_session)
-    except ssl.SSLError as exc:
-        raw.close()
-        raise handshake_error(exc, str(exc), role, where) from exc
-    except TimeoutError as exc:
-        raw.close()
-        raise DoorUnavailable(f"door {role!r} at {where} did not finish the TLS handshake in time") from exc
+        raw = _open(dial.address, timeout_s)
     except OSError as exc:
-        raw.close()
-        raise closed_in_handshake(role, where, str(exc)) from exc
-    verdict = check_door(sock.getpeercert(binary_form=True), dialled=role, trust_domain=trust_domain,
-                         session_id=session_id, now=dt.datetime.now(dt.UTC))
-    if not verdict.ok:
-        sock.close()
-        raise DoorNotTrusted(role, verdict.reason)
-    return _Connection(sock, role, timeout_s)
-
-
-def fresh_request(address: Address, ctx: TlsContext, *, role: str, trust_domain: str, session_id: str,
-                  method: str = "GET", target: str = "/v0/hello",
-                  tls_session: TlsSession | None = None) -> tuple[ClientResponse, TlsSession | None]:
-    """One fresh connection, handshake and request, then close (the unit a handshake bench measures)."""
-    conn = connect_door(address, ctx, role=role, trust_domain=trust_domain, session_id=session_id,
-                        tls_session=tls_session)
+        return Failure("unreachable", exc)
     try:
-        response = conn.exchange(method, target, b"", ())
-        return response, conn.sock.session
-    finally:
-        conn.close()
+        return _Connection(_wrap(raw, dial.ctx, tls_session))
+    except ssl.SSLError as exc:
+        failure = Failure("tls", exc, exc)
+    except TimeoutError as exc:
+        failure = Failure("timeout", exc)
+    except OSError as exc:
+        failure = Failure("closed", exc)
+    except BaseException:
+        raw.close()
+        raise
+    raw.close()
+    return failure
+
+
+def connect_door(dial: Dial, *, timeout_s: float = 30.0) -> ssl.SSLSocket | BlockingTls:
+    """A raw mutual-TLS stream to the door `dial` names, its identity checked (for callers framing their own HTTP)."""
+    outcome = _handshake(dial, None, timeout_s)
+    if isinstance(outcome, Failure):
+        raise failure_error(dial, outcome, connecting=True)
+    refusal = door_refusal(dial, outcome.sock.getpeercert(binary_form=True), utc_now())
+    if refusal is not None:
+        outcome.close()
+        raise refusal
+    return outcome.sock
 
 
 class DoorClient:
     """Requests to one door over a kept-alive connection; reconnects (resuming TLS) when the door closed it."""
 
-    def __init__(self, role: str, socket_path: Address, svid_path: str, bundle_path: str, trust_domain: str,
-                 session_id: str, *, client_role: str | None = "app", timeout_s: float = 30.0,
-                 resume: bool = True, ctx: TlsContext | None = None) -> None:
-        if ctx is None:
-            with open(bundle_path, "rb") as bundle:
-                ctx = client_context_from_file(bundle.read(), svid_path)
-        self.role = role
-        self.address = socket_path
-        self.ctx = ctx
-        self.trust_domain = trust_domain
-        self.session_id = session_id
-        self.client_role = client_role
+    def __init__(self, dial: Dial, *, timeout_s: float = 30.0, resume: bool = True,
+                 tls_session: TlsSession | None = None) -> None:
+        self.dial = dial
         self.timeout_s = timeout_s
-        self.resume = resume
+        self._policy = ClientPolicy(dial, resume=resume, tls_session=tls_session)
         self._conn: _Connection | None = None
-        self._tls_session: TlsSession | None = None
-        self._session_from: _Connection | None = None
+
+    @classmethod
+    def from_files(cls, role: str, address: Address, svid_path: str, bundle_path: str, trust_domain: str,
+                   session_id: str, *, client_role: str | None = "app", **options: Any) -> DoorClient:
+        """A client for door `role` at `address`, with an SVID file and a bundle file (the app's delivery)."""
+        with open(bundle_path, "rb") as bundle:
+            ctx = client_context_from_file(bundle.read(), svid_path)
+        return cls(Dial(role, address, ctx, trust_domain, session_id, client_role), **options)
 
     @classmethod
     def from_env(cls, role: str, environ: Mapping[str, str] | None = None, **options: Any) -> DoorClient:
@@ -176,55 +159,94 @@ class DoorClient:
             raise DoorRefused(Refusal(403, "edges", "launcher",
                                       f"{', '.join(missing)} not set: no door {role!r} in this session",
                                       f"add the door and the edge app->{role} to the manifest"))
-        return cls(role, env[key], *(env[name] for name in names), **options)
+        return cls.from_files(role, env[key], *(env[name] for name in names), **options)
+
+    @property
+    def tls_session(self) -> TlsSession | None:
+        """The TLS session the next connection offers (the one kept from the last connection)."""
+        return self._policy.tls_session
 
     def request(self, method: str, path: str, json: Any = None, body: bytes | None = None,
                 headers: Headers = ()) -> ClientResponse:
         """Send a request (JSON or bytes body) and return the response; refusals raise DoorRefused."""
         payload, content_headers = encode_body(json, body)
-        reused = self._conn is not None
         try:
-            return self._once(method, path, payload, content_headers + headers)
-        except DoorUnavailable:
-            if not (reused and method in IDEMPOTENT):
-                raise
-            return self._once(method, path, payload, content_headers + headers)
-
-    def _once(self, method: str, path: str, payload: bytes, headers: Headers) -> ClientResponse:
-        conn = self._connection()
-        try:
-            response = conn.exchange(method, path, payload, headers)
+            finish = self._drive(self._policy.begin(method, path, payload, content_headers + headers))
+            if finish.read_session:
+                self._policy.keep_session(self._held().sock.session)
+            if finish.close:
+                self._close_connection()
         except BaseException:
             self.close()
             raise
-        if self.resume and self._session_from is not conn:
-            # Reading `.session` costs ~0.2 ms (OpenSSL copies it): once per connection, after the tickets.
-            self._tls_session, self._session_from = conn.sock.session, conn
-        if response.will_close or not conn.http.next_cycle():
-            self.close()
-        return response
+        return finish.response
 
-    def _connection(self) -> _Connection:
-        if self._conn is not None and self._conn.stale():
-            self.close()
+    def _drive(self, step: Action) -> Finish:
+        """Do the I/O each action names, reporting back, until the policy finishes or raises."""
+        while not isinstance(step, Finish):
+            if isinstance(step, (Receive, Send)):
+                step = self._transfer(self._held(), step)
+            elif isinstance(step, Probe):
+                step = self._policy.probed(self._held().readable_while_idle())
+            elif isinstance(step, Connect):
+                step = self._connect(step.tls_session)
+            else:  # Raise
+                raise step.error
+        return step
+
+    def _connect(self, tls_session: TlsSession | None) -> Action:
+        self._close_connection()
+        outcome = _handshake(self.dial, tls_session, self.timeout_s)
+        if isinstance(outcome, Failure):
+            return self._policy.failed(outcome)
+        self._conn = outcome
+        return self._policy.connected(outcome.sock.getpeercert(binary_form=True), utc_now())
+
+    def _transfer(self, conn: _Connection, step: Receive | Send) -> Action:
+        try:
+            if isinstance(step, Send):
+                with contextlib.suppress(*_SEND_REFUSED):
+                    conn.sock.sendall(step.data)
+                return self._policy.sent()
+            data = conn.sock.recv(RECEIVE_BYTES)
+        except ssl.SSLError as exc:
+            return self._policy.failed(Failure("tls", exc, exc))
+        except TimeoutError as exc:
+            return self._policy.failed(Failure("timeout", exc))
+        except OSError as exc:
+            return self._policy.failed(Failure("closed", exc))
+        return self._policy.received(data)
+
+    def _held(self) -> _Connection:
         if self._conn is None:
-            self._conn = connect_door(self.address, self.ctx, role=self.role, trust_domain=self.trust_domain,
-                                      session_id=self.session_id, client_role=self.client_role,
-                                      timeout_s=self.timeout_s,
-                                      tls_session=self._tls_session if self.resume else None)
+            raise RuntimeError("client policy: an action on a connection the client does not hold")
         return self._conn
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
 
     def hello(self) -> dict[str, Any]:
         """GET /v0/hello: what the door is and which rows it holds."""
         return dict(self.request("GET", "/v0/hello").json())
 
     def close(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        """Close the kept connection (with close_notify on pyOpenSSL, so its TLS session stays resumable)."""
+        self._policy.dropped()
+        self._close_connection()
 
     def __enter__(self) -> DoorClient:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def fresh_request(address: Address, ctx: TlsContext, *, role: str, trust_domain: str, session_id: str,
+                  method: str = "GET", target: str = "/v0/hello",
+                  tls_session: TlsSession | None = None) -> tuple[ClientResponse, TlsSession | None]:
+    """One fresh connection, handshake and request, then close (the unit a handshake bench measures)."""
+    with DoorClient(Dial(role, address, ctx, trust_domain, session_id), tls_session=tls_session) as client:
+        response = client.request(method, target)
+    return response, client.tls_session

@@ -17,11 +17,12 @@ from typing import Any
 import trio
 
 from doors._http import Request, Response, Route, Router, json_response
-from doors._transport._client import Address, Dial
 from doors._transport._server import serve_mtls, unix_listener
 from doors._transport._tls import TlsContext, client_context_from_file, server_context_from_file
-from pki.edges import DEFAULT_EDGES, EdgePolicy
+from doors._transport.client_policy import Address, Dial
+from pki.edges import EdgePolicy
 from pki.testing import SessionPKI
+from pki.vocabulary import DEFAULT_EDGES
 
 
 @contextlib.contextmanager

@@ -15,9 +15,9 @@ from doors.fs._rules import (
     FsRows,
     Op,
     Usage,
-    _above,
-    _under,
     decide_names,
+    prefix_in,
+    prefix_of,
     refuse,
 )
 from doors.fs._version import version_conflict
@@ -93,7 +93,7 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Refus
         return refuse(409, "exists", f"{path} exists and is a {kind}", "choose another path")
     if op is Op.WRITE and kind is not None:
         folds = rows.casefold_dirs
-        prefix = _under(path, rows.append_only, folds) or _under(facts.real_path or path, rows.append_only, folds)
+        prefix = prefix_of(path, rows.append_only, folds) or prefix_of(facts.real_path or path, rows.append_only, folds)
         if prefix is not None:
             return refuse(
                 403,
@@ -109,14 +109,14 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Refus
 def _exec_rename(op: Op, path: WorkspacePath, dest: WorkspacePath | None, rows: FsRows, facts: Facts) -> Refusal | None:
     """A rename may not carry what an exec prefix allowed out of every exec prefix: an executable file from
     inside one, or a directory at, in or above one (the exec row would be laundered by a move)."""
-    if op is not Op.RENAME or dest is None or _under(dest, rows.exec, rows.casefold_dirs) is not None:
+    if op is not Op.RENAME or dest is None or prefix_of(dest, rows.exec, rows.casefold_dirs) is not None:
         return None
     source = facts.real_path or path
-    inside = _under(source, rows.exec, rows.casefold_dirs)
+    inside = prefix_of(source, rows.exec, rows.casefold_dirs)
     if facts.target.kind == "file":
         prefix = inside if facts.target.executable else None
     else:
-        prefix = inside or _above(source, rows.exec, rows.casefold_dirs)
+        prefix = inside or prefix_in(source, rows.exec, rows.casefold_dirs)
     if prefix is None:
         return None
     return refuse(
@@ -172,8 +172,35 @@ def _bytes(rows: FsRows, usage: Usage, final: int, body: int) -> Refusal | None:
 
 def file_mode(path: WorkspacePath, rows: FsRows, want_exec: bool, was_executable: bool) -> int:
     """The mode a written file ends with: never setuid/setgid; executable only inside an exec prefix."""
-    allowed = _under(path, rows.exec, rows.casefold_dirs) is not None
+    allowed = prefix_of(path, rows.exec, rows.casefold_dirs) is not None
     return EXEC_MODE if allowed and (want_exec or was_executable) else FILE_MODE
+
+
+def decide_upload_slot(rows: FsRows, open_uploads: int, role: str) -> Refusal | None:
+    """Whether a client (role) may start one more body while `open_uploads` of its own are in flight."""
+    if open_uploads < rows.max_concurrent_uploads:
+        return None
+    return refuse(
+        429,
+        "max_concurrent_uploads",
+        f"the {role} has {open_uploads} uploads in flight (max_concurrent_uploads {rows.max_concurrent_uploads})",
+        "finish or abort an upload first, or raise doors.fs.max_concurrent_uploads in the manifest",
+    )
+
+
+def decide_arriving(rows: FsRows, usage: Usage, received: int, more: int) -> Refusal | None:
+    """The next `more` bytes of a body that has `received` so far, counted against max_total_bytes as they
+    arrive; `usage` holds every reservation, this body's own and those of other bodies in flight."""
+    if usage.bytes_written + more <= rows.max_total_bytes:
+        return None
+    left = max(0, rows.max_total_bytes - usage.bytes_written)
+    return refuse(
+        507,
+        "max_total_bytes",
+        f"the body reached {received + more} bytes with {left} left of this session's max_total_bytes "
+        f"{rows.max_total_bytes} (bodies still arriving count)",
+        "raise doors.fs.max_total_bytes in the manifest, or send fewer bodies at once",
+    )
 
 
 def precheck_size(op: Op, rows: FsRows, usage: Usage, declared: int | None) -> Refusal | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from doors._http import Response, error_response
 from doors._refusal import DoorRefused, Refusal
-from doors.fs._decide import decide
+from doors.fs._decide import decide, decide_arriving, decide_upload_slot
 from doors.fs._ops import kernel_refusal
 from doors.fs._paths import WHO, WorkspacePath
 from doors.fs._rules import Facts, FsRows, Op, Usage
@@ -39,20 +39,29 @@ class Call:
 
 
 class UsageMeter:
-    """The session's bytes and files, with reservations for requests in flight. Thread-safe."""
+    """The session's bytes and files, with reservations for requests in flight, and each client's uploads
+    in flight. Thread-safe: bodies arrive in the trio thread, decisions are taken in worker threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.usage = Usage()
+        self._uploads: dict[str, int] = {}
 
-    def decide_and_reserve(self, rows: FsRows, call: Call, facts: Facts) -> Refusal | None:
-        """Decide with the current usage and, when allowed (None), reserve what the call will use."""
+    def decide_and_reserve(
+        self, rows: FsRows, call: Call, facts: Facts, upload: Upload | None = None
+    ) -> Refusal | None:
+        """Decide with the current usage and, when allowed (None), reserve what the call will use.
+
+        An upload's bytes, reserved as they arrived, are its body: the decision sees the usage without them,
+        and an allowed call keeps them as its reservation."""
         with self._lock:
+            held = upload.take_all() if upload is not None else 0
+            seen = Usage(self.usage.bytes_written - held, self.usage.files_created)
             refusal = decide(
-                call.op, call.path, rows, self.usage, facts, dest=call.dest, want_exec=call.want_exec, role=call.role
+                call.op, call.path, rows, seen, facts, dest=call.dest, want_exec=call.want_exec, role=call.role
             )
-            if refusal is None:
-                self._add(*_cost(call, facts))
+            byte_count, files = _cost(call, facts) if refusal is None else (0, 0)
+            self.usage = Usage(seen.bytes_written + byte_count, seen.files_created + files)
             return refusal
 
     def release(self, call: Call, facts: Facts) -> None:
@@ -61,8 +70,59 @@ class UsageMeter:
         with self._lock:
             self._add(-byte_count, -files)
 
+    def open_upload(self, rows: FsRows, role: str) -> Upload | Refusal:
+        """A slot for one more body of `role`'s, or the refusal (429 max_concurrent_uploads)."""
+        with self._lock:
+            refusal = decide_upload_slot(rows, self._uploads.get(role, 0), role)
+            if refusal is not None:
+                return refusal
+            self._uploads[role] = self._uploads.get(role, 0) + 1
+        return Upload(self, rows, role)
+
+    def uploads(self, role: str) -> int:
+        """How many of `role`'s bodies are in flight now."""
+        with self._lock:
+            return self._uploads.get(role, 0)
+
     def _add(self, byte_count: int, files: int) -> None:
         self.usage = Usage(self.usage.bytes_written + byte_count, self.usage.files_created + files)
+
+
+class Upload:
+    """One body in flight: its slot, and the bytes it reserved as they arrived. Close it when done."""
+
+    def __init__(self, meter: UsageMeter, rows: FsRows, role: str) -> None:
+        self._meter = meter
+        self._rows = rows
+        self.role = role
+        self.held = 0
+        self._open = True
+
+    def take(self, more: int) -> Refusal | None:
+        """Reserve the next `more` bytes of the body, or the refusal (507 max_total_bytes) reserving nothing."""
+        meter = self._meter
+        with meter._lock:
+            refusal = decide_arriving(self._rows, meter.usage, self.held, more)
+            if refusal is None:
+                meter._add(more, 0)
+                self.held += more
+            return refusal
+
+    def take_all(self) -> int:
+        """Hand the bytes reserved over to the decision (call with the meter's lock held)."""
+        held, self.held = self.held, 0
+        return held
+
+    def close(self) -> None:
+        """Give back what is still reserved and the slot (a refused or aborted body keeps nothing)."""
+        meter = self._meter
+        with meter._lock:
+            if not self._open:
+                return
+            self._open = False
+            meter._add(-self.held, 0)
+            self.held = 0
+            meter._uploads[self.role] -= 1
 
 
 def _cost(call: Call, facts: Facts) -> tuple[int, int]:
@@ -129,9 +189,10 @@ class Dispatcher:
         self._emit(self.event(call, refusal, raw_path=raw_path, op=op, role=role, byte_count=byte_count))
         return error_response(refusal)
 
-    def conclude(self, call: Call, facts: Facts, act: Callable[[], Response]) -> Response:
-        """Decide (reserving quota), audit, then act; a kernel failure of the act is audited too."""
-        refusal = self.meter.decide_and_reserve(self.rows, call, facts)
+    def conclude(self, call: Call, facts: Facts, act: Callable[[], Response], upload: Upload | None = None) -> Response:
+        """Decide (reserving quota; an upload's bytes become the call's), audit, then act; a kernel failure of
+        the act is audited too."""
+        refusal = self.meter.decide_and_reserve(self.rows, call, facts, upload)
         self._emit(self.event(call, refusal, byte_count=facts.body_bytes))
         if refusal is not None:
             return error_response(refusal)

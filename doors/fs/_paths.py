@@ -2,7 +2,7 @@
 
 A path from a client is relative to the workspace root. It is checked before anything touches the
 disk: no character a person cannot read for what it is (controls, bidi, zero-width and other format or
-default-ignorable characters, line separators: doors/_legible.py), bounded length, not absolute, no `..`.
+default-ignorable characters, line separators: pki/vocabulary/legible.py), bounded length, not absolute, no `..`.
 `.` components, repeated and trailing slashes are normalised away, so one file has exactly one spelling in
 the rules and the audit.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from doors._legible import unreadable
 from doors._refusal import Refusal
+from pki.vocabulary import unreadable
 
 WHO = "fs"  # who refuses in the fs door's own refusals
 MAX_PATH_BYTES = 4096  # PATH_MAX, counting the UTF-8 bytes of the normalised path

@@ -29,6 +29,7 @@ class Op(StrEnum):
     RENAME = "rename"
 
 
+DEFAULT_MAX_CONCURRENT_UPLOADS = 8  # bodies one client may have in flight at once (launcher/manifest agrees)
 MUTATING = frozenset({Op.WRITE, Op.APPEND, Op.MKDIR, Op.DELETE, Op.RENAME})
 # Ops that remove or move what is at the path, and with it everything beneath it.
 DESTRUCTIVE = frozenset({Op.DELETE, Op.RENAME})
@@ -67,6 +68,7 @@ class FsRows:
     max_file_bytes: int = 10 * 1024 * 1024
     max_total_bytes: int = 1024 * 1024 * 1024
     max_files: int = 10_000
+    max_concurrent_uploads: int = DEFAULT_MAX_CONCURRENT_UPLOADS
     # Directories, spelled as on the prefixes' paths, in which the file system looks names up folding case
     # (doors/fs/_casefold.py finds them at start): not a manifest row, a fact of the workspace's disk.
     casefold_dirs: frozenset[WorkspacePath] = frozenset()
@@ -87,6 +89,7 @@ class FsRows:
             max_file_bytes=_count(rows, "max_file_bytes", cls.max_file_bytes),
             max_total_bytes=_count(rows, "max_total_bytes", cls.max_total_bytes),
             max_files=_count(rows, "max_files", cls.max_files),
+            max_concurrent_uploads=_count(rows, "max_concurrent_uploads", cls.max_concurrent_uploads),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -102,6 +105,7 @@ class FsRows:
             "max_file_bytes": self.max_file_bytes,
             "max_total_bytes": self.max_total_bytes,
             "max_files": self.max_files,
+            "max_concurrent_uploads": self.max_concurrent_uploads,
         }
 
 
@@ -124,13 +128,13 @@ def _same_names(rule: WorkspacePath, other: WorkspacePath, length: int, folds: f
 Folds = frozenset[WorkspacePath]
 
 
-def _under(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
+def prefix_of(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
     """The prefix `path` is or lies beneath, names compared as the file system compares them."""
     return next((p for p in prefixes
                  if len(path.parts) >= len(p.parts) and _same_names(p, path, len(p.parts), folds)), None)
 
 
-def _above(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
+def prefix_in(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
     """A prefix strictly beneath `path`: moving or deleting `path` would take it along."""
     return next((p for p in prefixes
                  if len(p.parts) > len(path.parts) and _same_names(p, path, len(path.parts), folds)), None)
@@ -138,14 +142,14 @@ def _above(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds)
 
 def is_hidden(path: WorkspacePath, rows: FsRows) -> bool:
     """True when `path` lies in a hidden prefix (listings leave it out)."""
-    return _under(path, rows.hidden, rows.casefold_dirs) is not None
+    return prefix_of(path, rows.hidden, rows.casefold_dirs) is not None
 
 
 def _covering(op: Op, path: WorkspacePath, prefixes: tuple[WorkspacePath, ...], folds: Folds) -> WorkspacePath | None:
     """The prefix `path` lies in, or (for a destructive op) one lying in `path`: deleting a parent counts."""
-    prefix = _under(path, prefixes, folds)
+    prefix = prefix_of(path, prefixes, folds)
     if prefix is None and op in DESTRUCTIVE:
-        prefix = _above(path, prefixes, folds)
+        prefix = prefix_in(path, prefixes, folds)
     return prefix
 
 
@@ -179,7 +183,7 @@ def _append_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
     if op not in DESTRUCTIVE:
         return None
     folds = rows.casefold_dirs
-    prefix = _under(path, rows.append_only, folds) or _above(path, rows.append_only, folds)
+    prefix = prefix_of(path, rows.append_only, folds) or prefix_in(path, rows.append_only, folds)
     if prefix is None:
         return None
     return refuse(
@@ -202,7 +206,7 @@ def _root(op: Op, path: WorkspacePath) -> Refusal | None:
 
 
 def _exec(path: WorkspacePath, rows: FsRows, want_exec: bool) -> Refusal | None:
-    if not want_exec or _under(path, rows.exec, rows.casefold_dirs) is not None:
+    if not want_exec or prefix_of(path, rows.exec, rows.casefold_dirs) is not None:
         return None
     return refuse(
         403,
@@ -245,7 +249,7 @@ def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Refusal | None
         ("read_only", rows.read_only),
         ("append_only", rows.append_only),
     ):
-        prefix = _under(dest, prefixes, rows.casefold_dirs) or _above(dest, prefixes, rows.casefold_dirs)
+        prefix = prefix_of(dest, prefixes, rows.casefold_dirs) or prefix_in(dest, prefixes, rows.casefold_dirs)
         if prefix is not None:
             return refuse(
                 403,
@@ -272,7 +276,8 @@ class Target:
 
 @dataclass(frozen=True)
 class Usage:
-    """What this session has written so far (including reservations of requests in flight)."""
+    """What this session has written so far, including what is reserved: bodies as they arrive, and acts
+    decided but not yet done."""
 
     bytes_written: int = 0
     files_created: int = 0

@@ -7,8 +7,10 @@ call holding the per-path lock, gathers the last facts and hands the call to `Di
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,7 +20,7 @@ import trio
 from doors._http import Request, Response
 from doors._refusal import DoorRefused, Refusal
 from doors.fs._decide import DIR_MODE, file_mode, precheck_size
-from doors.fs._dispatch import Call
+from doors.fs._dispatch import Call, Upload
 from doors.fs._ops import Located, kernel_refusal, target_of
 from doors.fs._paths import parse_path
 from doors.fs._prelude import Answered, FsHandlers, json_ok, query_value
@@ -33,10 +35,12 @@ assert SMALL_BODY <= SPOOL_MEMORY
 
 @dataclass(frozen=True)
 class Received:
-    """What the body held: its size (up to the limit + 1), a key marker if one was seen."""
+    """What the body held: its size (up to the limit + 1), a key marker if one was seen, and the upload that
+    reserved its bytes as they arrived."""
 
     count: int
     secret: str | None
+    upload: Upload | None = None
 
 
 class WriteHandlers(FsHandlers):
@@ -50,6 +54,17 @@ class WriteHandlers(FsHandlers):
             raise Answered(self.dispatch.refused(call, refusal, byte_count=declared or 0))
         return declared is not None and declared <= SMALL_BODY
 
+    @contextlib.contextmanager
+    def _upload(self, call: Call) -> Iterator[Upload]:
+        """A slot for this body among its client's uploads in flight (429 when they are all taken)."""
+        upload = self.dispatch.meter.open_upload(self.rows, call.role)
+        if isinstance(upload, Refusal):
+            raise Answered(self.dispatch.refused(call, upload))
+        try:
+            yield upload
+        finally:
+            upload.close()  # refused, aborted or committed: the slot and any bytes still held go back
+
     def _facts(self, request: Request, target: Target, located: Located, received: Received) -> Facts:
         return Facts(
             target=target,
@@ -60,32 +75,34 @@ class WriteHandlers(FsHandlers):
             if_none_match=request.header("if-none-match"),
         )
 
-    async def _receive(self, request: Request, call: Call, sink: Any) -> Received:
+    async def _receive(self, request: Request, call: Call, sink: Any, upload: Upload) -> Received:
         """Read the body into `sink`; a broken or too slow body is refused (and audited) like the rest."""
         try:
-            return await self._receive_body(request, sink)
+            return await self._receive_body(request, call, sink, upload)
         except DoorRefused as refused:  # the HTTP layer's body limits: audited as the door's refusal
             refusal = replace(refused.refusal, detail=str(refused.refusal.detail), who="door")
-            raise Answered(self.dispatch.refused(call, refusal)) from None
+            raise Answered(self.dispatch.refused(call, refusal, byte_count=upload.held)) from None
 
-    async def _receive_body(self, request: Request, sink: Any) -> Received:
-        """Read the body into `sink` until its end, a key marker, or one byte past what the rows allow."""
-        rows, usage = self.rows, self.dispatch.meter.usage
-        limit = min(rows.max_file_bytes, max(0, rows.max_total_bytes - usage.bytes_written))
-        scanner = SecretScanner() if rows.refuse_secrets else None
+    async def _receive_body(self, request: Request, call: Call, sink: Any, upload: Upload) -> Received:
+        """Read the body into `sink` until its end, a key marker, or one byte past max_file_bytes; each piece
+        is counted against max_total_bytes before it is kept (refused at once when it does not fit)."""
+        scanner = SecretScanner() if self.rows.refuse_secrets else None
         count = 0
         stream = request.body_stream
         pending = [request.body] if stream is None else []
-        while count <= limit:
+        while count <= self.rows.max_file_bytes:
             chunk = pending.pop() if pending else (await stream.receive_some() if stream is not None else b"")
             if not chunk:
                 break
+            refusal = upload.take(len(chunk))
+            if refusal is not None:
+                raise Answered(self.dispatch.refused(call, refusal, byte_count=count + len(chunk)))
             count += len(chunk)
             if scanner is not None and scanner.feed(chunk) is not None:
                 break
             sink(chunk)
         finding = scanner.finding if scanner is not None else None
-        return Received(count, finding.kind if finding is not None else None)
+        return Received(count, finding.kind if finding is not None else None, upload)
 
     # -- write --
     async def write(self, request: Request) -> Response:
@@ -104,10 +121,16 @@ class WriteHandlers(FsHandlers):
                 )
             )
         call = self.begin(request, Op.WRITE, request.rest, want_exec=want_exec)
-        if self._precheck(call, request):
-            whole = bytearray()  # a small body: received first, then everything in one worker call
-            received = await self._receive(request, call, whole.extend)
-            return await trio.to_thread.run_sync(self._write_whole, request, call, bytes(whole), received)
+        small = self._precheck(call, request)
+        with self._upload(call) as upload:
+            if small:
+                whole = bytearray()  # a small body: received first, then everything in one worker call
+                received = await self._receive(request, call, whole.extend, upload)
+                return await trio.to_thread.run_sync(self._write_whole, request, call, bytes(whole), received)
+            return await self._write_streamed(request, call, upload)
+        raise AssertionError("unreachable")
+
+    async def _write_streamed(self, request: Request, call: Call, upload: Upload) -> Response:
         located = await self.locate_parent(call)
         with ExitStack() as stack:
             stack.callback(os.close, located.parent_fd)
@@ -115,7 +138,8 @@ class WriteHandlers(FsHandlers):
             temp_fd, temp_name = await trio.to_thread.run_sync(self._create_temp, call, located)
             stack.callback(self.workspace.discard_temp, located.parent_fd, temp_name)
             stack.callback(os.close, temp_fd)
-            received = await self._receive(request, call, lambda chunk: self.workspace.write_all(temp_fd, chunk))
+            received = await self._receive(request, call, lambda chunk: self.workspace.write_all(temp_fd, chunk),
+                                           upload)
             return await trio.to_thread.run_sync(
                 self._commit_write, request, call, located, temp_fd, temp_name, received
             )
@@ -153,7 +177,7 @@ class WriteHandlers(FsHandlers):
                 written = self.workspace.commit_write(located.parent_fd, temp_fd, temp_name, located.name, mode)
                 return _written(call, written, created=not target.exists)
 
-            return self.dispatch.conclude(call, facts, act)
+            return self.dispatch.conclude(call, facts, act, received.upload)
 
     # -- append --
     async def append(self, request: Request) -> Response:
@@ -161,17 +185,19 @@ class WriteHandlers(FsHandlers):
 
     async def _append(self, request: Request) -> Response:
         call = self.begin(request, Op.APPEND, request.rest)
-        if self._precheck(call, request):
-            spool = Spool(-1)  # a small body stays in memory: no directory needed
-            received = await self._receive(request, call, spool.add)
-            return await trio.to_thread.run_sync(self._append_whole, request, call, spool, received)
-        located = await self.locate_parent(call)
-        with ExitStack() as stack:
-            stack.callback(os.close, located.parent_fd)
-            spool = Spool(located.parent_fd)
-            stack.callback(spool.close)
-            received = await self._receive(request, call, spool.add)
-            return await trio.to_thread.run_sync(self._commit_append, request, call, located, spool, received)
+        small = self._precheck(call, request)
+        with self._upload(call) as upload:
+            if small:
+                spool = Spool(-1)  # a small body stays in memory: no directory needed
+                received = await self._receive(request, call, spool.add, upload)
+                return await trio.to_thread.run_sync(self._append_whole, request, call, spool, received)
+            located = await self.locate_parent(call)
+            with ExitStack() as stack:
+                stack.callback(os.close, located.parent_fd)
+                spool = Spool(located.parent_fd)
+                stack.callback(spool.close)
+                received = await self._receive(request, call, spool.add, upload)
+                return await trio.to_thread.run_sync(self._commit_append, request, call, located, spool, received)
         raise AssertionError("unreachable")
 
     def _append_whole(self, request: Request, call: Call, spool: Spool, received: Received) -> Response:
@@ -208,7 +234,7 @@ class WriteHandlers(FsHandlers):
                     self.workspace.write_all(out, piece)
                 return _written(call, target_of(os.fstat(out)), created=not target.exists)
 
-            return self.dispatch.conclude(call, facts, act)
+            return self.dispatch.conclude(call, facts, act, received.upload)
 
     # -- mkdir, delete --
     async def mkdir(self, request: Request) -> Response:

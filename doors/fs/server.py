@@ -23,7 +23,8 @@ WORKSPACE_FD_ROW = "workspace_fd"
 WORKSPACE_ROW = "workspace"
 # Rows this door holds itself (GET /v0/hello reports them as held); `workspace` is within_root's root.
 HELD_ROWS = frozenset({"workspace", "workspace_fd", "read_only", "append_only", "hidden", "exec",
-                       "refuse_secrets", "no_symlinks", "max_file_bytes", "max_total_bytes", "max_files"})
+                       "refuse_secrets", "no_symlinks", "max_file_bytes", "max_total_bytes", "max_files",
+                       "max_concurrent_uploads"})
 
 
 def thread_safe(audit: Audit) -> Audit:

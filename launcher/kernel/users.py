@@ -1,8 +1,9 @@
-"""Per-session Linux users and groups (`sh-…`): system users, no home, /usr/sbin/nologin, own group.
+"""Per-session Linux users and groups (`sh-…`): no home, /usr/sbin/nologin, own group, fresh ids.
 
 Written straight into /etc/passwd, shadow, group and gshadow under lckpwdf(3), the lock every shadow-suite
 tool takes, each file rewritten to `<file>+`, fsynced and renamed over the original as useradd does; one
-transaction can hold a whole session's accounts. Why not useradd: docs/decisions/kernel.md (timings).
+transaction can hold a whole session's accounts. Why not useradd: docs/decisions/kernel.md (timings). The
+ids are drawn under the same lock by launcher/kernel/session_ids.py: never one in use or handed out lately.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import os
 import pwd
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from launcher.kernel import session_ids
 from launcher.kernel._sys import libc
+from launcher.policy.id_alloc import NoFreeIds
 
 _NAME = re.compile(r"^sh-[a-z0-9][a-z0-9-]{0,28}$")
 NOLOGIN = "/usr/sbin/nologin"
@@ -65,12 +68,16 @@ def _append(text: str, lines: list[str]) -> str:
     return text + ("" if not text or text.endswith("\n") else "\n") + "".join(f"{line}\n" for line in lines)
 
 
+def account_ids(files: AccountFiles) -> set[int]:
+    """Every uid and gid the account files hold."""
+    return _ids(files.passwd) | _ids(files.group)
+
+
 def add_accounts(
-    files: AccountFiles, users: Iterable[str], groups: Mapping[str, Iterable[str]], days: int,
-    id_range: tuple[int, int] = (101, 999),
+    files: AccountFiles, users: Iterable[str], groups: Mapping[str, Iterable[str]], days: int, ids: Sequence[int],
 ) -> tuple[AccountFiles, dict[str, int]]:
     """Add each user (with its own group, uid == gid) and each group with its members; return the new
-    files and every new name's id. The highest free system id goes first, as useradd --system does."""
+    files and every new name's id. `ids` are given to the users, then the groups, in order."""
     users, groups = list(users), {g: list(m) for g, m in groups.items()}
     new_names = [*users, *groups]
     for name in new_names + [m for members in groups.values() for m in members]:
@@ -84,21 +91,16 @@ def add_accounts(
         unknown = [m for m in members if m not in known_users]
         if unknown:
             raise UserError(f"group {group}: member {unknown[0]} is not a user")
-    used = _ids(files.passwd) | _ids(files.group)
-    free = (i for i in range(id_range[1], id_range[0] - 1, -1) if i not in used)
-    ids = {}
-    for name in new_names:
-        try:
-            ids[name] = next(free)
-        except StopIteration:
-            raise UserError(f"no free system id in {id_range[0]}..{id_range[1]} for {name}") from None
+    if len(ids) != len(new_names) or len(set(ids)) != len(ids) or set(ids) & account_ids(files):
+        raise UserError(f"{len(new_names)} distinct unused ids needed for {', '.join(new_names)}, got {list(ids)}")
+    by_name = dict(zip(new_names, ids, strict=True))
     all_groups = {**{u: [] for u in users}, **groups}
     return AccountFiles(
-        passwd=_append(files.passwd, [f"{u}:x:{ids[u]}:{ids[u]}::{NO_HOME}:{NOLOGIN}" for u in users]),
+        passwd=_append(files.passwd, [f"{u}:x:{by_name[u]}:{by_name[u]}::{NO_HOME}:{NOLOGIN}" for u in users]),
         shadow=_append(files.shadow, [f"{u}:!:{days}::::::" for u in users]),
-        group=_append(files.group, [f"{g}:x:{ids[g]}:{','.join(m)}" for g, m in all_groups.items()]),
+        group=_append(files.group, [f"{g}:x:{by_name[g]}:{','.join(m)}" for g, m in all_groups.items()]),
         gshadow=_append(files.gshadow, [f"{g}:!::{','.join(m)}" for g, m in all_groups.items()]),
-    ), ids
+    ), by_name
 
 
 def _drop(text: str, names: set[str], member_field: int | None) -> str:
@@ -177,28 +179,24 @@ def _transaction(edit: Callable[[AccountFiles], AccountFiles], order: tuple[str,
         libc.ulckpwdf()
 
 
-def _login_defs_range() -> tuple[int, int]:
-    values = {"SYS_UID_MIN": 101, "SYS_UID_MAX": 999}
-    try:
-        for line in _read("/etc/login.defs").splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[0] in values and parts[1].isdigit():
-                values[parts[0]] = int(parts[1])
-    except OSError:
-        pass
-    return values["SYS_UID_MIN"], values["SYS_UID_MAX"]
+def create_accounts(users: Iterable[str], groups: Mapping[str, Iterable[str]],
+                    avoid: Iterable[int] = ()) -> dict[str, int]:
+    """Create every user (own group, uid == gid) and group in one locked transaction; name → id.
 
-
-def create_accounts(users: Iterable[str], groups: Mapping[str, Iterable[str]]) -> dict[str, int]:
-    """Create every user (own group, uid == gid) and group in one locked transaction; name → id."""
+    Each id is fresh (launcher/kernel/session_ids.py) and none is in `avoid` (e.g. the workspace owner's)."""
     users, groups = list(users), {g: list(m) for g, m in groups.items()}
     for name in [*users, *groups, *(m for members in groups.values() for m in members)]:
         _check_name(name)  # before the lock: a bad name never waits on, or needs, root
     ids: dict[str, int] = {}
     days = int(time.time() // 86400)
+    avoided = set(avoid)
 
     def edit(files: AccountFiles) -> AccountFiles:
-        new, made = add_accounts(files, users, groups, days, _login_defs_range())
+        try:
+            fresh = session_ids.allocate(len(users) + len(groups), account_ids(files) | avoided)
+        except NoFreeIds as exc:
+            raise UserError(f"no id for the session's accounts: {exc}") from None
+        new, made = add_accounts(files, users, groups, days, fresh)
         ids.update(made)
         return new
 

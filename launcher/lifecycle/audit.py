@@ -29,9 +29,8 @@ from launcher.lifecycle.audit_verify import (
     line_hash,
 )
 from launcher.policy.audit_guard import refusal_of
-from launcher.policy.layout import valid_sid
+from pki.vocabulary import AUDIT_ROOT, valid_sid
 
-AUDIT_ROOT = "/var/lib/sharness/sessions"
 MAX_LINE_BYTES = 256 * 1024
 
 

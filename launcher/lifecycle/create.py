@@ -116,7 +116,9 @@ class SessionBuilder:
             self.journal.record("user", name)
         for name in group_members:
             self.journal.record("group", name)
-        ids = users.create_accounts(list(user_names.values()), group_members)
+        # The workspace owner's ids are never a component's (the fs door runs as them, the app must not).
+        avoid = (self.fs_owner.uid, self.fs_owner.gid) if self.fs_owner is not None else ()
+        ids = users.create_accounts(list(user_names.values()), group_members, avoid)
         for role, name in user_names.items():
             self.resources.uids[role] = ids[name]
             self.resources.gids[role] = ids[name]  # each user's own group has the same id
@@ -160,6 +162,7 @@ class SessionBuilder:
             deliveries[role] = MemfdDelivery(fd)
         app_dir = self.layout.private_dir("app")
         app_ids = self.resources.uids["app"], self.resources.gids["app"]
+        self.journal.record("svid", f"{app_dir}/{APP_SVID}")  # removed first at teardown, before any tree
         deliveries["app"] = FileDelivery(f"{app_dir}/{APP_SVID}", *app_ids)
         session = self.manifest.session
         minted = mint_session(session.trust_domain, self.layout.sid, self.manifest.roles, session.ttl_s, deliveries)

@@ -10,13 +10,10 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from launcher.lifecycle.journal_removers import (
-    DEFAULT_ROOTS,
-    SESSIONS_DIR,
     RemovalRefused,
     Remover,
     check_path,
@@ -24,21 +21,21 @@ from launcher.lifecycle.journal_removers import (
     process_name,
     removers_for,
 )
-from launcher.policy.layout import valid_sid
+from launcher.lifecycle.tree_removal import remove_tree
+from pki.vocabulary import REMOVABLE_ROOTS, SESSIONS_ROOT, valid_sid
 
-RUNTIME_DIR = "/run/sharness"
-KINDS = ("user", "group", "netns", "cgroup", "dir", "file", "pid")
+KINDS = ("user", "group", "netns", "cgroup", "dir", "file", "svid", "pid")
+# Removed before everything else: a key must not outlive a tree removal that fails (docs/contracts.md).
+FIRST_KINDS = frozenset({"svid"})
 JOURNAL_NAME = "journal"
 STAGING_PREFIX = ".new-"
-REMOVERS: Mapping[str, Remover] = removers_for(DEFAULT_ROOTS)
+REMOVERS: Mapping[str, Remover] = removers_for(REMOVABLE_ROOTS)
 
 __all__ = [
-    "DEFAULT_ROOTS",
+    "FIRST_KINDS",
     "JOURNAL_NAME",
     "KINDS",
     "REMOVERS",
-    "RUNTIME_DIR",
-    "SESSIONS_DIR",
     "STAGING_PREFIX",
     "Journal",
     "JournalEntry",
@@ -49,7 +46,6 @@ __all__ = [
     "encode_entry",
     "parse_journal",
     "process_name",
-    "valid_sid",
 ]
 
 
@@ -135,6 +131,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _remove_staging(root: str, staging: str) -> None:
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        remove_tree(root_fd, os.path.basename(staging))
+    finally:
+        os.close(root_fd)
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -148,11 +152,11 @@ class Journal:
         self.sid = os.path.basename(self.directory)
         self._fd = fd
         self._roots = tuple(allowed_roots)
-        self._protected = (os.path.dirname(self.directory), SESSIONS_DIR)
+        self._protected = (os.path.dirname(self.directory), SESSIONS_ROOT)
 
     @classmethod
     def create(
-        cls, sid: str, root: str = SESSIONS_DIR, *, allowed_roots: Sequence[str] = DEFAULT_ROOTS
+        cls, sid: str, root: str = SESSIONS_ROOT, *, allowed_roots: Sequence[str] = REMOVABLE_ROOTS
     ) -> Journal:
         """A new journal at `<root>/<sid>/journal` (dir 0700) whose first line names this launcher."""
         if not valid_sid(sid):
@@ -181,12 +185,12 @@ class Journal:
             if fd >= 0:
                 os.close(fd)
             with contextlib.suppress(OSError):
-                shutil.rmtree(staging)
+                _remove_staging(root, staging)
             raise
         return cls(os.path.join(final, JOURNAL_NAME), fd=fd, allowed_roots=allowed_roots)
 
     @classmethod
-    def open(cls, path: str, *, allowed_roots: Sequence[str] = DEFAULT_ROOTS) -> Journal:
+    def open(cls, path: str, *, allowed_roots: Sequence[str] = REMOVABLE_ROOTS) -> Journal:
         """An existing journal (of a dead session, for gc), read-only until teardown."""
         return cls(os.path.normpath(path), fd=None, allowed_roots=allowed_roots)
 
@@ -199,7 +203,7 @@ class Journal:
         if not name or "\x00" in name:
             raise JournalError(f"journal {kind} name must be a non-empty string without NUL")
         try:
-            if kind in ("dir", "file"):
+            if kind in ("dir", "file", "svid"):
                 check_path(name, self._roots, self._protected)
             elif kind == "pid":
                 parse_process(name)
@@ -270,8 +274,11 @@ class Journal:
         errors: list[RemovalError],
         removed: list[JournalEntry] | None,
     ) -> list[JournalEntry]:
-        failed: list[JournalEntry] = []
-        for entry in reversed(entries):
+        """Keys first, then everything else in reverse creation order; the entries that failed, in journal order."""
+        order = sorted(reversed(range(len(entries))), key=lambda index: entries[index].kind not in FIRST_KINDS)
+        failed: set[int] = set()
+        for index in order:
+            entry = entries[index]
             remover = removers.get(entry.kind)
             try:
                 if remover is None:
@@ -279,12 +286,11 @@ class Journal:
                 remover(entry.name)
             except Exception as exc:  # one resource's failure must not strand the others
                 errors.append(RemovalError(entry.kind, entry.name, _describe(exc)))
-                failed.append(entry)
+                failed.add(index)
             else:
                 if removed is not None:
                     removed.append(entry)
-        failed.reverse()
-        return failed
+        return [entry for index, entry in enumerate(entries) if index in failed]
 
     def _finish(self, owner: str | None, failed: list[JournalEntry]) -> None:
         """Delete the journal and its dir, or keep only the entries that failed (for the next gc)."""

@@ -1,7 +1,8 @@
 """Removers of journal entries, and process identity: each removal is idempotent (gone is success).
 
-`dir` and `file` removals stay inside the sharness roots and never follow a symlink; `pid` kills only the
-very process recorded (pid and start time), through a pidfd.
+`dir`, `file` and `svid` removals stay inside the sharness roots and never follow a symlink (a tree is removed
+iteratively through directory fds: launcher/lifecycle/tree_removal.py); `pid` kills only the very process
+recorded (pid and start time), through a pidfd.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import errno
 import os
 import re
 import select
-import shutil
 import signal
 import stat
 from collections.abc import Callable, Sequence
 
-SESSIONS_DIR = "/run/sharness/sessions"
-DEFAULT_ROOTS = ("/run/sharness", "/var/lib/sharness")
+from launcher.lifecycle.tree_removal import remove_tree
+from pki.vocabulary import REMOVABLE_ROOTS, SESSIONS_ROOT
+
 KILL_WAIT_SECONDS = 5.0
 
 _PROCESS = re.compile(r"^([1-9][0-9]*):([0-9]+)$")
@@ -145,7 +146,7 @@ def _open_parent(path: str, roots: Sequence[str], protected: Sequence[str]) -> t
 
 
 def remove_dir(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Remove the directory tree `path` through directory fds; a symlink is never followed."""
     opened = _open_parent(path, roots, protected)
@@ -159,14 +160,13 @@ def remove_dir(
             return
         if not stat.S_ISDIR(mode):
             raise RemovalRefused(f"refusing {path!r}: the journal says directory, it is not one (a symlink?)")
-        # shutil's fd-based walk (openat + O_NOFOLLOW, samestat checks): entries are unlinked, not followed.
-        shutil.rmtree(base, dir_fd=parent_fd)
+        remove_tree(parent_fd, base)
     finally:
         os.close(parent_fd)
 
 
 def remove_file(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Unlink the file or socket `path` (a symlink there is unlinked, never followed)."""
     opened = _open_parent(path, roots, protected)
@@ -179,6 +179,22 @@ def remove_file(
         return
     except IsADirectoryError as exc:
         raise RemovalRefused(f"refusing {path!r}: the journal says file, it is a directory") from exc
+    finally:
+        os.close(parent_fd)
+
+
+def remove_svid(
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
+) -> None:
+    """Unlink the SVID file `path` (the app's key) on its own, before any tree is removed."""
+    opened = _open_parent(path, roots, protected)
+    if opened is None:
+        return
+    parent_fd, base = opened
+    try:
+        os.unlink(base, dir_fd=parent_fd)
+    except (FileNotFoundError, IsADirectoryError):
+        return  # gone, or a directory the app put in its place: the tree removal that follows takes it
     finally:
         os.close(parent_fd)
 
@@ -207,7 +223,7 @@ def _remove_cgroup(name: str) -> None:
     delete_cgroup(name)
 
 
-def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_DIR,)) -> dict[str, Remover]:
+def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_ROOT,)) -> dict[str, Remover]:
     """The remover of every kind, with `dir`/`file` confined to `roots` and never touching `protected`."""
     roots, protected = tuple(roots), tuple(protected)
     return {
@@ -217,6 +233,7 @@ def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_DIR,
         "cgroup": _remove_cgroup,
         "dir": lambda path: remove_dir(path, roots, protected),
         "file": lambda path: remove_file(path, roots, protected),
+        "svid": lambda path: remove_svid(path, roots, protected),
         "pid": remove_pid,
     }
 

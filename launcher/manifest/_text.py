@@ -2,7 +2,7 @@
 
 Run on the parsed document before the schema, so no later message quotes an unreadable string. Refused:
 controls (C0, DEL, C1), bidi controls, zero-width and other format or default-ignorable characters, line and
-paragraph separators, private use and unassigned code points (doors/_legible.py says why each hides text).
+paragraph separators, private use and unassigned code points (pki/vocabulary/legible.py says why each hides text).
 One exception: a tab or a newline in an argument after the program (`sh -c` and `python -c` scripts), which
 the plan shows escaped, so it hides nothing.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from doors._legible import escaped, unreadable
 from launcher.manifest._errors import ManifestError, child, describe_pointer
+from pki.vocabulary import escaped, unreadable
 
 _SCRIPT_WHITESPACE = frozenset("\t\n")
 

@@ -12,11 +12,11 @@ from typing import Any
 
 from launcher.kernel import probe_facts
 from launcher.kernel.probe_facts import KernelFacts
-from launcher.manifest import Manifest
+from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, covers, python_paths
 from launcher.policy.layout import PLAN_PATHS
+from pki.vocabulary import BOUNDARY, SETTING
 
-BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
@@ -28,6 +28,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
     "fs.within_root", "fs.read_only", "fs.append_only", "fs.hidden", "fs.exec", "fs.refuse_secrets",
     "fs.no_symlinks", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files",
+    # Bodies in flight count (tests/doors/fs/test_uploads.py, tests/attacks/test_fs_uploads.py).
+    "fs.max_concurrent_uploads",
     # The net door (tests/doors/net, tests/integration/test_net_session.py).
     "net.allow", "net.sni", "net.addresses", "net.ip_literals",
 })
@@ -190,7 +192,8 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         yield _Spec("uid", "runs as the workspace owner (never root, never the app's uid), fenced by Landlock and "
                     "seccomp", BOUNDARY, f"{kernel} (credentials)", _root)
     else:
-        yield _Spec("uid", f"runs as its own user sh-<sid>-{role}", BOUNDARY, f"{kernel} (credentials)", _root)
+        yield _Spec("uid", f"runs as its own user sh-<sid>-{role}, under an id no recent session had and nothing "
+                    "holds", BOUNDARY, f"{kernel} (credentials)", _root)
     if role in _OWN_NETNS:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
@@ -239,9 +242,13 @@ def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
         yield _Spec("fs.refuse_secrets", "refuses content holding a private key", BOUNDARY, door, _fs_fence)
     if rows.get("no_symlinks"):
         yield _Spec("fs.no_symlinks", "follows no symlink at all", BOUNDARY, door, _openat2)
-    for key, words in (("max_file_bytes", "bytes per file"), ("max_total_bytes", "bytes written per session"),
+    for key, words in (("max_file_bytes", "bytes per file"),
+                       ("max_total_bytes", "bytes written per session, bodies still arriving included"),
                        ("max_files", "files created per session")):
         yield _Spec(f"fs.{key}", f"at most {rows[key]} {words}", BOUNDARY, door, _fs_fence)
+    uploads = rows.get("max_concurrent_uploads", FS_DEFAULT_MAX_CONCURRENT_UPLOADS)
+    yield _Spec("fs.max_concurrent_uploads", f"at most {uploads} bodies in flight at once per client",
+                BOUNDARY, door, _fs_fence)
 
 
 def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:

@@ -1,14 +1,14 @@
 """The plan as the text a person approves. Pure.
 
-Every line passes through doors._legible.escaped, the one function that shows a string: whatever field a
+Every line passes through pki.vocabulary.escaped, the one function that shows a string: whatever field a
 manifest string travels in (a path, a row's meaning, an argument), nothing shown is reordered, hidden or
 overwritten. The app's argv is shown one argument per line, quoted, so where one ends is never in doubt.
 """
 
 from __future__ import annotations
 
-from doors._legible import escaped
 from launcher.policy.plan import ComponentPlan, Plan
+from pki.vocabulary import escaped
 
 
 def _named(paths: tuple[str, ...], groups: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
@@ -57,10 +57,11 @@ def render_plan(plan: Plan) -> str:
     for component in plan.components:
         lines += _component(plan, component)
     lines += ["", "rows:"]
+    width = max((len(row.row_id) for row in plan.rows), default=0)
     for row in plan.rows:
         state = "held" if row.held else "UNHELD"
-        lines.append(f"  {row.component:<8} {row.row_id:<22} {row.kind:<11} {state:<7} {row.meaning}")
-        lines.append(f"  {'':<8} {'':<22} {'':<11} {'':<7} by {row.held_by}"
+        lines.append(f"  {row.component:<8} {row.row_id:<{width}} {row.kind:<11} {state:<7} {row.meaning}")
+        lines.append(f"  {'':<8} {'':<{width}} {'':<11} {'':<7} by {row.held_by}"
                      + ("" if row.held else f"; unheld: {row.why_unheld}"))
     lines += ["", f"{plan.unheld_count} of {len(plan.rows)} rows unheld on this machine"]
     lines += [f"not covered: {gap}" for gap in plan.not_covered]

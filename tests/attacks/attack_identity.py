@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from doors._transport import client_context, client_context_from_file
-from doors.client import DoorClient, DoorNotTrusted, DoorRefused, DoorUnavailable
+from doors.client import Dial, DoorClient, DoorNotTrusted, DoorRefused, DoorUnavailable
 from pki.issue import LEAF_EKU, LEAF_KEY_USAGE, ca_name
 
 Report = Callable[..., None]
@@ -82,8 +82,8 @@ def _dial(report: Report, probe: str, bundle: bytes, pem: bytes | None) -> None:
         path = Path(env["TMPDIR"], f"{probe}.pem")
         path.write_bytes(pem)
         ctx = client_context_from_file(bundle, path)
-    client = DoorClient("fs", env["SHARNESS_DOOR_FS"], env["SHARNESS_SVID"], env["SHARNESS_BUNDLE"],
-                        env["SHARNESS_TRUST_DOMAIN"], env["SHARNESS_SESSION"], ctx=ctx)
+    client = DoorClient(Dial("fs", env["SHARNESS_DOOR_FS"], ctx, env["SHARNESS_TRUST_DOMAIN"],
+                             env["SHARNESS_SESSION"], "app"))
     try:
         with client:
             answer = client.hello()

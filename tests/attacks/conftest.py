@@ -137,11 +137,11 @@ def _outside_on_b(run: AttackRun) -> None:
     private = f"/run/sharness/{run.sid_b}/app"
     args = (f"{private}/svid.pem", f"{private}/bundle.pem", TRUST_DOMAIN, run.sid_b)
     doors = f"/run/sharness/{run.sid_b}/doors"
-    with DoorClient("fs", f"{doors}/fs.sock", *args, timeout_s=20) as fs:
+    with DoorClient.from_files("fs", f"{doors}/fs.sock", *args, timeout_s=20) as fs:
         answer = fs.request("PUT", "/v0/fs/files/outside.txt", body=b"written from outside while B was full\n")
         run.outside.fs_write = {"status": answer.status, "body": answer.json()}
     try:
-        with DoorClient("keys", f"{doors}/keys.sock", *args, timeout_s=20) as keys:
+        with DoorClient.from_files("keys", f"{doors}/keys.sock", *args, timeout_s=20) as keys:
             run.outside.keys_refusal = {"answered": keys.hello()}
     except DoorRefused as refused:
         refusal = refused.refusal

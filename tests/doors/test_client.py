@@ -26,8 +26,8 @@ def s() -> Iterator[Session]:
 
 def _client(s: Session, role: str, address: object, as_role: str = "app", svid: str | None = None) -> DoorClient:
     bundle = s.pem_path("bundle", s.pki.bundle_pem())
-    return DoorClient(role, address, svid or s.svid_path(as_role), bundle,  # type: ignore[arg-type]
-                      s.pki.trust_domain, s.pki.session_id, client_role=as_role)
+    return DoorClient.from_files(role, address, svid or s.svid_path(as_role), bundle,  # type: ignore[arg-type]
+                                 s.pki.trust_domain, s.pki.session_id, client_role=as_role)
 
 
 @pytest.mark.parametrize("tcp", [False, True], ids=["unix", "tcp"])
@@ -128,7 +128,7 @@ PROBE = """
 import sys
 from doors.client import DoorClient, DoorRefused
 try:
-    DoorClient(*sys.argv[1:7]).hello()
+    DoorClient.from_files(*sys.argv[1:7]).hello()
 except DoorRefused as exc:
     print(exc.refusal.who, "|", exc.refusal.detail)
 """

@@ -220,8 +220,7 @@ async def test_the_async_client_resumes_and_a_resumed_client_is_checked_again() 
             assert tls.ssl_object.session_reused
         finally:
             await tls.aclose()
-        async with AsyncDoorClient(s.dial("fs", refusing, dial.ctx, "app")) as client:
-            client._session = ticket
+        async with AsyncDoorClient(s.dial("fs", refusing, dial.ctx, "app"), tls_session=ticket) as client:
             with pytest.raises(DoorRefused, match="edge app->fs"):
                 await client.hello()
         nursery.cancel_scope.cancel()
@@ -241,10 +240,8 @@ async def test_a_stdlib_session_is_not_offered_to_a_pyopenssl_context() -> None:
 
 
 def _blocking(s: Session, address: object, backend: _tls.Backend, svid: str | None = None) -> DoorClient:
-    bundle = s.pem_path("bundle", s.pki.bundle_pem())
     ctx = client_context_from_file(s.pki.bundle_pem(), svid or s.svid_path("app"), backend)
-    return DoorClient("fs", address, svid or s.svid_path("app"), bundle,  # type: ignore[arg-type]
-                      s.pki.trust_domain, s.pki.session_id, client_role="app", ctx=ctx)
+    return DoorClient(s.dial("fs", address, ctx, "app"))  # type: ignore[arg-type]
 
 
 def test_the_blocking_client_resumes_after_close_notify(s: Session) -> None:

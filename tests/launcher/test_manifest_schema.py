@@ -53,6 +53,8 @@ def test_every_object_is_closed() -> None:
         ({"session__ttl_s": True}, "/session/ttl_s", "boolean"),
         ({"app__process__max_pids": False}, "/app/process/max_pids", "boolean"),
         ({"doors__fs__max_files": True}, "/doors/fs/max_files", "boolean"),
+        ({"doors__fs__max_concurrent_uploads": 0}, "/doors/fs/max_concurrent_uploads", "below the minimum 1"),
+        ({"doors__fs__max_concurrent_uploads": 1025}, "/doors/fs/max_concurrent_uploads", "above the maximum"),
         ({"doors__model__budget_microusd": True}, "/doors/model/budget_microusd", "boolean"),
         ({"doors__fs__refuse_secrets": 1}, "/doors/fs/refuse_secrets", "expected true or false"),
         ({"session__ttl_s": "600"}, "/session/ttl_s", "expected an integer"),

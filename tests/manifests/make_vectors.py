@@ -240,7 +240,7 @@ refuse("refuse-ip-literal-not-allowed", j(mk(doors={"net": {"allow": {"app": ["1
        "/doors/net/allow/app/0", "an IP literal without allow_ip_literals")
 refuse("refuse-wildcard-tld", j(mk(doors={"net": {"allow": {"app": ["*.com:443"]}}})),
        "/doors/net/allow/app/0", "a wildcard over a whole top-level domain")
-# Strings a person cannot read for what they are (doors/_legible.py): refused in keys and values alike.
+# Strings a person cannot read for what they are (pki/vocabulary/legible.py): refused in keys and values alike.
 refuse("refuse-bidi-override-in-read-path", j(mk(app={"argv": ["true"],
        "files": {"read": ["/srv/invoice-\u202egnp.sh"]}, "process": {"max_memory_mb": 16, "max_pids": 1}})),
        "/app/files/read/0",

@@ -113,7 +113,8 @@ def _record(task: int, seq: int, size: int) -> bytes:
 
 
 async def test_concurrent_appends_lose_nothing_and_never_interleave(door_factory: Any) -> None:
-    door = door_factory({"append_only": ["log"], "max_file_bytes": 1 << 30, "max_total_bytes": 1 << 40})
+    door = door_factory({"append_only": ["log"], "max_file_bytes": 1 << 30, "max_total_bytes": 1 << 40,
+                         "max_concurrent_uploads": 24})  # all 24 appenders in flight at once
     rng = random.Random(5)
     sizes = {(t, s): rng.choice([1, 100, 4095, 70_000, 1_500_000]) for t in range(24) for s in range(4)}
 

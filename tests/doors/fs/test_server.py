@@ -58,7 +58,7 @@ def test_serve_runs_the_door_from_its_contract(s: Session, workspace: str) -> No
     try:
         messages = _messages(ours)
         assert next(messages) == {"type": "ready"}
-        client = DoorClient("fs", path, s.svid_path("app"), s.pem_path("bundle", s.pki.bundle_pem()),
+        client = DoorClient.from_files("fs", path, s.svid_path("app"), s.pem_path("bundle", s.pki.bundle_pem()),
                             s.pki.trust_domain, s.pki.session_id, client_role="app")
         with FsClient(client) as fs:
             hello = fs.door.hello()

@@ -100,8 +100,8 @@ async def _read_until_close(tls: TlsStream) -> bytes:
 def test_the_apps_blocking_client_over_mtls(s: Session, workspace: str) -> None:
     bundle = s.pem_path("bundle", s.pki.bundle_pem())
     with fs_door_in_thread(s, workspace) as path:
-        door = DoorClient("fs", path, s.svid_path("app"), bundle, s.pki.trust_domain, s.pki.session_id,
-                          client_role="app")
+        door = DoorClient.from_files("fs", path, s.svid_path("app"), bundle, s.pki.trust_domain,
+                                     s.pki.session_id, client_role="app")
         with FsClient(door) as fs:
             fs.mkdir("notes")
             written = fs.write("notes/a b.md", b"hello")

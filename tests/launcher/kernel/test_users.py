@@ -12,6 +12,7 @@ import pytest
 
 from launcher.kernel import users
 from launcher.kernel.users import AccountFiles, UserError, add_accounts, remove_accounts
+from launcher.policy import id_alloc
 
 BASE = AccountFiles(
     passwd="root:x:0:0:root:/root:/bin/bash\nsvc:x:999:999::/nonexistent:/usr/sbin/nologin\n",
@@ -29,33 +30,35 @@ def test_only_session_names_are_accepted(bad: str) -> None:
         with pytest.raises(UserError, match="refused"):
             op(bad)
     with pytest.raises(UserError, match="refused"):
-        add_accounts(BASE, ["sh-ok"], {"sh-ok-to": [bad]}, 1)
+        add_accounts(BASE, ["sh-ok"], {"sh-ok-to": [bad]}, 1, [5001, 5002])
 
 
-def test_add_takes_the_highest_free_system_ids_and_writes_all_four_files() -> None:
-    files, ids = add_accounts(BASE, ["sh-s-app", "sh-s-fs"], {"sh-s-to-fs": ["sh-s-app"]}, 20786)
-    assert ids == {"sh-s-app": 998, "sh-s-fs": 996, "sh-s-to-fs": 995}  # 999 and 997 are taken
+def test_add_gives_the_ids_handed_in_and_writes_all_four_files() -> None:
+    files, ids = add_accounts(BASE, ["sh-s-app", "sh-s-fs"], {"sh-s-to-fs": ["sh-s-app"]}, 20786, [7, 9, 8])
+    assert ids == {"sh-s-app": 7, "sh-s-fs": 9, "sh-s-to-fs": 8}
     assert files.passwd.endswith(
-        "sh-s-app:x:998:998::/nonexistent:/usr/sbin/nologin\nsh-s-fs:x:996:996::/nonexistent:/usr/sbin/nologin\n")
+        "sh-s-app:x:7:7::/nonexistent:/usr/sbin/nologin\nsh-s-fs:x:9:9::/nonexistent:/usr/sbin/nologin\n")
     assert files.shadow.endswith("sh-s-app:!:20786::::::\nsh-s-fs:!:20786::::::\n")
-    assert files.group.endswith("sh-s-app:x:998:\nsh-s-fs:x:996:\nsh-s-to-fs:x:995:sh-s-app\n")
+    assert files.group.endswith("sh-s-app:x:7:\nsh-s-fs:x:9:\nsh-s-to-fs:x:8:sh-s-app\n")
     assert files.gshadow.endswith("sh-s-to-fs:!::sh-s-app\n")
     assert files.passwd.startswith(BASE.passwd)  # nothing else touched
 
 
-def test_add_refuses_clashes_unknown_members_and_a_full_range() -> None:
+def test_add_refuses_clashes_unknown_members_and_ids_in_use() -> None:
     with pytest.raises(UserError, match="sh-old already exists"):
-        add_accounts(BASE, ["sh-old"], {}, 1)
+        add_accounts(BASE, ["sh-old"], {}, 1, [5])
     with pytest.raises(UserError, match="sh-x already exists"):
-        add_accounts(BASE, ["sh-x"], {"sh-x": []}, 1)
+        add_accounts(BASE, ["sh-x"], {"sh-x": []}, 1, [5, 6])
     with pytest.raises(UserError, match="member sh-ghost is not a user"):
-        add_accounts(BASE, [], {"sh-g": ["sh-ghost"]}, 1)
-    with pytest.raises(UserError, match="no free system id"):
-        add_accounts(BASE, ["sh-a", "sh-b"], {}, 1, id_range=(998, 999))
+        add_accounts(BASE, [], {"sh-g": ["sh-ghost"]}, 1, [5])
+    for ids in ([999, 5], [5, 997], [5, 5], [5]):  # an account's uid, a group's gid, twice, too few
+        with pytest.raises(UserError, match="distinct unused ids"):
+            add_accounts(BASE, ["sh-a", "sh-b"], {}, 1, ids)
 
 
 def test_remove_drops_users_their_groups_and_memberships_and_is_idempotent() -> None:
-    files, _ = add_accounts(BASE, ["sh-s-app", "sh-s-net"], {"sh-s-to-fs": ["sh-s-app", "sh-s-net"]}, 1)
+    files, _ = add_accounts(BASE, ["sh-s-app", "sh-s-net"], {"sh-s-to-fs": ["sh-s-app", "sh-s-net"]}, 1,
+                            [998, 996, 995])
     after = remove_accounts(files, ["sh-s-app"])
     assert "sh-s-app" not in after.passwd and "sh-s-app" not in after.shadow
     assert "sh-s-to-fs:x:995:sh-s-net\n" in after.group and "sh-s-to-fs:!::sh-s-net\n" in after.gshadow
@@ -74,7 +77,8 @@ def test_user_and_group_lifecycle() -> None:
         uid_a = users.create_user(a)
         users.create_user(b)
         entry = pwd.getpwnam(a)
-        assert entry.pw_uid == uid_a == users.uid_of(a) and uid_a < 1000  # a system user
+        assert entry.pw_uid == uid_a == users.uid_of(a)
+        assert id_alloc.SESSION_IDS[0] <= uid_a <= id_alloc.SESSION_IDS[1]  # no other allocator's range
         assert entry.pw_shell == "/usr/sbin/nologin" and entry.pw_dir == "/nonexistent"
         assert grp.getgrgid(entry.pw_gid).gr_name == a  # its own group
         gid = users.create_group(g, [a, b])

@@ -12,7 +12,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from launcher.lifecycle.journal import Journal, JournalEntry, JournalError, RemovalError, encode_entry, parse_journal
+from launcher.lifecycle.journal import (
+    KINDS,
+    Journal,
+    JournalEntry,
+    JournalError,
+    RemovalError,
+    encode_entry,
+    parse_journal,
+)
 from launcher.lifecycle.journal_removers import (
     RemovalRefused,
     Remover,
@@ -23,6 +31,7 @@ from launcher.lifecycle.journal_removers import (
     remove_dir,
     remove_file,
     remove_pid,
+    remove_svid,
 )
 
 SID = "0badc0de"
@@ -65,7 +74,7 @@ def recording_removers(calls: list[tuple[str, str]], failing: str | None = None)
 
         return remove
 
-    return {kind: make(kind) for kind in ("user", "group", "netns", "cgroup", "dir", "file", "pid")}
+    return {kind: make(kind) for kind in KINDS}
 
 
 def test_create_names_the_launcher_first_and_keeps_the_dir_private(
@@ -98,6 +107,7 @@ def test_record_appends_one_line_per_resource(journal: Journal, roots: tuple[Pat
         ("dir", "/etc", "outside the sharness roots"),
         ("dir", "relative/path", "not an absolute"),
         ("file", "/run/sharness/../../etc/passwd", "not an absolute normalised"),
+        ("svid", "/etc/ssl/private/key.pem", "outside the sharness roots"),
         ("pid", "123", "<pid>:<starttime>"),
         ("user", "", "non-empty"),
     ],
@@ -174,6 +184,52 @@ def test_a_failing_remover_does_not_stop_the_others_and_stays_for_gc(journal: Jo
     reopened.teardown(errors, removers=recording_removers(calls))
     assert calls == [("user", "u2")]
     assert not os.path.exists(journal.directory)
+
+
+def test_svid_files_go_first_and_on_their_own_even_when_the_tree_removal_fails(
+    journal: Journal, roots: tuple[Path, Path]
+) -> None:
+    """The key is journaled on its own and removed before anything else (wherever it was recorded), so a tree
+    removal that fails, or a teardown cut short, cannot leave it on disk; the failed tree stays for gc."""
+    _, run = roots
+    private = run / "0badc0de" / "app"
+    journal.record("dir", str(run / "0badc0de"))
+    journal.record("svid", str(private / "svid.pem"))
+    journal.record("dir", str(private))
+    private.mkdir(parents=True)
+    (private / "svid.pem").write_bytes(b"-----BEGIN PRIVATE KEY-----\n")
+    journal.record("user", "u1")
+    calls: list[tuple[str, str]] = []
+    removers = recording_removers(calls, failing=str(private))
+
+    def svid_remover(path: str) -> None:
+        calls.append(("svid", path))
+        remove_svid(path, (str(run),), ())
+
+    removers["svid"] = svid_remover
+    errors: list[RemovalError] = []
+    journal.teardown(errors, removers=removers)
+    assert not (private / "svid.pem").exists()
+    assert calls == [("svid", str(private / "svid.pem")), ("user", "u1"), ("dir", str(private)),
+                     ("dir", str(run / "0badc0de"))]
+    assert [e.kind for e in errors] == ["dir"]
+    assert Journal.open(journal.path).entries() == [JournalEntry("dir", str(private))]
+
+
+def test_svid_removal_unlinks_a_link_and_leaves_a_directory_to_the_tree(tmp_path: Path) -> None:
+    run, outside = tmp_path / "sharness-run", tmp_path / "outside"
+    run.mkdir()
+    outside.mkdir()
+    (outside / "keep").write_bytes(b"keep")
+    (run / "svid.pem").symlink_to(outside / "keep")
+    remove_svid(f"{run}/svid.pem", (str(run),), ())
+    assert not (run / "svid.pem").is_symlink() and (outside / "keep").read_bytes() == b"keep"
+    (run / "svid.pem").mkdir()
+    remove_svid(f"{run}/svid.pem", (str(run),), ())
+    assert (run / "svid.pem").is_dir()
+    remove_svid(f"{run}/no/such/svid.pem", (str(run),), ())
+    with pytest.raises(RemovalRefused, match="outside the sharness roots"):
+        remove_svid(str(outside / "keep"), (str(run),), ())
 
 
 def test_teardown_removes_real_dirs_files_and_processes(

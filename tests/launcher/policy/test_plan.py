@@ -10,8 +10,9 @@ from manifests.samples import DROP, FULL, load, sample
 
 from launcher.kernel.probe_facts import FULL_KERNEL, KernelFacts
 from launcher.policy import plan as plan_module
-from launcher.policy.plan import BOUNDARY, IMPLEMENTED_ROWS, SETTING, build_plan
+from launcher.policy.plan import IMPLEMENTED_ROWS, build_plan
 from launcher.policy.plan_render import render_plan
+from pki.vocabulary import BOUNDARY, SETTING
 
 CONFINEMENT = ("uid", "ipc", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs", "memory",
                "pids", "edges")
@@ -59,6 +60,22 @@ def test_door_rows_follow_the_manifest() -> None:
     quiet = build_plan(load(sample(doors__fs={"refuse_secrets": False, "max_file_bytes": 1, "max_total_bytes": 1,
                                               "max_files": 1})), FULL_KERNEL)
     assert not {"fs.read_only", "fs.hidden", "fs.refuse_secrets"} & set(_ids(quiet, "fs"))
+
+
+def test_the_upload_cap_row_shows_the_default_the_schema_and_the_door_share() -> None:
+    from doors.fs._rules import DEFAULT_MAX_CONCURRENT_UPLOADS
+    from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS
+    from launcher.manifest._schema import schema
+
+    declared = schema()["$defs"]["fs"]["properties"]["max_concurrent_uploads"]["default"]
+    assert declared == FS_DEFAULT_MAX_CONCURRENT_UPLOADS == DEFAULT_MAX_CONCURRENT_UPLOADS
+    rows = {row.row_id: row for row in build_plan(load(FULL), FULL_KERNEL).rows if row.component == "fs"}
+    assert rows["fs.max_concurrent_uploads"].meaning == f"at most {declared} bodies in flight at once per client"
+    assert rows["fs.max_concurrent_uploads"].held and rows["fs.max_concurrent_uploads"].kind == BOUNDARY
+    fs = {"refuse_secrets": True, "max_file_bytes": 1, "max_total_bytes": 1, "max_files": 1,
+          "max_concurrent_uploads": 3}
+    capped = build_plan(load(sample(doors__fs=fs)), FULL_KERNEL)
+    assert "at most 3 bodies" in next(r.meaning for r in capped.rows if r.row_id == "fs.max_concurrent_uploads")
 
 
 def test_doors_not_started_have_no_rows() -> None:

@@ -1,10 +1,10 @@
-"""doors/_legible.py: which characters a person cannot read for what they are, and how every string is shown."""
+"""pki/vocabulary/legible.py: which characters a person cannot read for what they are, and how every string is shown."""
 
 from __future__ import annotations
 
 import pytest
 
-from doors._legible import classify, escaped, unreadable
+from pki.vocabulary import escaped, unreadable, unreadable_char
 
 REFUSED_EVERYWHERE = [
     ("\x00", "control"), ("\x1b", "control"), ("\x7f", "control"), ("\x85", "C1 control"), ("\x9b", "C1 control"),
@@ -23,7 +23,7 @@ READABLE = ["a", " ", "/", "é", "e\u0301", "ß", "日", "\U0001f600", "Ω", "-"
 
 @pytest.mark.parametrize(("char", "words"), REFUSED_EVERYWHERE)
 def test_hidden_characters_are_named_with_why(char: str, words: str) -> None:
-    found = classify(char)
+    found = unreadable_char(char)
     assert found is not None and words in found.why
     assert found.code == f"U+{ord(char):04X}" and found.code in found.describe()
 
@@ -35,8 +35,8 @@ def test_readable_text_passes(text: str) -> None:
 
 @pytest.mark.parametrize("char", ["\ue000", "\U000f0000", "\u0378", "\U0003ffff"])
 def test_private_use_and_unassigned_are_refused_only_when_unsettled_is_asked(char: str) -> None:
-    assert classify(char) is None
-    found = classify(char, unsettled=True)
+    assert unreadable_char(char) is None
+    found = unreadable_char(char, unsettled=True)
     assert found is not None and ("private-use" in found.why or "unassigned" in found.why)
 
 

@@ -4,8 +4,8 @@ A name or a manifest string is shown to a person who decides on what they see. C
 overwrite a line, bidi controls reorder what follows (`invoice-\\u202egnp.sh` shows as `invoice-hs.png`),
 zero-width and other default-ignorable characters make two different names look the same (`.git\\u200b` next
 to `.git`), and line separators break a line where none is shown. `unreadable` finds the first such
-character; `escaped` is the one function every printer uses. Pure: no I/O. The launcher imports it too
-(doors never import the launcher), so the manifest and the fs door refuse the same characters.
+character; `escaped` is the one function every printer uses. Pure: no I/O. Part of the vocabulary, so the
+manifest (launcher) and the fs door (doors) refuse the same characters, declared once.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 # General categories that are never visible text: controls, format characters (bidi, zero-width, tags),
 # surrogates, line and paragraph separators.
-HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 # Categories whose look depends on a font or a Unicode version: refused where a person writes the text
 # (the manifest), allowed in names already on disk (Samba maps ':' to private use; new emoji are unassigned
 # to an older Python).
-UNSETTLED_CATEGORIES = frozenset({"Co", "Cn"})
+_UNSETTLED_CATEGORIES = frozenset({"Co", "Cn"})
 # Default_Ignorable_Code_Point (Unicode DerivedCoreProperties.txt) beyond the categories above: renderers
 # draw nothing for these (variation selectors, the combining grapheme joiner, Hangul fillers, Mongolian
 # free variation selectors), so they hide exactly as a zero-width space does.
@@ -75,17 +75,17 @@ def _why(char: str, category: str) -> str:
     return "a default-ignorable character: nothing is drawn for it"
 
 
-def classify(char: str, *, unsettled: bool = False) -> Unreadable | None:
+def unreadable_char(char: str, *, unsettled: bool = False) -> Unreadable | None:
     """Why `char` cannot be read for what it is, or None; `unsettled` also refuses private use and unassigned."""
     category = unicodedata.category(char)
-    refused = category in HIDDEN_CATEGORIES or (unsettled and category in UNSETTLED_CATEGORIES)
+    refused = category in _HIDDEN_CATEGORIES or (unsettled and category in _UNSETTLED_CATEGORIES)
     if not refused and not _IGNORABLE.match(char):
         return None
     return Unreadable(char, _why(char, category))
 
 
 def unreadable(text: str, *, unsettled: bool = False, allow: frozenset[str] = frozenset()) -> Unreadable | None:
-    """The first character of `text` a person cannot read for what it is (see `classify`), or None.
+    """The first character of `text` a person cannot read for what it is (see `unreadable_char`), or None.
 
     `allow` names characters the caller accepts anyway (they are still shown escaped)."""
     # Fast path: isprintable() is False for every refused category (and more), the regex finds the rest.
@@ -94,7 +94,7 @@ def unreadable(text: str, *, unsettled: bool = False, allow: frozenset[str] = fr
     for char in text:
         if char in allow or (char.isprintable() and not _IGNORABLE.match(char)):
             continue
-        found = classify(char, unsettled=unsettled)
+        found = unreadable_char(char, unsettled=unsettled)
         if found is not None:
             return found
     return None
@@ -102,12 +102,12 @@ def unreadable(text: str, *, unsettled: bool = False, allow: frozenset[str] = fr
 
 def escaped(text: str) -> str:
     """`text` as it may be shown to a person: every character that is not plainly printable (and every one
-    `classify` names) as `\\u{XXXX}`, a backslash as `\\\\`, so nothing shown is reordered, hidden or faked."""
+    `unreadable_char` names) as `\\u{XXXX}`, a backslash as `\\\\`, so nothing shown is reordered, hidden or faked."""
     out = []
     for char in text:
         if char == "\\":
             out.append("\\\\")
-        elif not char.isprintable() or classify(char, unsettled=True) is not None:
+        elif not char.isprintable() or unreadable_char(char, unsettled=True) is not None:
             out.append(f"\\u{{{ord(char):04X}}}")
         else:
             out.append(char)
