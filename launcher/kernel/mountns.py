@@ -5,9 +5,10 @@ every world-writable socket of the host (D-Bus, systemd-resolved, journald, X11,
 Each component gets a fresh tmpfs as its root, holding bind mounts of exactly its own paths (the same ones
 Landlock grants: system directories, Python, its private directory, its edges' door sockets), the root's
 compatibility symlinks (/bin → usr/bin …), and a proc instance of the caller's pid namespace with
-hidepid=invisible (processes of other users are not even visible) and subset=pid: only process directories
-(and self, thread-self), none of proc's host-wide files (interrupts, key-users, meminfo, sys/, …), which
-neither Python nor the doors read. Everything else is not there (ENOENT).
+hidepid=invisible (other users' processes are not listed; for the app, in a pid namespace of its own, they
+do not exist at all) and subset=pid: only process directories (and self, thread-self), none of proc's
+host-wide files (interrupts, key-users, meminfo, sys/, …), which neither Python nor the doors read.
+Everything else is not there (ENOENT).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def _root_symlinks(new_root: str) -> None:
 def enter_private_root(keep: tuple[str, ...], proc_options: str | None = PROC_OPTIONS) -> None:
     """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc).
 
-    The proc shows the pid namespace the caller is in (so a namespace's init mounts its own namespace's).
+    The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
     """
     wanted = minimal_paths(keep)
     libc.unshare(libc.CLONE_NEWNS)
