@@ -23,7 +23,6 @@ def test_minimal_paths_drops_nested_paths_proc_and_the_root() -> None:
 
 @pytest.mark.root
 def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_from_proc() -> None:
-    """And proc's host-wide files are absent (subset=pid)."""
     base = Path(tempfile.mkdtemp(prefix="sh-test-mnt-", dir="/tmp"))
     try:
         kept = base / "kept"
@@ -60,7 +59,7 @@ def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_fro
             control = run_child(lambda _wfd: None, probe)
             assert control.report["value"]["socket"] == "connected"
             assert control.report["value"]["victim_visible"] is True
-            assert control.report["value"]["host_wide_files"] == [True, True]
+            assert control.report["value"]["host_wide_files"] == [True, True]  # absent below: subset=pid
             confined = run_child(setup, probe)
             assert confined.report["value"] == {"note": "visible", "socket": "ENOENT", "victim_visible": False,
                                                 "self_visible": True, "host_wide_files": [False, False]}
