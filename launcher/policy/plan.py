@@ -213,8 +213,10 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     yield _Spec("no_new_privs", "can never gain privileges (setuid binaries, file capabilities)", BOUNDARY,
                 f"{kernel} (no_new_privs)", _always)
     memory_mb, pids = manifest.process_limits(role)
-    yield _Spec("memory", f"memory at most {memory_mb} MB", BOUNDARY, f"{kernel} (cgroup memory)", _cgroup("memory"))
-    yield _Spec("pids", f"at most {pids} processes and threads", BOUNDARY, f"{kernel} (cgroup pids)", _cgroup("pids"))
+    yield _Spec("memory", f"memory at most {memory_mb} MB", BOUNDARY, f"{kernel} (cgroup memory)",
+                _cgroup("memory"))
+    yield _Spec("pids", f"at most {pids} processes and threads", BOUNDARY, f"{kernel} (cgroup pids)",
+                _cgroup("pids"))
     calls = ", ".join(manifest.edges_out(role)) or "no door"
     callers = ", ".join(manifest.edges_in(role)) or "nobody"
     yield _Spec("edges", f"may call {calls}; may be called by {callers}", BOUNDARY,
