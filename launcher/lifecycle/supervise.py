@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from launcher.lifecycle.app_init import reported_status
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
 from launcher.policy.door_diagnostics import DoorDiagnostics
 from pki.vocabulary import (
@@ -260,6 +261,8 @@ class Supervisor:
             return self._statuses[role]
         spawned = self._processes[role]
         _, status = os.waitpid(spawned.pid, 0)
+        if spawned.exit_report is not None:  # the app's pid namespace init: the app's status, as it reported it
+            status = reported_status(spawned.exit_report, status)
         self._statuses[role] = status
         with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(spawned.pidfd)

@@ -44,6 +44,7 @@ def test_every_started_component_has_the_confinement_rows() -> None:
     for role in ("app", "fs", "net", "keys", "shell", "model"):
         assert set(CONFINEMENT) <= set(_ids(plan, role)), role
     assert "netns" in _ids(plan, "app") and "netns" in _ids(plan, "fs") and "netns" not in _ids(plan, "net")
+    assert "pidns" in _ids(plan, "app") and not any("pidns" in _ids(plan, door) for door in ("fs", "net", "keys"))
     assert _ids(plan, "session") == ["session.ttl"]
 
 
