@@ -1,13 +1,15 @@
 """The door's status fd: one JSON object per SOCK_SEQPACKET message to the launcher, never blocking forever.
 
-ready / audit / fatal, each at most 64 KiB. An audit event too large is replaced by a marker that says so.
-If the launcher stops reading, a send waits `send_timeout_s` and is then counted as dropped; the count
-rides on the next message that goes through.
+ready / audit / lost / fatal, each at most 64 KiB. An audit event too large is replaced by a marker that
+says so. An audit event waits for the launcher to make room (the door's bounded queue is the backpressure);
+a message that could not go out, and each event the door counted as lost, is counted, and the count rides
+on the next message that goes through as `dropped_before` (the launcher writes it as `audit.lost`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +40,7 @@ class StatusStatistics:
 class StatusSender:
     """Sends status messages on an inherited SOCK_SEQPACKET fd (the door owns and closes it)."""
 
-    def __init__(self, fd: int, *, send_timeout_s: float = 2.0) -> None:
+    def __init__(self, fd: int, *, send_timeout_s: float | None = None) -> None:
         self._sock = socket.socket(fileno=fd)
         self._sock.setblocking(False)
         self.send_timeout_s = send_timeout_s
@@ -66,6 +68,15 @@ class StatusSender:
         self._dropped = 0
         return True
 
+    def note_lost(self, count: int) -> None:
+        """Count `count` events that never reached this sender: the next message tells the launcher."""
+        self._dropped += count
+
+    @property
+    def owes_count(self) -> bool:
+        """Whether a count of lost messages waits for the next message to carry it."""
+        return self._dropped > 0
+
     def send_nowait(self, message: dict[str, Any]) -> bool:
         """Send without waiting (ready, fatal); False when it could not go out now."""
         sent = self._try_send(self._payload(message))
@@ -73,19 +84,26 @@ class StatusSender:
             self._dropped += 1
         return bool(sent)
 
-    async def send(self, message: dict[str, Any]) -> bool:
-        """Send, waiting at most `send_timeout_s` for the launcher to make room."""
-        data = self._payload(message)
-        with trio.move_on_after(self.send_timeout_s):
+    async def _send_waiting(self, data: bytes) -> bool:
+        with trio.move_on_after(math.inf if self.send_timeout_s is None else self.send_timeout_s):
             while (sent := self._try_send(data)) is None:
                 await trio.lowlevel.wait_writable(self._sock)
-            if sent:
-                return True
+            return sent
+        return False
+
+    async def send(self, message: dict[str, Any]) -> bool:
+        """Send, waiting for the launcher to make room (at most `send_timeout_s` when set)."""
+        if await self._send_waiting(self._payload(message)):
+            return True
         self._dropped += 1
         return False
 
     def ready(self) -> bool:
         return self.send_nowait({"type": "ready"})
+
+    async def send_lost(self) -> bool:
+        """A message with nothing but the count of what was lost (when no event is there to carry it)."""
+        return await self._send_waiting(self._payload({"type": "lost"}))
 
     def fatal(self, detail: str) -> bool:
         return self.send_nowait({"type": "fatal", "detail": detail[:4096]})

@@ -1,6 +1,8 @@
 """Wait on a running session: door status messages, process exits, signals and the TTL.
 
-One selector, no threads: the launcher stays single-threaded so that fork() remains safe.
+One selector, no threads: the launcher stays single-threaded so that fork() remains safe. Each round reads
+every status message pending (a door's socket buffer holds a few hundred), then ends with `on_round_end`
+(the session commits the audit lines of the round: one fsync for the batch).
 """
 
 from __future__ import annotations
@@ -16,9 +18,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from launcher.lifecycle.audit_verify import FORBID_EVENT, LOST_EVENT
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
 
 MAX_STATUS_MESSAGE = 65536
+# Messages read from one door in one round: more than its socket buffer holds (~170 events of ~1 KiB of
+# kernel memory each in the default 208 KiB), so in practice "all pending"; a bound still, so a door that
+# writes as fast as it is read cannot keep the loop from the others and the terminal.
+MAX_MESSAGES_PER_ROUND = 4096
+KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log an exact value to redact
 END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -42,9 +50,11 @@ class IoSource(Protocol):
 class Supervisor:
     """Owns the selector over pidfds, status sockets and the signal wake-up pipe."""
 
-    def __init__(self, on_audit: Callable[[str, dict[str, object]], None]) -> None:
+    def __init__(self, on_audit: Callable[[str, dict[str, object]], None],
+                 on_round_end: Callable[[], None] | None = None) -> None:
         self._selector = selectors.DefaultSelector()
         self._on_audit = on_audit
+        self._on_round_end = on_round_end or (lambda: None)
         self._processes: dict[str, Spawned] = {}
         self._statuses: dict[str, int] = {}
         self._ready: set[str] = set()
@@ -114,7 +124,13 @@ class Supervisor:
 
     def _step(self, timeout: float, app_role: str | None = None) -> Ending | None:
         self._sync_io()
-        for key, events in self._selector.select(timeout):
+        try:
+            return self._serve_ready(self._selector.select(timeout), app_role)
+        finally:
+            self._on_round_end()
+
+    def _serve_ready(self, ready: list[tuple[selectors.SelectorKey, int]], app_role: str | None) -> Ending | None:
+        for key, events in ready:
             kind, role = key.data
             if kind == "signal":
                 ending = self._signal_ending()
@@ -147,19 +163,24 @@ class Supervisor:
             return Ending(describe_exit(role, status), exit_code_of(status))
         return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", 70, role)
 
-    def _read_status(self, role: str) -> None:
+    def _read_status(self, role: str) -> bool:
+        """Every message pending on `role`'s status socket (up to the round's bound); at its end, unwatch it
+        and return False."""
         sock = self._processes[role].status
         assert sock is not None
-        try:
-            message = sock.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            message = b""
-        if not message:
-            self._selector.unregister(sock)
-            return
-        self._handle_status(role, message)
+        for _ in range(MAX_MESSAGES_PER_ROUND):
+            try:
+                message = sock.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return True
+            except OSError:
+                message = b""
+            if not message:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(sock)
+                return False
+            self._handle_status(role, message)
+        return True
 
     def _handle_status(self, role: str, message: bytes) -> None:
         try:
@@ -170,31 +191,46 @@ class Supervisor:
         if not isinstance(decoded, dict):
             self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
             return
+        lost = decoded.get("dropped_before")
+        if isinstance(lost, int) and not isinstance(lost, bool) and lost > 0:
+            # What the door could not queue or send: said in the log where it happened, never silent.
+            self._on_audit(LOST_EVENT, {"role": role, "count": lost})
+        self._dispatch_status(role, decoded)
+
+    def _dispatch_status(self, role: str, decoded: dict[str, object]) -> None:
         kind = decoded.get("type")
+        event = decoded.get("event")
         if kind == "ready":
             self._ready.add(role)
             self._on_audit("door.ready", {"role": role, "pid": self._processes[role].pid})
-        elif kind == "audit" and isinstance(decoded.get("event"), dict):
+        elif kind == "audit" and isinstance(event, dict):
             # The door's fields first: it may not overwrite which role the launcher says sent them.
-            self._on_audit("door.event", {**decoded["event"], "role": role})
+            self._on_audit("door.event", {**event, "role": role})
+        elif kind == "lost":
+            pass  # it carried only `dropped_before`
+        elif kind == "forbid":
+            self._forbid(role, decoded)
         elif kind == "fatal":
             self._on_audit("door.fatal", {"role": role, "detail": str(decoded.get("detail", ""))[:500]})
         else:
             self._on_audit("door.status.unknown", {"role": role, "type": str(kind)[:40]})
 
+    def _forbid(self, role: str, decoded: dict[str, object]) -> None:
+        """A kept secret the keys door tells the log to redact from now on (its value never logged)."""
+        value, name = decoded.get("value"), str(decoded.get("name", ""))[:100]
+        if role not in KEPT_SECRET_ROLES or not isinstance(value, str):
+            why = "only the keys door keeps secrets" if role not in KEPT_SECRET_ROLES else "the value is not a string"
+            self._on_audit("door.status.refused", {"role": role, "type": "forbid", "name": name, "why": why})
+            return
+        # The log registers the value first, so its own line shows only the fingerprint.
+        self._on_audit(FORBID_EVENT, {"role": role, "name": name, "value": value})
+
     def drain_statuses(self) -> None:
         """Read what doors sent before they were stopped, so their last audit events are kept."""
         for role, spawned in self._processes.items():
-            if spawned.status is None:
-                continue
-            while True:
-                try:
-                    message = spawned.status.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
-                except OSError:
-                    break
-                if not message:
-                    break
-                self._handle_status(role, message)
+            if spawned.status is not None:
+                self._read_status(role)
+        self._on_round_end()
 
     def reap(self, role: str) -> int:
         """Collect a process's wait status once; later calls return the recorded status."""
@@ -209,19 +245,36 @@ class Supervisor:
         return status
 
     def stop(self, role: str, grace_s: float) -> int:
-        """SIGTERM, then SIGKILL after `grace_s`; returns the wait status."""
+        """SIGTERM, then SIGKILL after `grace_s`; returns the wait status. Meanwhile the role's status messages
+        are read, so a door sending what it had queued is not blocked until the SIGKILL."""
         if role in self._statuses:
             return self._statuses[role]
         spawned = self._processes[role]
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(spawned.pidfd, signal.SIGTERM)
-        ready = selectors.DefaultSelector()
-        ready.register(spawned.pidfd, selectors.EVENT_READ)
-        if not ready.select(grace_s):
+        deadline = time.monotonic() + grace_s
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(spawned.pidfd, selectors.EVENT_READ, "exit")
+            status = spawned.status
+            if status is not None:
+                waiting.register(status, selectors.EVENT_READ, "status")
+            while not self._exited_or_killed(spawned, waiting, deadline):
+                if status is not None and not self._read_status(role):
+                    waiting.unregister(status)  # its end was read
+                self._on_round_end()
+        return self.reap(role)
+
+    def _exited_or_killed(self, spawned: Spawned, waiting: selectors.BaseSelector, deadline: float) -> bool:
+        """True once `spawned` exited, or was sent SIGKILL at the deadline; False when a status message waits."""
+        remaining = deadline - time.monotonic()
+        ready = waiting.select(remaining) if remaining > 0 else []
+        if any(key.data == "exit" for key, _ in ready):
+            return True
+        if not ready:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(spawned.pidfd, signal.SIGKILL)
-        ready.close()
-        return self.reap(role)
+            return True
+        return False
 
     @property
     def roles(self) -> tuple[str, ...]:
