@@ -2,8 +2,9 @@
 
 An event that must precede an act (`put_act`) may fill the queue only up to `act_limit`; a report of
 something already done or refused (`put_report`) may use the rest, so the 503 a full queue causes is itself
-reported while there is room. Whatever cannot be queued is counted: the pump hands the count to the launcher,
-which writes it as an `audit.lost` event.
+reported while there is room. A report that cannot be queued is counted: the pump hands the count to the
+launcher, which writes it as an `audit.lost` event. An act whose event cannot be queued is not done, so
+nothing about it is lost; the request's own report (its 503) says it happened.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class AuditBackpressure(DoorRefused):
 class AuditQueueStatistics:
     queued: int
     capacity: int
-    lost: int  # events never queued since the door started (reported or not yet)
+    lost: int  # reports never queued since the door started (told to the launcher or not yet)
 
 
 class AuditQueue:
@@ -51,8 +52,6 @@ class AuditQueue:
 
     def _put(self, event: dict[str, Any], limit: int) -> bool:
         if self._closed or len(self._events) >= limit:
-            self._lost_unreported += 1
-            self._lost_total += 1
             return False
         self._events.append(event)
         self._waiting.unpark()
@@ -64,7 +63,11 @@ class AuditQueue:
 
     def put_report(self, event: dict[str, Any]) -> bool:
         """Queue an event about what already happened; False when it was counted as lost instead."""
-        return self._put(event, self.capacity)
+        if self._put(event, self.capacity):
+            return True
+        self._lost_unreported += 1
+        self._lost_total += 1
+        return False
 
     async def get(self) -> dict[str, Any] | None:
         """The oldest event, waiting for one; None once the queue is closed and empty."""

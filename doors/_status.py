@@ -1,6 +1,6 @@
 """The door's status fd: one JSON object per SOCK_SEQPACKET message to the launcher, never blocking forever.
 
-ready / audit / lost / fatal, each at most 64 KiB. An audit event too large is replaced by a marker that
+ready / audit / lost / forbid / fatal, each at most 64 KiB. An audit event too large is replaced by a marker that
 says so. An audit event waits for the launcher to make room (the door's bounded queue is the backpressure);
 a message that could not go out, and each event the door counted as lost, is counted, and the count rides
 on the next message that goes through as `dropped_before` (the launcher writes it as `audit.lost`).
@@ -104,6 +104,11 @@ class StatusSender:
     async def send_lost(self) -> bool:
         """A message with nothing but the count of what was lost (when no event is there to carry it)."""
         return await self._send_waiting(self._payload({"type": "lost"}))
+
+    async def forbid(self, name: str, value: str) -> bool:
+        """Tell the launcher's audit log to redact `value` (a kept secret called `name`) from now on; only the
+        keys door is heard. Send it before `ready`, so no line can hold the value before the log knows it."""
+        return await self.send({"type": "forbid", "name": name, "value": value})
 
     def fatal(self, detail: str) -> bool:
         return self.send_nowait({"type": "fatal", "detail": detail[:4096]})

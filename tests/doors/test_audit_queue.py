@@ -21,8 +21,9 @@ async def test_acts_fill_only_their_share_and_reports_the_rest() -> None:
     queue = AuditQueue(8, act_share=0.5)
     assert [queue.put_act(_event(n)) for n in range(5)] == [True] * 4 + [False]
     assert [queue.put_report(_event(n)) for n in range(5)] == [True] * 4 + [False]
-    assert queue.statistics() == AuditQueueStatistics(queued=8, capacity=8, lost=2)
-    assert queue.take_lost() == 2 and queue.take_lost() == 0
+    # The refused act is not done, so not lost; the report that found no room is.
+    assert queue.statistics() == AuditQueueStatistics(queued=8, capacity=8, lost=1)
+    assert queue.take_lost() == 1 and queue.take_lost() == 0
     assert [(await queue.get() or {}).get("n") for _ in range(8)] == [0, 1, 2, 3, 0, 1, 2, 3]  # in order
     assert queue.put_act(_event(9))  # room again
 
@@ -73,7 +74,7 @@ async def test_the_pump_tells_the_launcher_what_was_lost(with_events_after: bool
     status = StatusSender(theirs.detach())
     queue = AuditQueue(4, act_share=1.0)
     for number in range(6):  # two never fit
-        queue.put_act(_event(number))
+        queue.put_report(_event(number))
     if with_events_after:
         queue.close()
     async with trio.open_nursery() as nursery:
@@ -99,5 +100,14 @@ async def test_the_pump_sends_a_lost_message_when_no_event_is_there_to_carry_the
         queue.close()
         queue.put_report(_event(1))  # a handler that finished after the door stopped serving
     assert _messages(ours) == [{"type": "audit", "event": _event(0)}, {"type": "lost", "dropped_before": 1}]
+    status.close()
+    ours.close()
+
+
+async def test_a_kept_secret_is_sent_for_the_log_to_redact() -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    status = StatusSender(theirs.detach())
+    assert await status.forbid("db", "correct-horse-battery")
+    assert _messages(ours) == [{"type": "forbid", "name": "db", "value": "correct-horse-battery"}]
     status.close()
     ours.close()

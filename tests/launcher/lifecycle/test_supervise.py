@@ -7,7 +7,9 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 
+from launcher.lifecycle.audit import AuditLog
 from launcher.lifecycle.spawn import Spawned
 from launcher.lifecycle.supervise import Supervisor
 
@@ -188,3 +190,27 @@ def test_stop_reads_while_it_waits_so_a_door_sending_its_last_events_is_not_kill
         assert [fields["n"] for event, fields in events if event == "door.event"] == list(range(2000))
     finally:
         supervisor.close()
+
+
+def test_a_value_the_keys_door_keeps_is_redacted_in_every_later_line(tmp_path: Path) -> None:
+    log = AuditLog.create(str(tmp_path), "0badc0de")
+    supervisor = Supervisor(lambda event, fields: log.append({**fields, "event": event}), log.commit)
+    secret = "sk-live-but-not-shaped-like-one-0123"
+    try:
+        supervisor.watch(_door("keys", [json.dumps({"type": "forbid", "name": "db", "value": secret}).encode()], 30))
+        while log.lines < 2:
+            supervisor._step(10)
+        used = json.dumps({"type": "audit", "event": {"requested": f"h/?k={secret}"}}).encode()
+        supervisor.watch(_door("net", [used], 30))
+        while log.lines < 3:
+            supervisor._step(10)
+        for role in ("keys", "net"):
+            supervisor.stop(role, 1)
+    finally:
+        supervisor.close()
+    log.close()
+    raw = Path(log.path).read_bytes()
+    assert secret.encode() not in raw
+    forbid, used = (json.loads(line) for line in raw.splitlines()[1:3])
+    assert (forbid["event"], forbid["name"], forbid["kept"]) == ("audit.forbid", "db", True)
+    assert used["requested"] == f"h/?k={forbid['value']}" and str(forbid["value"]).startswith("[redacted:kept:")
