@@ -22,10 +22,11 @@ from launcher.lifecycle.audit_verify import FORBID_EVENT, LOST_EVENT
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
 
 MAX_STATUS_MESSAGE = 65536
-# Messages read from one door in one round: more than its socket buffer holds (~170 events of ~1 KiB of
-# kernel memory each in the default 208 KiB), so in practice "all pending"; a bound still, so a door that
-# writes as fast as it is read cannot keep the loop from the others and the terminal.
-MAX_MESSAGES_PER_ROUND = 4096
+# Messages read from one door in one round: more than its socket buffer holds (167 events of 208 bytes in
+# the default 208 KiB: each costs ~1.3 KiB of kernel memory), so every message pending when the round
+# began; a bound still, since a door with a full queue refills the socket as fast as it is read, and a
+# round of 256 lines (~10 ms) must not keep the loop from the other doors and the terminal.
+MAX_MESSAGES_PER_ROUND = 256
 KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log an exact value to redact
 END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
