@@ -86,8 +86,8 @@ def _manifest(root: Path) -> Path:
 def _as_app(sid: str) -> DoorClient:
     """The fs door as the test reaches it: root, outside the app's confinement, with the app's own SVID."""
     private = f"/run/sharness/{sid}/app"
-    return DoorClient("fs", f"/run/sharness/{sid}/doors/fs.sock", f"{private}/svid.pem", f"{private}/bundle.pem",
-                      TRUST_DOMAIN, sid, timeout_s=60)
+    return DoorClient.from_files("fs", f"/run/sharness/{sid}/doors/fs.sock", f"{private}/svid.pem",
+                                 f"{private}/bundle.pem", TRUST_DOMAIN, sid, timeout_s=60)
 
 
 def _fs_until_503(sid: str, stalled: Stalled, workspace: Path) -> None:
