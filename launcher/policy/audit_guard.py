@@ -52,10 +52,14 @@ _SECRET_VALUES = {
     "stripe": r"[rs]k_live_[0-9A-Za-z]{20,}",
     "jwt": r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     "bearer": r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}",
-    "url_password": r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@",
+    # a scheme is short: bounded, so `a.a.a.…` (each letter a start) costs linear, not quadratic, time
+    "url_password": r"[a-z][a-z0-9+.-]{0,31}://[^/\s:@]+:[^/\s@]+@",
 }
 # One alternation: a single scan per string, whatever the number of patterns; a PEM header starts anywhere.
-_SECRET_VALUE = re.compile("|".join(f"(?P<{rule}>{'' if rule == 'pem' else _START}{pattern})"
+# A JWT starts where no base64url character precedes it: its segments may be long, and a start inside
+# another's run (`-eyJ-eyJ…`) would rescan that run from each start (quadratic time on a 64 KiB value).
+_STARTS = {"pem": "", "jwt": "(?<![A-Za-z0-9_-])"}
+_SECRET_VALUE = re.compile("|".join(f"(?P<{rule}>{_STARTS.get(rule, _START)}{pattern})"
                                     for rule, pattern in _SECRET_VALUES.items()), re.DOTALL)
 
 
