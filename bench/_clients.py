@@ -12,7 +12,7 @@ import time
 
 from OpenSSL import SSL
 
-from doors._http import ClientConnection
+from doors import ClientConnection
 
 REQUEST = b"x" * 64
 

@@ -15,10 +15,10 @@ import trio
 
 from bench._certs import CertFiles
 from bench._tls import TlsOptions, pyopenssl_context
-from doors._http import Request, Response, Route, Router, json_response
-from doors._transport import serve_mtls, server_context_from_file, unix_listener
-from pki.edges import DEFAULT_EDGES, EdgePolicy
+from doors import Request, Response, Route, Router, json_response, serve_mtls, server_context_from_file, unix_listener
+from pki.edges import EdgePolicy
 from pki.spiffe import SessionIdentity
+from pki.vocabulary import DEFAULT_EDGES
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def unaudited_rate(door: DoorAddress, count: int) -> float:
 
 def _spawn_door(directory: str, workspace: str) -> tuple[subprocess.Popen[bytes], socket.socket, DoorAddress]:
     """The real fs door from a contract, as the launcher would fork it (unconfined here)."""
-    from doors._contract import CONTRACT_ENV, DoorContract
+    from doors import CONTRACT_ENV, DoorContract
     from pki.edges import DEFAULT_EDGES
     from pki.testing import SessionPKI
 
@@ -133,7 +133,7 @@ def audited(directory: str, workspace: str, count: int) -> dict[str, Any]:
             lost.append(int(str(fields["count"])))
         log.append({**fields, "event": event})
 
-    supervisor = Supervisor(on_audit, log.commit)
+    supervisor = Supervisor(on_audit, on_round_end=log.commit)
     try:
         supervisor.watch(Spawned("fs", process.pid, os.pidfd_open(process.pid), status))
         if supervisor.wait_ready(("fs",), 60) is not None:

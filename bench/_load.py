@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 import trio
 
-from doors._transport import Dial, client_context_from_file, fresh_exchange
+from doors import Dial, client_context_from_file, fresh_exchange
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import time
 
 from bench._stats import percentile
 from pki.ca import MemfdDelivery, mint_session, new_svid_memfd
-from pki.spiffe import ROLES
 from pki.testing import SessionPKI
+from pki.vocabulary import ROLES
 
 TRUST_DOMAIN = "bench.sharness.test"
 SESSION_ID = "0badbe9c"

@@ -17,9 +17,9 @@ from bench._procs import REPO, Series, summary_with_cpu, timed
 from bench._realdoor import real_door
 from bench._stats import percentile, rate_per_s
 from bench._tls import TlsOptions, pyopenssl_context
-from doors._http import ClientConnection
-from doors._transport import (
+from doors import (
     AsyncDoorClient,
+    ClientConnection,
     Dial,
     TlsContext,
     client_context_from_file,

@@ -7,11 +7,12 @@ No confinement and no other user: this measures the transport and the audit pump
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,9 +20,9 @@ from dataclasses import dataclass, field
 
 from bench._procs import READY_TIMEOUT_S, REPO, Server
 from bench._servers import listen
-from doors._contract import CONTRACT_ENV, DoorContract
-from pki.edges import DEFAULT_EDGES
+from doors import CONTRACT_ENV, DoorContract
 from pki.testing import SessionPKI
+from pki.vocabulary import AUDIT, DEFAULT_EDGES, DOOR_LISTENER, MAX_STATUS_BYTES, READY, decode_status
 
 
 @dataclass
@@ -36,15 +37,15 @@ class StatusTally:
 def _drain(sock: socket.socket, tally: StatusTally) -> None:
     while True:
         try:
-            data = sock.recv(65536)
+            data = sock.recv(MAX_STATUS_BYTES)
         except OSError:
             return
         if not data:
             return
-        message = json.loads(data)
-        if message.get("type") == "ready":
+        message = decode_status(data) or {}
+        if message.get("type") == READY:
             tally.ready.set()
-        elif message.get("type") == "audit":
+        elif message.get("type") == AUDIT:
             tally.audit_events += 1
         else:
             tally.other.append(message)
@@ -59,16 +60,21 @@ def _svid_memfd(pki: SessionPKI, role: str) -> int:
 
 @contextmanager
 def real_door(pki: SessionPKI, role: str, address: str) -> Iterator[Server]:
-    """Start the generic door (``python -m doors``) for ``role`` on ``address`` (Unix path or ``tcp:0``)."""
+    """Start the door for ``role`` on ``address`` (Unix path or ``tcp:0``); yield where it is.
+
+    ``python -m doors`` starts the door the role names (the fs door over an empty scratch workspace for fs).
+    """
     listener = listen(address)
     reachable = f"tcp:{listener.getsockname()[1]}" if address.startswith("tcp:") else address
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     svid = _svid_memfd(pki, role)
+    workspace = tempfile.mkdtemp(prefix="sharness-bench-workspace-")
     # The contract names its fds, so they are passed where they are (no preexec_fn, which is unsafe
     # with drain threads running); placing them at 3, 4 and 5 is the launcher's job.
     contract = DoorContract(role=role, session_id=pki.session_id, trust_domain=pki.trust_domain,
                             edges=tuple(sorted(DEFAULT_EDGES)), bundle_pem=pki.bundle_pem().decode(),
-                            listen_fds={"door": listener.fileno()}, status_fd=theirs.fileno(), svid_fd=svid)
+                            rows={"workspace": workspace} if role == "fs" else {},
+                            listen_fds={DOOR_LISTENER: listener.fileno()}, status_fd=theirs.fileno(), svid_fd=svid)
     env = {**os.environ, CONTRACT_ENV: contract.to_json(), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "doors"], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(), svid, listener.fileno()))
@@ -87,3 +93,4 @@ def real_door(pki: SessionPKI, role: str, address: str) -> Iterator[Server]:
         proc.wait()
         ours.close()
         drainer.join(timeout=5)
+        shutil.rmtree(workspace, ignore_errors=True)

@@ -61,7 +61,7 @@ class DoorKit:
 
 
 def _door_kit(directory: str) -> DoorKit:
-    from doors._transport._tls import client_context_from_file
+    from doors import client_context_from_file
     from pki.testing import SessionPKI
 
     pki = SessionPKI.create()
@@ -71,7 +71,7 @@ def _door_kit(directory: str) -> DoorKit:
 def _start_door(kit: DoorKit, how: str, contract_of: Callable[[int, int, int], Any]) -> tuple[int, socket.socket]:
     """Fork or exec one generic door (role keys) with its fd contract; its pid and the launcher's status end."""
     import doors.serve
-    from doors._contract import CONTRACT_ENV
+    from doors import CONTRACT_ENV
 
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -100,13 +100,14 @@ def _start_door(kit: DoorKit, how: str, contract_of: Callable[[int, int, int], A
 
 def _one_door(kit: DoorKit, how: str) -> dict[str, float]:
     """One door by `how`: ms to ready and to its first hello answered; its PSS and the PSS it added (kB)."""
-    from doors._contract import DoorContract
+    from doors import DoorContract
     from doors.client import Dial, DoorClient
+    from pki.vocabulary import DOOR_LISTENER, MAX_STATUS_BYTES, READY, decode_status
 
     def contract_of(status_fd: int, svid_fd: int, listen_fd: int) -> DoorContract:
         return DoorContract(role="keys", session_id=kit.pki.session_id, trust_domain=kit.pki.trust_domain,
                             edges=(("net", "keys"),), bundle_pem=kit.pki.bundle_pem().decode(),
-                            listen_fds={"door": listen_fd}, status_fd=status_fd, svid_fd=svid_fd)
+                            listen_fds={DOOR_LISTENER: listen_fd}, status_fd=status_fd, svid_fd=svid_fd)
 
     client = DoorClient(Dial("keys", os.path.join(kit.directory, f"door{kit.started}.sock"), kit.ctx,
                              kit.pki.trust_domain, kit.pki.session_id, "net"))
@@ -116,9 +117,9 @@ def _one_door(kit: DoorKit, how: str) -> dict[str, float]:
     kit.started += 1
     try:
         status.settimeout(30)
-        message = json.loads(status.recv(65536))
+        message = decode_status(status.recv(MAX_STATUS_BYTES)) or {}
         ready = (time.perf_counter() - start) * 1000
-        if message.get("type") != "ready":
+        if message.get("type") != READY:
             raise RuntimeError(f"the bench door ({how}) did not report ready: {message}")
         client.hello()
         hello = (time.perf_counter() - start) * 1000

@@ -41,12 +41,11 @@ def _serve(directory: str, workspace: str) -> None:
     """The door process: serve the fs routes over mTLS on DIR/fs.sock until killed."""
     import trio
 
-    from doors._http import Limits, Router
-    from doors._transport._server import serve_mtls, unix_listener
-    from doors._transport._tls import server_context_from_file
+    from doors import Limits, Router, serve_mtls, server_context_from_file, unix_listener
     from doors.fs import build
-    from pki.edges import DEFAULT_EDGES, EdgePolicy
+    from pki.edges import EdgePolicy
     from pki.spiffe import SessionIdentity
+    from pki.vocabulary import DEFAULT_EDGES
 
     with open(os.path.join(directory, "meta.json")) as source:
         meta = json.load(source)
@@ -255,7 +254,7 @@ def _per_call_us(count: int, action: Callable[[], None]) -> float:
 
 def _resolve_us(directory: str, count: int) -> float:
     """Microseconds per openat2 resolution of a 4-level path beneath the workspace fd (+ close)."""
-    from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
+    from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 
     root_fd = os.open(directory, os.O_PATH | os.O_DIRECTORY)
     flags = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS

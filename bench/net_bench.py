@@ -27,6 +27,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from pki.vocabulary import NETNS_ROOT
+
 RATIOS = (("net_relay_mb_per_s_door", "net_relay_mb_per_s_direct"),)
 UPSTREAM, DOOR_ADDR = "198.51.100.2", "198.51.100.1"
 SOURCE_PORT, TLS_PORT, PROXY_PORT = 9000, 9443, 3128
@@ -53,7 +55,7 @@ def _setns(fd: int) -> None:
 def socket_in(ns: str, family: int = socket.AF_INET) -> socket.socket:
     """A TCP socket made inside netns `ns` (it stays there)."""
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+    target = os.open(f"{NETNS_ROOT}/{ns}", os.O_RDONLY)
     try:
         _setns(target)
         try:
@@ -84,7 +86,7 @@ def network() -> Iterator[dict[str, str]]:
         yield names
     finally:
         for ns in names.values():
-            if os.path.exists(f"/run/netns/{ns}"):
+            if os.path.exists(f"{NETNS_ROOT}/{ns}"):
                 _ip("netns", "del", ns)
 
 
@@ -142,8 +144,7 @@ def serve_proxy(listen_fd: int) -> None:
 
     import trio
 
-    from doors.net._addr import AddressPolicy
-    from doors.net._policy import Allowlist
+    from doors.net import AddressPolicy, Allowlist
     from doors.net.proxy import Proxy, ProxyConfig
 
     class StaticResolver:

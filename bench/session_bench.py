@@ -41,6 +41,7 @@ from bench._session_records import (
     top_imports,
 )
 from bench._stats import percentile
+from pki.vocabulary import NETNS_ROOT, RUN_ROOT, SESSIONS_ROOT
 
 TARGETS = {"session_target_ready_ms": 150, "session_target_end_to_end_ms": 700, "session_target_pss_mb": 120}
 RATIOS = (
@@ -109,10 +110,10 @@ def leftovers(sid: str) -> list[str]:
     prefix = f"sh-{sid}-"
     found = [line.split(":")[0] for line in Path("/etc/passwd").read_text().splitlines() if line.startswith(prefix)]
     found += [line.split(":")[0] for line in Path("/etc/group").read_text().splitlines() if line.startswith(prefix)]
-    if os.path.isdir("/run/netns"):
-        found += [name for name in os.listdir("/run/netns") if name.startswith(prefix)]
+    if os.path.isdir(NETNS_ROOT):
+        found += [name for name in os.listdir(NETNS_ROOT) if name.startswith(prefix)]
     paths = [f"/sys/fs/cgroup/{c}/sharness/{sid}" for c in ("memory", "pids", "unified")]
-    paths += [f"/run/sharness/{sid}", f"/run/sharness/sessions/{sid}"]
+    paths += [f"{RUN_ROOT}/{sid}", f"{SESSIONS_ROOT}/{sid}"]
     return found + [path for path in paths if os.path.exists(path)]
 
 

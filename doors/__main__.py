@@ -1,7 +1,6 @@
-"""`python -m doors`: run the generic door described by SHARNESS_DOOR_CONTRACT (how the launcher execs one)."""
+"""`python -m doors`: run the door SHARNESS_DOOR_CONTRACT describes, whatever its role (doors.serve)."""
 
-from doors._contract import DoorContract
-from doors._door import run_door
+from doors.serve import main
 
 if __name__ == "__main__":
-    run_door(DoorContract.from_environ())
+    main()

@@ -7,9 +7,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from pki.vocabulary import STATUS_FD, SVID_FD
+
 CONTRACT_ENV = "SHARNESS_DOOR_CONTRACT"
-STATUS_FD = 3
-SVID_FD = 4
 
 
 @dataclass(frozen=True)

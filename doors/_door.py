@@ -28,8 +28,8 @@ from doors._transport import (
 )
 from pki.edges import EdgePolicy
 from pki.spiffe import SessionIdentity
+from pki.vocabulary import BOUNDARY, DOOR_LISTENER, UNHELD, audit_message
 
-BOUNDARY = "Boundary"
 AUDIT_QUEUE = 1024
 
 
@@ -68,7 +68,7 @@ def hello_body(contract: DoorContract, held_rows: frozenset[str] = frozenset()) 
              "held_by": f"the {contract.role} door's mutual-TLS edge check (a process the client is not)"}]
     for name, value in sorted(contract.rows.items()):
         held = name in held_rows
-        rows.append({"row": f"{contract.role}.{name}", "value": value, "barrier": BOUNDARY if held else "unheld",
+        rows.append({"row": f"{contract.role}.{name}", "value": value, "barrier": BOUNDARY if held else UNHELD,
                      "held": held, "held_by": f"the {contract.role} door" if held else
                      f"nothing yet: the {contract.role} door's own features are not built"})
     return {"role": contract.role, "spiffe_id": identity.uri(), "session": contract.session_id,
@@ -98,7 +98,7 @@ async def _pump(status: StatusSender, queue: AuditQueue) -> None:
     """Send every queued event, in order, waiting for the launcher; then what was lost, if anything."""
     while (event := await queue.get()) is not None:
         status.note_lost(queue.take_lost())
-        await status.send({"type": "audit", "event": event})
+        await status.send(audit_message(event))
         status.note_lost(queue.take_lost())
         if not queue.statistics().queued and status.owes_count:
             await status.send_lost()
@@ -130,7 +130,7 @@ async def serve_door(contract: DoorContract, status: StatusSender, routes: Route
     identity = SessionIdentity(contract.trust_domain, contract.session_id, contract.role)
     queue = AuditQueue(AUDIT_QUEUE)
     runtime = DoorRuntime(contract, identity, EdgePolicy(frozenset(contract.edges)), server_ctx, client_ctx, queue)
-    listener = listener_from_fd(contract.listen_fds["door"])
+    listener = listener_from_fd(contract.listen_fds[DOOR_LISTENER])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_pump, status, queue)
         try:

@@ -1,14 +1,14 @@
 """The door's status fd: one JSON object per SOCK_SEQPACKET message to the launcher, never blocking forever.
 
-ready / audit / lost / forbid / fatal, each at most 64 KiB. An audit event too large is replaced by a marker that
-says so. An audit event waits for the launcher to make room (the door's bounded queue is the backpressure);
-a message that could not go out, and each event the door counted as lost, is counted, and the count rides
-on the next message that goes through as `dropped_before` (the launcher writes it as `audit.lost`).
+ready / audit / lost / forbid / fatal, in the codec of pki.vocabulary.status (each at most MAX_STATUS_BYTES;
+an audit event too large is replaced by a marker that says so). An audit event waits for the launcher to
+make room (the door's bounded queue is the backpressure); a message that could not go out, and each event
+the door counted as lost, is counted, and the count rides on the next message that goes through as
+`dropped_before` (the launcher writes it as `audit.lost`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import socket
 from dataclasses import dataclass
@@ -16,18 +16,7 @@ from typing import Any
 
 import trio
 
-MAX_MESSAGE_BYTES = 64 * 1024
-
-
-def encode_status(message: dict[str, Any]) -> bytes:
-    """Compact JSON of `message`; an oversized audit event is replaced by a marker naming its kind."""
-    data = json.dumps(message, separators=(",", ":"), default=str).encode()
-    if len(data) <= MAX_MESSAGE_BYTES:
-        return data
-    event = message.get("event")
-    kind = event.get("kind") if isinstance(event, dict) else None
-    marker = {"type": message.get("type"), "event": {"kind": kind, "truncated": True, "bytes": len(data)}}
-    return json.dumps(marker, separators=(",", ":")).encode()[:MAX_MESSAGE_BYTES]
+from pki.vocabulary import encode_status, fatal_message, forbid_message, lost_message, ready_message
 
 
 @dataclass(frozen=True)
@@ -99,19 +88,19 @@ class StatusSender:
         return False
 
     def ready(self) -> bool:
-        return self.send_nowait({"type": "ready"})
+        return self.send_nowait(ready_message())
 
     async def send_lost(self) -> bool:
         """A message with nothing but the count of what was lost (when no event is there to carry it)."""
-        return await self._send_waiting(self._payload({"type": "lost"}))
+        return await self._send_waiting(self._payload(lost_message()))
 
     async def forbid(self, name: str, value: str) -> bool:
         """Tell the launcher's audit log to redact `value` (a kept secret called `name`) from now on; only the
         keys door is heard. Send it before `ready`, so no line can hold the value before the log knows it."""
-        return await self.send({"type": "forbid", "name": name, "value": value})
+        return await self.send(forbid_message(name, value))
 
     def fatal(self, detail: str) -> bool:
-        return self.send_nowait({"type": "fatal", "detail": detail[:4096]})
+        return self.send_nowait(fatal_message(detail))
 
     def statistics(self) -> StatusStatistics:
         return StatusStatistics(self._sent, self._dropped, self._gone)

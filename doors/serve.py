@@ -1,22 +1,46 @@
-"""One entry for every door: pick the role's own routes, then run the generic door process.
+"""The one entry point of every door: `serve(contract)` when forked, `python -m doors` (main) when exec'd.
 
-The launcher imports this module before it forks, so that each door starts from pre-imported code.
+Each role with features of its own has its server (`server_for`); any other role runs the generic door, which
+answers hello and reports its rows unheld. A role's server is imported when it is first asked for, so an
+exec'd door loads only its own code; the launcher calls `preload()` before it forks, so that each forked door
+starts from pre-imported code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from doors._contract import DoorContract
 from doors._door import run_door
-from doors.fs import server as fs_server
-from doors.net import server as net_server
+
+Server = Callable[[DoorContract], None]
+ROLES_WITH_SERVERS = ("fs", "net")
+
+
+def server_for(role: str) -> Server:
+    """The function that runs door `role` to its end: its own server, or the generic door."""
+    if role == "fs":
+        from doors.fs import server as fs_server
+
+        return fs_server.serve
+    if role == "net":
+        from doors.net import server as net_server
+
+        return net_server.serve
+    return run_door
+
+
+def preload() -> None:
+    """Import every door's server now (the launcher does, before it forks its doors)."""
+    for role in ROLES_WITH_SERVERS:
+        server_for(role)
 
 
 def serve(contract: DoorContract) -> None:
-    """Run the door `contract.role` until SIGTERM; doors without features of their own answer hello."""
-    if contract.role == "fs":
-        fs_server.serve(contract)
-        return
-    if contract.role == "net":
-        net_server.serve(contract)
-        return
-    run_door(contract)
+    """Run the door `contract.role` until SIGTERM."""
+    server_for(contract.role)(contract)
+
+
+def main() -> None:
+    """Run the door described by SHARNESS_DOOR_CONTRACT (how a door is exec'd rather than forked)."""
+    serve(DoorContract.from_environ())

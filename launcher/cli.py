@@ -7,7 +7,7 @@ import importlib
 import sys
 from types import ModuleType
 
-from launcher.commands import EXIT_USAGE
+from pki.vocabulary import EXIT_USAGE, exit_codes_help
 
 # Command modules, in help order. A listed module that is missing is skipped; nothing else is loaded.
 COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "gc", "verify_audit", "fs")
@@ -31,8 +31,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
     parser = argparse.ArgumentParser(
         prog="sharness-launch",
         description="Run an AI agent with what the person allowed held by the kernel and by separate doors.",
-        epilog="`sharness-launch MANIFEST ...` is `sharness-launch run MANIFEST ...`. "
-               "Exit codes: 0 ok, 2 usage, 65 bad manifest, 66 unreadable file, 125 hash mismatch.",
+        epilog=f"`sharness-launch MANIFEST ...` is `sharness-launch run MANIFEST ...`.\n\nexit codes:\n"
+               f"{exit_codes_help()}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _command_modules():

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.lifecycle.session import RunOptions, Session, SessionInfo, SessionResult
 from launcher.manifest import Manifest, load_manifest
-from launcher.policy.layout import AUDIT_ROOT
+from pki.vocabulary import AUDIT_ROOT, HELLO_ROOT
 
-HELLO_ROOT = "/var/lib/sharness/hello"
 APP_MEMORY_MB = 128
 APP_PIDS = 32
 VICTIM_DOOR = "keys"  # a door running as its own session user

@@ -4,19 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pki.spiffe import ROLES
-
-DEFAULT_EDGES: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("app", "fs"),
-        ("app", "net"),
-        ("app", "shell"),
-        ("app", "model"),
-        ("net", "keys"),
-        ("model", "keys"),
-        ("shell", "net"),
-    }
-)
+from pki.vocabulary import DEFAULT_EDGES, ROLES
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
-ROLES = ("app", "fs", "net", "keys", "shell", "model")
+from pki.vocabulary import ROLES, SID_LENGTH, valid_sid
 
 SCHEME = "spiffe"
 MAX_ID_BYTES = 2048
@@ -16,8 +16,6 @@ MAX_TRUST_DOMAIN_CHARS = 255
 
 _TRUST_DOMAIN_CHARS = frozenset(string.ascii_lowercase + string.digits + ".-_")
 _SEGMENT_CHARS = frozenset(string.ascii_letters + string.digits + ".-_")
-_HEX = frozenset("0123456789abcdef")
-SESSION_ID_LEN = 8
 
 
 class SpiffeIdError(ValueError):
@@ -105,9 +103,9 @@ def parse_spiffe_id(text: str) -> SpiffeId:
 
 
 def validate_session_id(session_id: str) -> str:
-    """Return `session_id` when it is 8 lowercase hex characters, else raise SpiffeIdError."""
-    if len(session_id) != SESSION_ID_LEN or not set(session_id) <= _HEX:
-        raise SpiffeIdError(f"session id {session_id!r} is not {SESSION_ID_LEN} lowercase hex characters")
+    """Return `session_id` when it is a session id (pki.vocabulary.valid_sid), else raise SpiffeIdError."""
+    if not valid_sid(session_id):
+        raise SpiffeIdError(f"session id {session_id!r} is not {SID_LENGTH} lowercase hex characters")
     return session_id
 
 

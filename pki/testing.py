@@ -17,7 +17,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from pki.bundle import bundle_pem, svid_pem
 from pki.issue import LeafSpec, PrivateKey, issue_leaf, leaf_spec, new_ca, new_key, sign_leaf
-from pki.spiffe import ROLES, SessionIdentity
+from pki.spiffe import SessionIdentity
+from pki.vocabulary import ROLES
 
 ODD_KINDS = (
     "expired",

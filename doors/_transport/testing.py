@@ -20,8 +20,9 @@ from doors._http import Request, Response, Route, Router, json_response
 from doors._transport._server import serve_mtls, unix_listener
 from doors._transport._tls import TlsContext, client_context_from_file, server_context_from_file
 from doors._transport.client_policy import Address, Dial
-from pki.edges import DEFAULT_EDGES, EdgePolicy
+from pki.edges import EdgePolicy
 from pki.testing import SessionPKI
+from pki.vocabulary import DEFAULT_EDGES
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from doors.fs._api import FsApi
 from doors.fs._decide import decide, file_mode
 from doors.fs._dispatch import Call, Dispatcher, UsageMeter
+from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.fs._ops import Workspace
 from doors.fs._paths import ROOT, WorkspacePath, parse_path
 from doors.fs._rules import Facts, FsRows, Op, Target, Usage, decide_names
@@ -11,6 +12,8 @@ from doors.fs._version import etag_of, version_conflict
 from doors.fs.server import build, describe, open_workspace, routes
 
 __all__ = [
+    "RESOLVE_BENEATH",
+    "RESOLVE_NO_MAGICLINKS",
     "ROOT",
     "Call",
     "Dispatcher",
@@ -32,6 +35,7 @@ __all__ = [
     "etag_of",
     "file_mode",
     "open_workspace",
+    "openat2",
     "parse_path",
     "routes",
     "scan",

@@ -105,25 +105,26 @@ class FsRows:
         }
 
 
-def _under(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
+def prefix_of(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
+    """The first prefix `path` lies in (or is)."""
     return next((p for p in prefixes if path.is_within(p)), None)
 
 
-def _above(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
+def prefix_in(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
     """A prefix strictly beneath `path`: moving or deleting `path` would take it along."""
     return next((p for p in prefixes if p.is_within(path) and p != path), None)
 
 
 def is_hidden(path: WorkspacePath, rows: FsRows) -> bool:
     """True when `path` lies in a hidden prefix (listings leave it out)."""
-    return _under(path, rows.hidden) is not None
+    return prefix_of(path, rows.hidden) is not None
 
 
 def _covering(op: Op, path: WorkspacePath, prefixes: tuple[WorkspacePath, ...]) -> WorkspacePath | None:
     """The prefix `path` lies in, or (for a destructive op) one lying in `path`: deleting a parent counts."""
-    prefix = _under(path, prefixes)
+    prefix = prefix_of(path, prefixes)
     if prefix is None and op in DESTRUCTIVE:
-        prefix = _above(path, prefixes)
+        prefix = prefix_in(path, prefixes)
     return prefix
 
 
@@ -156,7 +157,7 @@ def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
 def _append_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
     if op not in DESTRUCTIVE:
         return None
-    prefix = _under(path, rows.append_only) or _above(path, rows.append_only)
+    prefix = prefix_of(path, rows.append_only) or prefix_in(path, rows.append_only)
     if prefix is None:
         return None
     return refuse(
@@ -179,7 +180,7 @@ def _root(op: Op, path: WorkspacePath) -> Refusal | None:
 
 
 def _exec(path: WorkspacePath, rows: FsRows, want_exec: bool) -> Refusal | None:
-    if not want_exec or _under(path, rows.exec) is not None:
+    if not want_exec or prefix_of(path, rows.exec) is not None:
         return None
     return refuse(
         403,
@@ -222,7 +223,7 @@ def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Refusal | None
         ("read_only", rows.read_only),
         ("append_only", rows.append_only),
     ):
-        prefix = _under(dest, prefixes) or _above(dest, prefixes)
+        prefix = prefix_of(dest, prefixes) or prefix_in(dest, prefixes)
         if prefix is not None:
             return refuse(
                 403,

@@ -15,11 +15,7 @@ from typing import Any, BinaryIO
 
 from doors.client import DoorNotTrusted, DoorRefused, TransportError
 from doors.fs.client import FsClient
-
-EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE: no door answered
+from pki.vocabulary import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 # name, help, whether it takes --json (get writes the file's bytes, which are the data)
 _COMMANDS = (
@@ -83,10 +79,10 @@ def _failure(error: TransportError | DoorRefused) -> tuple[int, dict[str, Any]]:
     """The exit code and the words for a failure: who refused, the row, and what to change."""
     if isinstance(error, DoorRefused):
         refusal = error.refusal
-        return EXIT_REFUSED, {"error": "refused", "who": refusal.who, "row": refusal.row,
-                              "message": str(refusal.detail), "hint": refusal.hint, "status": refusal.status}
+        return EXIT_FAILED, {"error": "refused", "who": refusal.who, "row": refusal.row,
+                             "message": str(refusal.detail), "hint": refusal.hint, "status": refusal.status}
     if isinstance(error, DoorNotTrusted):
-        return EXIT_REFUSED, {"error": "refused", "who": "sharness-launch fs", "row": "svid", "message": str(error),
+        return EXIT_FAILED, {"error": "refused", "who": "sharness-launch fs", "row": "svid", "message": str(error),
                               "hint": "dial the fs socket this session's launcher named (SHARNESS_DOOR_FS)"}
     return EXIT_UNAVAILABLE, {"error": "unavailable", "who": "fs", "message": str(error),
                               "hint": "check that this session's fs door is running; retry shortly"}
@@ -95,7 +91,7 @@ def _failure(error: TransportError | DoorRefused) -> tuple[int, dict[str, Any]]:
 def _report(args: argparse.Namespace, code: int, shape: dict[str, Any]) -> int:
     if getattr(args, "json", False):
         print(json.dumps({"ok": False, **shape}, ensure_ascii=False))
-    elif code == EXIT_REFUSED:
+    elif code == EXIT_FAILED:
         print(f"sharness-launch fs: refused by {shape['who']} (row `{shape['row']}`): {shape['message']}\n"
               f"  hint: {shape['hint']}", file=sys.stderr)
     else:

@@ -21,8 +21,8 @@ from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
 from doors.net._policy import Allowlist
 from doors.net._resolve import Resolver
 from doors.net.proxy import Proxy, ProxyConfig
+from pki.vocabulary import PROXY_LISTENER_PREFIX
 
-PROXY_FD_PREFIX = "proxy."
 # Requests a door on an edge to net may send over mutual TLS: CONNECT and absolute-form plain HTTP.
 PROXY_METHODS = ("CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
@@ -53,8 +53,8 @@ def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPA
 
 def proxy_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.SocketListener]]:
     """(role, listener) for every `proxy.<role>` fd the launcher passed."""
-    return [(name[len(PROXY_FD_PREFIX):], listener_from_fd(fd))
-            for name, fd in sorted(listen_fds.items()) if name.startswith(PROXY_FD_PREFIX)]
+    return [(name[len(PROXY_LISTENER_PREFIX):], listener_from_fd(fd))
+            for name, fd in sorted(listen_fds.items()) if name.startswith(PROXY_LISTENER_PREFIX)]
 
 
 def own_addresses(listeners: list[tuple[str, trio.SocketListener]]) -> frozenset[tuple[IPAddress, int]]:

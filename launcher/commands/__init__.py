@@ -1,4 +1,4 @@
-"""The CLI's commands, one module each with `register(subparsers)`; shared exit codes and manifest reading."""
+"""The CLI's commands, one module each with `register(subparsers)`; the shared refusal and manifest reading."""
 
 from __future__ import annotations
 
@@ -9,12 +9,8 @@ import sys
 from typing import Any
 
 from launcher.manifest import MAX_BYTES, Manifest, ManifestError, load_manifest
+from pki.vocabulary import EXIT_BAD_MANIFEST, EXIT_NO_INPUT, EXIT_USAGE
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_BAD_MANIFEST = 65  # EX_DATAERR
-EXIT_NO_INPUT = 66  # EX_NOINPUT: the manifest file cannot be read
-EXIT_HASH_MISMATCH = 125
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 

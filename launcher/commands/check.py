@@ -6,8 +6,9 @@ import argparse
 import hmac
 import json
 
-from launcher.commands import EXIT_HASH_MISMATCH, EXIT_OK, CommandError, expected_hash, fail, read_manifest
+from launcher.commands import CommandError, expected_hash, fail, read_manifest
 from launcher.kernel.probe_facts import KernelFacts
+from pki.vocabulary import EXIT_HASH_MISMATCH, EXIT_OK
 
 # What `check` assumes when it cannot probe: nothing can be held.
 NO_KERNEL = KernelFacts(landlock_abi=0, netns=False, seccomp_filter=False, openat2=False,

@@ -7,20 +7,16 @@ import json
 import os
 import sys
 
-from launcher.lifecycle.journal import DEFAULT_ROOTS, RUNTIME_DIR, SESSIONS_DIR
 from launcher.lifecycle.sweep import GcReport, collect
-
-EXIT_OK = 0
-EXIT_LEFT_SOMETHING = 1
-EXIT_NOT_ROOT = 77  # EX_NOPERM
+from pki.vocabulary import EXIT_FAILED, EXIT_NOT_ROOT, EXIT_OK, REMOVABLE_ROOTS, RUN_ROOT, SESSIONS_ROOT
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `gc` subcommand."""
     parser = subparsers.add_parser("gc", help="remove what dead sessions left (users, netns, cgroups, files)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--sessions-dir", default=SESSIONS_DIR, help="the journals (default: %(default)s)")
-    parser.add_argument("--runtime-dir", default=RUNTIME_DIR, help="runtime dirs (default: %(default)s)")
+    parser.add_argument("--sessions-dir", default=SESSIONS_ROOT, help="the journals (default: %(default)s)")
+    parser.add_argument("--runtime-dir", default=RUN_ROOT, help="runtime dirs (default: %(default)s)")
     parser.set_defaults(func=run)
 
 
@@ -30,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         print("sharness-launch gc: needs root (the journals are root's, 0700)", file=sys.stderr)
         print("  hint: run `sudo sharness-launch gc`", file=sys.stderr)
         return EXIT_NOT_ROOT
-    roots = DEFAULT_ROOTS if args.runtime_dir in DEFAULT_ROOTS else (*DEFAULT_ROOTS, args.runtime_dir)
+    roots = REMOVABLE_ROOTS if args.runtime_dir in REMOVABLE_ROOTS else (*REMOVABLE_ROOTS, args.runtime_dir)
     report = collect(args.sessions_dir, runtime_root=args.runtime_dir, allowed_roots=roots)
     if report.ok:
         from launcher.lifecycle.create import remove_empty_roots
@@ -45,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         if report.errors:
             hint = "fix the cause, then run `sharness-launch gc` again: the journal keeps what is left"
             print(f"  hint: {hint}", file=sys.stderr)
-    return EXIT_OK if report.ok else EXIT_LEFT_SOMETHING
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def render_text(report: GcReport) -> str:

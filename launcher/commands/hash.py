@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from launcher.commands import EXIT_OK, CommandError, fail, read_manifest
+from launcher.commands import CommandError, fail, read_manifest
+from pki.vocabulary import EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-EXIT_NOT_ROOT = 77
+from pki.vocabulary import AUDIT_ROOT, EXIT_FAILED, EXIT_NOT_ROOT, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,7 +26,6 @@ def run(args: argparse.Namespace) -> int:
     from launcher.kernel.probe import probe_kernel
     from launcher.lifecycle import sweep
     from launcher.lifecycle.preflight import PreflightError
-    from launcher.policy.layout import AUDIT_ROOT
 
     sweep.collect()
     try:
@@ -38,4 +37,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(render(report))
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FAILED

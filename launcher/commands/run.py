@@ -8,6 +8,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from pki.vocabulary import AUDIT_ROOT, EXIT_HASH_MISMATCH, EXIT_NOT_ROOT, EXIT_UNHELD
+
 if TYPE_CHECKING:
     from launcher.kernel.probe_facts import KernelFacts
     from launcher.lifecycle.session import SessionResult
@@ -15,9 +17,6 @@ if TYPE_CHECKING:
     from launcher.policy.approval import Confirm, Refusal
     from launcher.policy.plan import Plan, PlanRow
 
-EXIT_NOT_ROOT = 77
-EXIT_HASH = 125
-EXIT_UNHELD = 78
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--best-effort", action="store_true",
                         help="run even when this machine cannot hold some rows; they are reported unheld")
     parser.add_argument("--audit-dir", metavar="DIR", default=None,
-                        help="where session audit logs go (default /var/lib/sharness/sessions)")
+                        help=f"where session audit logs go (default {AUDIT_ROOT})")
     parser.add_argument("--json", action="store_true", help="print the session summary as JSON on stdout")
     parser.set_defaults(func=run)
 
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if refusal is not None:
         for line in refusal.lines:
             _err(line)
-        return EXIT_HASH if refusal.gate == "hash" else EXIT_UNHELD
+        return EXIT_HASH_MISMATCH if refusal.gate == "hash" else EXIT_UNHELD
     return _act(args, manifest, facts, unheld_rows(plan.rows))
 
 
@@ -92,7 +91,6 @@ def _act(args: argparse.Namespace, manifest: Manifest, facts: KernelFacts, unhel
     from launcher.lifecycle import sweep
     from launcher.lifecycle.preflight import PreflightError
     from launcher.lifecycle.session import RunOptions, Session
-    from launcher.policy.layout import AUDIT_ROOT
 
     sweep.collect()
     options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)

@@ -10,10 +10,7 @@ import os
 import sys
 
 from launcher.lifecycle.audit_verify import LOG_NAME, PUB_NAME, SIG_NAME, verify_audit
-
-EXIT_INTACT = 0
-EXIT_BROKEN = 1
-EXIT_NO_INPUT = 66  # EX_NOINPUT: the log or the --pubkey file cannot be read
+from pki.vocabulary import EXIT_FAILED, EXIT_NO_INPUT, EXIT_OK
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,4 +55,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(dataclasses.asdict(verdict), indent=2))
     else:
         print(verdict.describe())
-    return EXIT_INTACT if verdict.intact else EXIT_BROKEN
+    return EXIT_OK if verdict.intact else EXIT_FAILED

@@ -21,17 +21,15 @@ from launcher.kernel import landlock, mountns, seccomp
 from launcher.kernel._sys import libc
 from launcher.kernel.cgroups import CgroupHandle
 from launcher.kernel.landlock import LandlockRules
+from pki.vocabulary import EXIT_CONFINEMENT_FAILED, EXIT_PARENT_GONE, EXIT_STEP_BASE
 
-# Step names in exit-code order (EXIT_CODE_BASE + index), not the order apply_confinement runs them in.
+# Step names in exit-code order (EXIT_STEP_BASE + index), not the order apply_confinement runs them in.
+# EXIT_PARENT_GONE: the launcher died between fork and the parent-death signal, so the child did nothing.
 STEPS = (
     "setsid", "pdeathsig", "netns", "cgroup", "rlimits", "ids", "no_new_privs", "landlock", "seccomp",
     "close_fds", "environ", "cwd", "mounts", "ipc",
 )
-EXIT_CODE_BASE = 200
-"""A child that fails confinement exits with EXIT_CODE_BASE + STEPS.index(step): 200 setsid … 213 ipc."""
 CLONE_NEWIPC = 0x08000000
-EXIT_PARENT_GONE = 199
-"""The launcher died between fork and the parent-death signal: the child leaves without doing anything."""
 
 
 class ConfinementError(RuntimeError):
@@ -44,14 +42,14 @@ class ConfinementError(RuntimeError):
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODE_BASE + STEPS.index(self.step) if self.step in STEPS else EXIT_CODE_BASE + len(STEPS)
+        return EXIT_STEP_BASE + STEPS.index(self.step) if self.step in STEPS else EXIT_CONFINEMENT_FAILED
 
 
 def step_of_exit_code(code: int) -> str | None:
     """The confinement step a child's exit code names, or None when it is not a confinement failure."""
     if code == EXIT_PARENT_GONE:
         return "parent_gone"
-    index = code - EXIT_CODE_BASE
+    index = code - EXIT_STEP_BASE
     return STEPS[index] if 0 <= index < len(STEPS) else None
 
 

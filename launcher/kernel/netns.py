@@ -14,8 +14,8 @@ from pyroute2 import IPRoute
 from pyroute2 import netns as pr_netns
 
 from launcher.kernel._sys import libc
+from pki.vocabulary import NETNS_ROOT
 
-NETNS_DIR = "/run/netns"
 _NAME = re.compile(r"^sh-[a-z0-9][a-z0-9-]{0,60}$")
 
 
@@ -26,7 +26,7 @@ class NetnsError(RuntimeError):
 def _path(name: str) -> str:
     if not _NAME.match(name):
         raise NetnsError(f"netns name {name!r} refused: session namespaces are sh-[a-z0-9-]")
-    return os.path.join(NETNS_DIR, name)
+    return os.path.join(NETNS_ROOT, name)
 
 
 FD_FLOOR = 100

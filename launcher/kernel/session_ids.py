@@ -15,8 +15,9 @@ import secrets
 from collections.abc import Callable, Iterable
 
 from launcher.policy import id_alloc
+from pki.vocabulary import STATE_ROOT
 
-LEDGER_DIR = "/var/lib/sharness/ids"
+LEDGER_DIR = f"{STATE_ROOT}/ids"
 LEDGER = f"{LEDGER_DIR}/handed-out"
 # Where any user may leave a file that outlives a session (its owner is then an id in use).
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock")

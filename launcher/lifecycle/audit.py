@@ -41,9 +41,8 @@ from launcher.policy.audit_guard import (
     redact_event,
     reserved_refusal,
 )
-from launcher.policy.layout import valid_sid
+from pki.vocabulary import AUDIT_ROOT, valid_sid
 
-AUDIT_ROOT = "/var/lib/sharness/sessions"
 MAX_LINE_BYTES = 256 * 1024
 FINGERPRINT_HEX = 12  # 48 bits of HMAC-SHA256: ties lines together within a session, proves nothing outside it
 

@@ -14,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from launcher.lifecycle.journal_removers import (
-    DEFAULT_ROOTS,
-    SESSIONS_DIR,
     RemovalRefused,
     Remover,
     check_path,
@@ -24,24 +22,20 @@ from launcher.lifecycle.journal_removers import (
     removers_for,
 )
 from launcher.lifecycle.tree_removal import remove_tree
-from launcher.policy.layout import valid_sid
+from pki.vocabulary import REMOVABLE_ROOTS, SESSIONS_ROOT, valid_sid
 
-RUNTIME_DIR = "/run/sharness"
 KINDS = ("user", "group", "netns", "cgroup", "dir", "file", "svid", "pid")
 # Removed before everything else: a key must not outlive a tree removal that fails (docs/contracts.md).
 FIRST_KINDS = frozenset({"svid"})
 JOURNAL_NAME = "journal"
 STAGING_PREFIX = ".new-"
-REMOVERS: Mapping[str, Remover] = removers_for(DEFAULT_ROOTS)
+REMOVERS: Mapping[str, Remover] = removers_for(REMOVABLE_ROOTS)
 
 __all__ = [
-    "DEFAULT_ROOTS",
     "FIRST_KINDS",
     "JOURNAL_NAME",
     "KINDS",
     "REMOVERS",
-    "RUNTIME_DIR",
-    "SESSIONS_DIR",
     "STAGING_PREFIX",
     "Journal",
     "JournalEntry",
@@ -52,7 +46,6 @@ __all__ = [
     "encode_entry",
     "parse_journal",
     "process_name",
-    "valid_sid",
 ]
 
 
@@ -159,11 +152,11 @@ class Journal:
         self.sid = os.path.basename(self.directory)
         self._fd = fd
         self._roots = tuple(allowed_roots)
-        self._protected = (os.path.dirname(self.directory), SESSIONS_DIR)
+        self._protected = (os.path.dirname(self.directory), SESSIONS_ROOT)
 
     @classmethod
     def create(
-        cls, sid: str, root: str = SESSIONS_DIR, *, allowed_roots: Sequence[str] = DEFAULT_ROOTS
+        cls, sid: str, root: str = SESSIONS_ROOT, *, allowed_roots: Sequence[str] = REMOVABLE_ROOTS
     ) -> Journal:
         """A new journal at `<root>/<sid>/journal` (dir 0700) whose first line names this launcher."""
         if not valid_sid(sid):
@@ -197,7 +190,7 @@ class Journal:
         return cls(os.path.join(final, JOURNAL_NAME), fd=fd, allowed_roots=allowed_roots)
 
     @classmethod
-    def open(cls, path: str, *, allowed_roots: Sequence[str] = DEFAULT_ROOTS) -> Journal:
+    def open(cls, path: str, *, allowed_roots: Sequence[str] = REMOVABLE_ROOTS) -> Journal:
         """An existing journal (of a dead session, for gc), read-only until teardown."""
         return cls(os.path.normpath(path), fd=None, allowed_roots=allowed_roots)
 

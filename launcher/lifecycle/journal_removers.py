@@ -17,9 +17,8 @@ import stat
 from collections.abc import Callable, Sequence
 
 from launcher.lifecycle.tree_removal import remove_tree
+from pki.vocabulary import REMOVABLE_ROOTS, SESSIONS_ROOT
 
-SESSIONS_DIR = "/run/sharness/sessions"
-DEFAULT_ROOTS = ("/run/sharness", "/var/lib/sharness")
 KILL_WAIT_SECONDS = 5.0
 
 _PROCESS = re.compile(r"^([1-9][0-9]*):([0-9]+)$")
@@ -147,7 +146,7 @@ def _open_parent(path: str, roots: Sequence[str], protected: Sequence[str]) -> t
 
 
 def remove_dir(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
     """Remove the directory tree `path` through directory fds; a symlink is never followed."""
     opened = _open_parent(path, roots, protected)
@@ -166,10 +165,8 @@ def remove_dir(
         os.close(parent_fd)
 
 
-def remove_file(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
-) -> None:
-    """Unlink the file or socket `path` (a symlink there is unlinked, never followed)."""
+def _unlink(path: str, roots: Sequence[str], protected: Sequence[str], *, directory_ok: bool) -> None:
+    """Unlink `path` through its parent's fd (a symlink there is unlinked, never followed)."""
     opened = _open_parent(path, roots, protected)
     if opened is None:
         return
@@ -179,25 +176,26 @@ def remove_file(
     except FileNotFoundError:
         return
     except IsADirectoryError as exc:
+        if directory_ok:
+            return
         raise RemovalRefused(f"refusing {path!r}: the journal says file, it is a directory") from exc
     finally:
         os.close(parent_fd)
 
 
-def remove_svid(
-    path: str, roots: Sequence[str] = DEFAULT_ROOTS, protected: Sequence[str] = (SESSIONS_DIR,)
+def remove_file(
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
-    """Unlink the SVID file `path` (the app's key) on its own, before any tree is removed."""
-    opened = _open_parent(path, roots, protected)
-    if opened is None:
-        return
-    parent_fd, base = opened
-    try:
-        os.unlink(base, dir_fd=parent_fd)
-    except (FileNotFoundError, IsADirectoryError):
-        return  # gone, or a directory the app put in its place: the tree removal that follows takes it
-    finally:
-        os.close(parent_fd)
+    """Unlink the file or socket `path` (a symlink there is unlinked, never followed)."""
+    _unlink(path, roots, protected, directory_ok=False)
+
+
+def remove_svid(
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
+) -> None:
+    """Unlink the SVID file `path` (the app's key) on its own, before any tree is removed; a directory the app
+    put in its place is left to the tree removal that follows."""
+    _unlink(path, roots, protected, directory_ok=True)
 
 
 def _remove_user(name: str) -> None:
@@ -224,7 +222,7 @@ def _remove_cgroup(name: str) -> None:
     delete_cgroup(name)
 
 
-def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_DIR,)) -> dict[str, Remover]:
+def removers_for(roots: Sequence[str], protected: Sequence[str] = (SESSIONS_ROOT,)) -> dict[str, Remover]:
     """The remover of every kind, with `dir`/`file` confined to `roots` and never touching `protected`."""
     roots, protected = tuple(roots), tuple(protected)
     return {

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import resource
-import secrets
 import signal
 import sys
 import time
@@ -34,7 +33,10 @@ from launcher.policy.confine_plan import Allowance, python_paths
 from launcher.policy.confinement import Confinement, confinement_of
 from launcher.policy.contracts import door_contract, door_fds
 from launcher.policy.environment import app_env, door_env
-from launcher.policy.layout import AUDIT_ROOT, DOOR_ORDER, SessionLayout
+from launcher.policy.layout import SessionLayout
+from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
+
+doors.serve.preload()  # the launcher is the doors' zygote: all their code is imported before any fork
 
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 3.0
@@ -118,7 +120,7 @@ class Session:
         self.manifest = manifest
         self.facts = facts
         self.options = options or RunOptions()
-        self.layout = SessionLayout(secrets.token_hex(4))
+        self.layout = SessionLayout(new_sid())
         self._pending_audit: list[dict[str, object]] = []
         self._audit_log: audit_mod.AuditLog | None = None
         self._timings: dict[str, float] = {}
@@ -171,7 +173,7 @@ class Session:
         gc.freeze()
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
-        result = SessionResult(sid=self.layout.sid, exit_code=70, reason="")
+        result = SessionResult(sid=self.layout.sid, exit_code=EXIT_FAIL_CLOSED, reason="")
         resources: Resources | None = None
         supervisor: Supervisor | None = None
         ending: Ending | None = None
@@ -180,10 +182,10 @@ class Session:
                                          "roles": list(self.manifest.roles)})
             resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner).build()
             self._mark("created")
-            supervisor = Supervisor(self.audit, self._commit_audit)
+            supervisor = Supervisor(self.audit, on_round_end=self._commit_audit)
             ending = self._start(resources, supervisor, journal)
         except BaseException as exc:
-            ending = Ending(f"the launcher failed: {type(exc).__name__}: {exc}", 70)
+            ending = Ending(f"the launcher failed: {type(exc).__name__}: {exc}", EXIT_FAIL_CLOSED)
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -234,7 +236,7 @@ class Session:
         resources: Resources | None,
         journal: Journal,
     ) -> None:
-        ending = ending or Ending("the launcher stopped before the session started", 70)
+        ending = ending or Ending("the launcher stopped before the session started", EXIT_FAIL_CLOSED)
         if supervisor is not None:
             for role in ("app", *reversed(DOOR_ORDER)):
                 if role in supervisor.roles:

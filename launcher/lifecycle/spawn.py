@@ -11,11 +11,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds, step_of_exit_code
-
-# Exit codes a confined child uses before it runs anything of its own (confinement steps: 199–212).
-EXIT_CONFINEMENT_FAILED = 213
-EXIT_DOOR_CRASHED = 122
-EXIT_EXEC_FAILED = 127
+from pki.vocabulary import (
+    EXIT_CONFINEMENT_FAILED,
+    EXIT_DOOR_CRASHED,
+    EXIT_EXEC_FAILED,
+    EXIT_SIGNAL_BASE,
+    STATUS_FD,
+    child_exit_meaning,
+)
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class Spawned:
     pid: int
     pidfd: int
     status: socket.socket | None  # door → launcher messages; None for the app
+    diagnostics: int | None = None  # the read end of a door's stderr (non-blocking); None for the app
 
 
 def _reset_signals(for_exec: bool) -> None:
@@ -40,9 +44,9 @@ def _reset_signals(for_exec: bool) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
-def _child_fail(role: str, code: int, detail: str) -> None:
+def _child_fail(role: str, code: int, detail: str, prefixed: bool = True) -> None:
     try:
-        os.write(2, f"sharness-launch: {role}: {detail}\n".encode(errors="replace"))
+        os.write(2, (f"sharness-launch: {role}: {detail}\n" if prefixed else f"{detail}\n").encode(errors="replace"))
     finally:
         os._exit(code)
 
@@ -55,30 +59,33 @@ def spawn_door(
 ) -> Spawned:
     """Fork a door: place its fd contract, confine it, run it.
 
-    This function makes the status socketpair and places the door's end at fd 3; `fds` maps each other
-    target fd of the contract (the SVID memfd, the listeners) to where it is now. 0 and 1 become
-    /dev/null, 2 stays the launcher's stderr.
+    This function makes the status socketpair (fd 3) and the stderr pipe (fd 2): a door never writes to the
+    person's terminal; the launcher reads what it writes there and shows it bounded and inert.
     """
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    mapping = {3: child_end.fileno(), **fds}
+    diagnostics, door_stderr = os.pipe2(os.O_CLOEXEC)
+    mapping = {2: door_stderr, STATUS_FD: child_end.fileno(), **fds}
     pid = os.fork()
     if pid == 0:  # child
         try:
             _reset_signals(for_exec=False)
             parent_end.close()
+            os.close(diagnostics)
             place_fds({0: os.open("/dev/null", os.O_RDONLY), 1: os.open("/dev/null", os.O_WRONLY), **mapping})
             apply_confinement(spec)
         except ConfinementError as exc:
-            _child_fail(role, exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
+            _child_fail(role, exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}", False)
         except BaseException as exc:
-            _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
+            _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}", False)
         try:
             run()
         except BaseException as exc:
-            _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {type(exc).__name__}: {exc}")
+            _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {type(exc).__name__}: {exc}", False)
         os._exit(0)
     child_end.close()
-    return Spawned(role=role, pid=pid, pidfd=os.pidfd_open(pid), status=parent_end)
+    os.close(door_stderr)
+    os.set_blocking(diagnostics, False)
+    return Spawned(role=role, pid=pid, pidfd=os.pidfd_open(pid), status=parent_end, diagnostics=diagnostics)
 
 
 def spawn_app(
@@ -115,7 +122,7 @@ def spawn_app(
 def exit_code_of(wait_status: int) -> int:
     """Shell convention: the exit code, or 128 + the signal that ended the process."""
     if os.WIFSIGNALED(wait_status):
-        return 128 + os.WTERMSIG(wait_status)
+        return EXIT_SIGNAL_BASE + os.WTERMSIG(wait_status)
     return os.WEXITSTATUS(wait_status)
 
 
@@ -126,12 +133,8 @@ def describe_exit(role: str, wait_status: int) -> str:
     step = step_of_exit_code(code)
     if step is not None:
         return f"{role} exited with code {code} (its confinement failed at step {step!r})"
-    meaning = {
-        EXIT_CONFINEMENT_FAILED: " (its confinement could not be applied)",
-        EXIT_DOOR_CRASHED: " (the door crashed)",
-        EXIT_EXEC_FAILED: " (its command could not be executed)",
-    }.get(code, "")
-    return f"{role} exited with code {code}{meaning}"
+    meaning = child_exit_meaning(code)
+    return f"{role} exited with code {code}" + (f" ({meaning})" if meaning else "")
 
 
 def single_threaded() -> bool:

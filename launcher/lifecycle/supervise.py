@@ -1,14 +1,14 @@
-"""Wait on a running session: door status messages, process exits, signals and the TTL.
+"""Wait on a running session: door status messages, door diagnostics, process exits, signals and the TTL.
 
-One selector, no threads: the launcher stays single-threaded so that fork() remains safe. Each round reads
-every status message pending (a door's socket buffer holds a few hundred), then ends with `on_round_end`
-(the session commits the audit lines of the round: one fsync for the batch).
+One selector, no threads: the launcher stays single-threaded so that fork() remains safe. Each round serves
+every ready fd a bounded amount: all pending status messages of a door up to STATUS_PER_ROUND, one read of
+a door's stderr, one read of the app's output through the pty relay (bounded there), so none starves another.
+The round ends with `on_round_end` (the session commits the round's audit lines: one fsync for the group).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import selectors
 import signal
@@ -20,14 +20,27 @@ from typing import Protocol
 
 from launcher.lifecycle.audit_verify import FORBID_EVENT, LOST_EVENT
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
+from launcher.policy.door_diagnostics import DoorDiagnostics
+from pki.vocabulary import (
+    AUDIT,
+    DROPPED_BEFORE,
+    EXIT_FAIL_CLOSED,
+    EXIT_SIGNAL_BASE,
+    EXIT_TTL,
+    FATAL,
+    FORBID,
+    LOST,
+    MAX_STATUS_BYTES,
+    READY,
+    decode_status,
+)
 
-MAX_STATUS_MESSAGE = 65536
-# Messages read from one door in one round: more than its socket buffer holds (167 events of 208 bytes in
-# the default 208 KiB: each costs ~1.3 KiB of kernel memory), so every message pending when the round
-# began; a bound still, since a door with a full queue refills the socket as fast as it is read, and a
-# round of 256 lines (~10 ms) must not keep the loop from the other doors and the terminal.
-MAX_MESSAGES_PER_ROUND = 256
+# Status messages read from one door in one round: more than its socket holds of audit events (167 of 208
+# bytes in the default 208 KiB, ~1.3 KiB of kernel memory each), so every event pending when the round
+# began; a bound still, since a door with a full queue refills the socket as fast as it is read.
+STATUS_PER_ROUND = 256
 KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log an exact value to redact
+DIAGNOSTICS_READ = 4096  # bytes of a door's stderr read in one round
 END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -46,16 +59,26 @@ class IoSource(Protocol):
     def fds_to_watch(self) -> Mapping[int, int]: ...  # fd → selectors.EVENT_READ | EVENT_WRITE, asked each step
     def on_ready(self, fd: int, events: int) -> None: ...
     def on_signal(self, signum: int) -> None: ...
+    def say(self, line: str) -> None: ...  # one line of the launcher's, inert text, where the person sees it
+
+
+def say_on_stderr(line: str) -> None:
+    """Where the launcher's lines go while no relay stands in for the person's terminal."""
+    with contextlib.suppress(OSError):
+        os.write(2, line.encode() + b"\n")
 
 
 class Supervisor:
     """Owns the selector over pidfds, status sockets and the signal wake-up pipe."""
 
     def __init__(self, on_audit: Callable[[str, dict[str, object]], None],
+                 say: Callable[[str], None] = say_on_stderr, *,
                  on_round_end: Callable[[], None] | None = None) -> None:
         self._selector = selectors.DefaultSelector()
         self._on_audit = on_audit
         self._on_round_end = on_round_end or (lambda: None)
+        self._say = say
+        self._diagnostics: dict[str, tuple[int, DoorDiagnostics]] = {}  # role → (its stderr's read end, its lines)
         self._processes: dict[str, Spawned] = {}
         self._statuses: dict[str, int] = {}
         self._ready: set[str] = set()
@@ -72,12 +95,17 @@ class Supervisor:
         for sig, handler in self._old_handlers.items():
             signal.signal(sig, handler)
         self._selector.close()
+        for fd, _ in self._diagnostics.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._diagnostics.clear()
         os.close(self._signal_r)
         os.close(self._signal_w)
 
     def add_io(self, source: IoSource, signals: tuple[signal.Signals, ...] = ()) -> None:
         """Serve `source`'s fds in this loop and hand it `signals`, which wake the loop through the pipe."""
         self._io, self._io_signals = source, frozenset(int(sig) for sig in signals)
+        self._say = source.say  # the person's terminal is the relay's now: its lines go among the app's output
         for sig in signals:
             if sig not in self._old_handlers:
                 self._old_handlers[sig] = signal.signal(sig, lambda *_: None)
@@ -99,6 +127,9 @@ class Supervisor:
         self._selector.register(spawned.pidfd, selectors.EVENT_READ, ("exit", spawned.role))
         if spawned.status is not None:
             self._selector.register(spawned.status, selectors.EVENT_READ, ("status", spawned.role))
+        if spawned.diagnostics is not None:
+            self._diagnostics[spawned.role] = (spawned.diagnostics, DoorDiagnostics(spawned.role, time.monotonic()))
+            self._selector.register(spawned.diagnostics, selectors.EVENT_READ, ("diagnostics", spawned.role))
 
     def wait_ready(self, roles: tuple[str, ...], timeout_s: float) -> Ending | None:
         """Until every door in `roles` said ready; an Ending if one died, a signal came, or time ran out."""
@@ -107,7 +138,8 @@ class Supervisor:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 missing = ", ".join(sorted(set(roles) - self._ready))
-                return Ending(f"door(s) {missing} did not report ready within {timeout_s:.0f} s", 70, missing)
+                return Ending(f"door(s) {missing} did not report ready within {timeout_s:.0f} s", EXIT_FAIL_CLOSED,
+                              missing)
             ending = self._step(remaining)
             if ending is not None:
                 return ending
@@ -118,7 +150,7 @@ class Supervisor:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return Ending("the session TTL (session.ttl_s) ran out", 124)
+                return Ending("the session TTL (session.ttl_s) ran out", EXIT_TTL)
             ending = self._step(remaining, app_role)
             if ending is not None:
                 return ending
@@ -138,7 +170,9 @@ class Supervisor:
                 if ending is not None:
                     return ending
             elif kind == "status":
-                self._read_status(role)
+                self._read_statuses(role, STATUS_PER_ROUND)
+            elif kind == "diagnostics":
+                self._read_diagnostics(role)
             elif kind == "exit":
                 return self._exit_ending(role, app_role)
             elif kind == "io" and self._io is not None:
@@ -153,7 +187,7 @@ class Supervisor:
         for signum in data:
             if signum in [int(s) for s in END_SIGNALS]:
                 name = signal.Signals(signum).name
-                return Ending(f"the launcher received {name}", 128 + signum)
+                return Ending(f"the launcher received {name}", EXIT_SIGNAL_BASE + signum)
             if signum in self._io_signals and self._io is not None:
                 self._io.on_signal(signum)
         return None
@@ -162,16 +196,16 @@ class Supervisor:
         status = self.reap(role)
         if role == app_role:
             return Ending(describe_exit(role, status), exit_code_of(status))
-        return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", 70, role)
+        return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", EXIT_FAIL_CLOSED, role)
 
-    def _read_status(self, role: str) -> bool:
-        """Every message pending on `role`'s status socket (up to the round's bound); at its end, unwatch it
-        and return False."""
+    def _read_statuses(self, role: str, at_most: int | None) -> bool:
+        """What the door sent, `at_most` messages (None: all); at its end, unregister it and return False."""
         sock = self._processes[role].status
         assert sock is not None
-        for _ in range(MAX_MESSAGES_PER_ROUND):
+        count = 0
+        while at_most is None or count < at_most:
             try:
-                message = sock.recv(MAX_STATUS_MESSAGE, socket.MSG_DONTWAIT)
+                message = sock.recv(MAX_STATUS_BYTES, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 return True
             except OSError:
@@ -181,18 +215,34 @@ class Supervisor:
                     self._selector.unregister(sock)
                 return False
             self._handle_status(role, message)
+            count += 1
         return True
 
-    def _handle_status(self, role: str, message: bytes) -> None:
+    def _read_diagnostics(self, role: str) -> None:
+        """One read of the door's stderr: its whole lines shown, bounded (launcher/policy/door_diagnostics.py)."""
+        fd, lines = self._diagnostics[role]
         try:
-            decoded = json.loads(message)
-        except ValueError:
+            data = os.read(fd, DIAGNOSTICS_READ)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        now = time.monotonic()
+        if data:
+            shown = lines.feed(data, now)
+        else:
+            shown = lines.end(now)
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(fd)
+        for line in shown:
+            self._say(line)
+
+    def _handle_status(self, role: str, message: bytes) -> None:
+        decoded = decode_status(message)
+        if decoded is None:
             self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
             return
-        if not isinstance(decoded, dict):
-            self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
-            return
-        lost = decoded.get("dropped_before")
+        lost = decoded.get(DROPPED_BEFORE)
         if isinstance(lost, int) and not isinstance(lost, bool) and lost > 0:
             # What the door could not queue or send: said in the log where it happened, never silent.
             self._on_audit(LOST_EVENT, {"role": role, "count": lost})
@@ -201,17 +251,17 @@ class Supervisor:
     def _dispatch_status(self, role: str, decoded: dict[str, object]) -> None:
         kind = decoded.get("type")
         event = decoded.get("event")
-        if kind == "ready":
+        if kind == READY:
             self._ready.add(role)
             self._on_audit("door.ready", {"role": role, "pid": self._processes[role].pid})
-        elif kind == "audit" and isinstance(event, dict):
+        elif kind == AUDIT and isinstance(event, dict):
             # The door's fields first: it may not overwrite which role the launcher says sent them.
             self._on_audit("door.event", {**event, "role": role})
-        elif kind == "lost":
+        elif kind == LOST:
             pass  # it carried only `dropped_before`
-        elif kind == "forbid":
+        elif kind == FORBID:
             self._forbid(role, decoded)
-        elif kind == "fatal":
+        elif kind == FATAL:
             self._on_audit("door.fatal", {"role": role, "detail": str(decoded.get("detail", ""))[:500]})
         else:
             self._on_audit("door.status.unknown", {"role": role, "type": str(kind)[:40]})
@@ -221,16 +271,28 @@ class Supervisor:
         value, name = decoded.get("value"), str(decoded.get("name", ""))[:100]
         if role not in KEPT_SECRET_ROLES or not isinstance(value, str):
             why = "only the keys door keeps secrets" if role not in KEPT_SECRET_ROLES else "the value is not a string"
-            self._on_audit("door.status.refused", {"role": role, "type": "forbid", "name": name, "why": why})
+            self._on_audit("door.status.refused", {"role": role, "type": FORBID, "name": name, "why": why})
             return
         # The log registers the value first, so its own line shows only the fingerprint.
         self._on_audit(FORBID_EVENT, {"role": role, "name": name, "value": value})
 
     def drain_statuses(self) -> None:
-        """Read what doors sent before they were stopped, so their last audit events are kept."""
+        """Read what doors sent and wrote before they were stopped: their last audit events and diagnostics, then
+        one audit event per door that wrote diagnostics, with their counts."""
         for role, spawned in self._processes.items():
             if spawned.status is not None:
-                self._read_status(role)
+                self._read_statuses(role, None)
+        for role, (fd, lines) in self._diagnostics.items():
+            with contextlib.suppress(OSError):
+                while data := os.read(fd, DIAGNOSTICS_READ):
+                    for line in lines.feed(data, time.monotonic()):
+                        self._say(line)
+            for line in lines.end(time.monotonic()):
+                self._say(line)
+            seen = lines.statistics()
+            if seen.lines:
+                self._on_audit("door.diagnostics", {"role": role, "lines": seen.lines, "shown": seen.shown,
+                                                    "held_back": seen.held_back, "bytes": seen.bytes})
         self._on_round_end()
 
     def reap(self, role: str) -> int:
@@ -260,7 +322,7 @@ class Supervisor:
             if status is not None:
                 waiting.register(status, selectors.EVENT_READ, "status")
             while not self._exited_or_killed(spawned, waiting, deadline):
-                if status is not None and not self._read_status(role):
+                if status is not None and not self._read_statuses(role, STATUS_PER_ROUND):
                     waiting.unregister(status)  # its end was read
                 self._on_round_end()
         return self.reap(role)

@@ -14,20 +14,17 @@ from dataclasses import dataclass, field
 
 from launcher.lifecycle.journal import (
     BUSY,
-    DEFAULT_ROOTS,
     JOURNAL_NAME,
-    RUNTIME_DIR,
-    SESSIONS_DIR,
     STAGING_PREFIX,
     Journal,
     JournalEntry,
     JournalError,
     RemovalError,
-    valid_sid,
 )
 from launcher.lifecycle.journal_removers import RemovalRefused, Remover, process_alive, remove_dir
+from pki.vocabulary import REMOVABLE_ROOTS, RUN_ROOT, SESSIONS_ROOT, SID_PATTERN, valid_sid
 
-_STAGING = re.compile(rf"^{re.escape(STAGING_PREFIX)}([0-9a-f]{{8}})-([1-9][0-9]*)-([0-9]+)$")
+_STAGING = re.compile(rf"^{re.escape(STAGING_PREFIX)}({SID_PATTERN})-([1-9][0-9]*)-([0-9]+)$")
 
 
 @dataclass(frozen=True)
@@ -82,10 +79,10 @@ class _Tally:
 
 
 def collect(
-    root: str = SESSIONS_DIR,
+    root: str = SESSIONS_ROOT,
     *,
-    runtime_root: str = RUNTIME_DIR,
-    allowed_roots: Sequence[str] = DEFAULT_ROOTS,
+    runtime_root: str = RUN_ROOT,
+    allowed_roots: Sequence[str] = REMOVABLE_ROOTS,
     removers: Mapping[str, Remover] | None = None,
 ) -> GcReport:
     """Tear down every session under `root` whose launcher is dead; live ones are listed and left alone."""
@@ -101,7 +98,7 @@ def collect(
         elif staging:
             _collect_staging(os.path.join(root, name), staging, tally)
     _collect_orphan_runtime_dirs(root, runtime_root, tally)
-    if os.path.normpath(root) == SESSIONS_DIR:  # a test's own root must never sweep real sessions
+    if os.path.normpath(root) == SESSIONS_ROOT:  # a test's own root must never sweep real sessions
         _collect_journalless(root, tally)
     return tally.report()
 

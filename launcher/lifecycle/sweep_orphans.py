@@ -10,9 +10,10 @@ import os
 import re
 from dataclasses import dataclass
 
-_NAME = re.compile(r"^sh-([0-9a-f]{8})-[a-z][a-z-]*$")
+from pki.vocabulary import NETNS_ROOT, SID_PATTERN, valid_sid
+
+_NAME = re.compile(rf"^sh-({SID_PATTERN})-[a-z][a-z-]*$")
 CGROUP_ROOT = "/sys/fs/cgroup"
-NETNS_DIR = "/run/netns"
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def _session_cgroups() -> list[str]:
             continue
         for sid in sorted(os.listdir(base)):
             session = os.path.join(base, sid)
-            if re.fullmatch(r"[0-9a-f]{8}", sid) and os.path.isdir(session):
+            if valid_sid(sid) and os.path.isdir(session):
                 dirs += [os.path.join(session, role) for role in sorted(os.listdir(session))
                          if os.path.isdir(os.path.join(session, role))]
     return dirs
@@ -66,7 +67,7 @@ def _session_cgroups() -> list[str]:
 def scan(known_sids: set[str]) -> Orphans:
     """Read /etc/passwd, /etc/group, /run/netns and the session cgroups; nothing is changed."""
     accounts = sorted(set(_names_in("/etc/passwd")) | set(_names_in("/etc/group")))
-    netns = sorted(name for name in (os.listdir(NETNS_DIR) if os.path.isdir(NETNS_DIR) else []))
+    netns = sorted(name for name in (os.listdir(NETNS_ROOT) if os.path.isdir(NETNS_ROOT) else []))
     return find_orphans(accounts, netns, _session_cgroups(), known_sids)
 
 

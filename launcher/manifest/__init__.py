@@ -4,11 +4,8 @@ from launcher.manifest._canonical import HASH_PREFIX, canonical_bytes, hash_of
 from launcher.manifest._errors import ManifestError
 from launcher.manifest._load import load_manifest
 from launcher.manifest._model import (
-    DEFAULT_EDGES,
     DOOR_DEFAULT_LIMITS,
-    DOOR_ORDER,
     FS_DEFAULT_MAX_CONCURRENT_UPLOADS,
-    ROLES,
     SHELL_DEFAULT_LIMITS,
     App,
     Manifest,
@@ -17,15 +14,12 @@ from launcher.manifest._model import (
 from launcher.manifest._strict_json import MAX_BYTES, MAX_DEPTH, MAX_SAFE_INTEGER, parse_strict
 
 __all__ = [
-    "DEFAULT_EDGES",
     "DOOR_DEFAULT_LIMITS",
-    "DOOR_ORDER",
     "FS_DEFAULT_MAX_CONCURRENT_UPLOADS",
     "HASH_PREFIX",
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
-    "ROLES",
     "SHELL_DEFAULT_LIMITS",
     "App",
     "Manifest",

@@ -6,13 +6,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-DOOR_ORDER: tuple[str, ...] = ("fs", "net", "keys", "shell", "model")
-ROLES: tuple[str, ...] = ("app", *DOOR_ORDER)
-# DESIGN.md's default edges (client, server); used, restricted to started roles, when "edges" is absent.
-DEFAULT_EDGES: frozenset[tuple[str, str]] = frozenset(
-    {("app", "fs"), ("app", "net"), ("app", "shell"), ("app", "model"),
-     ("net", "keys"), ("model", "keys"), ("shell", "net")}
-)
+from pki.vocabulary import DEFAULT_EDGES, DOOR_ORDER, ROLES
+
 # Process limits of a door the manifest does not size (memory MB, pids). The shell runs the app's
 # commands (compilers, package installs), so it gets more unless doors.shell.process says otherwise.
 DOOR_DEFAULT_LIMITS: tuple[int, int] = (256, 64)

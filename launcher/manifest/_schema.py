@@ -14,6 +14,9 @@ from launcher.manifest._errors import ManifestError, child, pointer
 
 # A symlink to manifests/schema.json (the authority), so the installed package carries it too.
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
+# A value quoted in a refusal is cut to this many characters, ending in ELLIPSIS.
+SHOWN_CHARS = 80
+ELLIPSIS = "..."
 
 
 @functools.cache
@@ -60,8 +63,8 @@ def _to_manifest_error(error: ValidationError) -> ManifestError:
 
 def _message(kind: str, value: Any, instance: Any) -> str:
     shown = json.dumps(instance, ensure_ascii=False)
-    if len(shown) > 80:
-        shown = shown[:77] + "..."
+    if len(shown) > SHOWN_CHARS:
+        shown = shown[: SHOWN_CHARS - len(ELLIPSIS)] + ELLIPSIS
     if kind == "const":
         return f"{shown} is not {json.dumps(value)}"
     if kind == "enum":

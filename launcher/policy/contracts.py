@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from doors._contract import DoorContract
+from doors import DoorContract
 from launcher.manifest import Manifest
 
 

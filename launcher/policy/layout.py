@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-RUN_ROOT = "/run/sharness"
-SESSIONS_ROOT = "/run/sharness/sessions"
-AUDIT_ROOT = "/var/lib/sharness/sessions"
+from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, RUN_ROOT, SESSIONS_ROOT, SID_LENGTH, valid_sid
+
 PROXY_PORT = 3128
 PROXY_HOST = "127.0.0.1"
 
-DOOR_ORDER = ("fs", "net", "keys", "shell", "model")
 # The app's identity files in its private directory (SPIFFE Filesystem Delivery names).
 APP_SVID = "svid.pem"
 APP_BUNDLE = "bundle.pem"
@@ -21,18 +18,6 @@ SID_PLACEHOLDER = "<sid>"
 LOOPBACK_ONLY = frozenset({"app", "shell"})
 # Components that keep the host's network: they are the ways out.
 HOST_NETWORK = frozenset({"net", "model"})
-
-_SID = re.compile(r"^[0-9a-f]{8}$")
-
-
-def valid_sid(sid: str) -> bool:
-    """True for a session id: exactly 8 lowercase hex characters (fullmatch: `$` would admit a final newline)."""
-    return isinstance(sid, str) and _SID.fullmatch(sid) is not None
-
-
-def _refuse_sid(sid: str) -> None:
-    raise ValueError(f"session id must be 8 lowercase hex characters, got {sid!r}")
-
 
 @dataclass(frozen=True)
 class SessionPaths:
@@ -45,7 +30,7 @@ class SessionPaths:
 
     def __post_init__(self) -> None:
         if self.sid != SID_PLACEHOLDER and not valid_sid(self.sid):
-            _refuse_sid(self.sid)
+            raise ValueError(f"session id must be {SID_LENGTH} lowercase hex characters, got {self.sid!r}")
 
     @property
     def state_dir(self) -> str:
@@ -88,7 +73,7 @@ class SessionLayout(SessionPaths):
 
     def __post_init__(self) -> None:
         if not valid_sid(self.sid):
-            _refuse_sid(self.sid)
+            raise ValueError(f"session id must be {SID_LENGTH} lowercase hex characters, got {self.sid!r}")
 
 
 # What a plan shows for every session path: the same formulas, the id not yet drawn. Never created.

@@ -15,8 +15,8 @@ from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, covers, python_paths
 from launcher.policy.layout import PLAN_PATHS
+from pki.vocabulary import BOUNDARY, SETTING
 
-BOUNDARY, SETTING, EXPECTATION = "Boundary", "Setting", "Expectation"
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({

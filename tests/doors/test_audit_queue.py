@@ -10,7 +10,8 @@ import trio
 
 from doors._audit_queue import AuditBackpressure, AuditQueue, AuditQueueStatistics
 from doors._door import _pump
-from doors._status import MAX_MESSAGE_BYTES, StatusSender
+from doors._status import StatusSender
+from pki.vocabulary import MAX_STATUS_BYTES
 
 
 def _event(number: int) -> dict[str, object]:
@@ -63,7 +64,7 @@ def _messages(sock: socket.socket) -> list[dict[str, object]]:
     sock.setblocking(False)
     while True:
         try:
-            out.append(json.loads(sock.recv(MAX_MESSAGE_BYTES)))
+            out.append(json.loads(sock.recv(MAX_STATUS_BYTES)))
         except BlockingIOError:
             return out
 

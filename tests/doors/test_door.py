@@ -1,4 +1,8 @@
-"""A real door process (`python -m doors`): SVID from a memfd, hello over mTLS, ready and audit on its status fd."""
+"""A real door process (`python -m doors`): SVID from a memfd, hello over mTLS, ready and audit on its status fd.
+
+`python -m doors` starts the door the contract's role names (doors.serve): the fs door for fs, the generic door
+for a role without features of its own.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +19,10 @@ import pytest
 
 from doors._contract import CONTRACT_ENV, DoorContract
 from doors._door import hello_body
-from doors._status import MAX_MESSAGE_BYTES, encode_status
 from doors._transport.testing import scratch_dir
 from doors.client import DoorClient, DoorRefused
-from pki.edges import DEFAULT_EDGES
 from pki.testing import SessionPKI
+from pki.vocabulary import DEFAULT_EDGES, DOOR_LISTENER, MAX_STATUS_BYTES, UNHELD, encode_status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -31,10 +34,11 @@ class DoorProcess:
     socket_path: str
     pki: SessionPKI
     directory: str
+    role: str = "fs"
 
     def message(self, timeout_s: float = 30) -> dict[str, object]:
         self.status.settimeout(timeout_s)
-        return dict(json.loads(self.status.recv(MAX_MESSAGE_BYTES)))
+        return dict(json.loads(self.status.recv(MAX_STATUS_BYTES)))
 
     def client(self, as_role: str) -> DoorClient:
         svid = os.path.join(self.directory, f"{as_role}.svid.pem")
@@ -43,7 +47,7 @@ class DoorProcess:
         bundle = os.path.join(self.directory, "bundle.pem")
         with open(bundle, "wb") as out:
             out.write(self.pki.bundle_pem())
-        return DoorClient.from_files("fs", self.socket_path, svid, bundle, self.pki.trust_domain,
+        return DoorClient.from_files(self.role, self.socket_path, svid, bundle, self.pki.trust_domain,
                                      self.pki.session_id, client_role=as_role)
 
 
@@ -53,17 +57,25 @@ def _memfd(data: bytes) -> int:
     return fd
 
 
-def _start(pki: SessionPKI, directory: str, svid: bytes) -> DoorProcess:
+def _fs_rows(directory: str) -> dict[str, object]:
+    workspace = os.path.join(directory, "workspace")
+    os.makedirs(workspace, exist_ok=True)
+    return {"read_only": [".git"], "refuse_secrets": True, "workspace": workspace}
+
+
+def _start(pki: SessionPKI, directory: str, svid: bytes, role: str = "fs",
+           rows: dict[str, object] | None = None) -> DoorProcess:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    path = os.path.join(directory, "fs.sock")
+    path = os.path.join(directory, f"{role}.sock")
     listener.bind(path)
     listener.listen(16)
     memfd = _memfd(svid)
-    contract = DoorContract(role="fs", session_id=pki.session_id, trust_domain=pki.trust_domain,
+    contract = DoorContract(role=role, session_id=pki.session_id, trust_domain=pki.trust_domain,
                             edges=tuple(sorted(DEFAULT_EDGES)), bundle_pem=pki.bundle_pem().decode(),
-                            rows={"read_only": [".git"], "refuse_secrets": True},
-                            listen_fds={"door": listener.fileno()}, status_fd=theirs.fileno(), svid_fd=memfd)
+                            rows=_fs_rows(directory) if rows is None else rows,
+                            listen_fds={DOOR_LISTENER: listener.fileno()}, status_fd=theirs.fileno(),
+                            svid_fd=memfd)
     env = {CONTRACT_ENV: contract.to_json(), "PATH": "/usr/bin:/bin"}
     try:
         process = subprocess.Popen([sys.executable, "-m", "doors"], env=env, cwd=ROOT,
@@ -72,7 +84,7 @@ def _start(pki: SessionPKI, directory: str, svid: bytes) -> DoorProcess:
         theirs.close()
         os.close(memfd)
         listener.close()
-    return DoorProcess(process, ours, path, pki, directory)
+    return DoorProcess(process, ours, path, pki, directory, role)
 
 
 @pytest.fixture
@@ -100,11 +112,28 @@ def test_the_door_reports_ready_answers_hello_and_audits(door: DoorProcess) -> N
     rows = {row["row"]: row for row in hello["rows"]}
     assert rows["edges"]["barrier"] == "Boundary" and rows["edges"]["held"]
     assert rows["fs.read_only"]["value"] == [".git"]
-    assert rows["fs.read_only"]["held"] is False  # the fs door's own features are another issue
+    assert rows["fs.read_only"]["held"] is True  # `python -m doors` started the fs door itself
     audit = door.message()
     assert audit["type"] == "audit"
     assert audit["event"] == {**audit["event"], "kind": "http.request", "client_role": "app",  # type: ignore[dict-item]
                               "path": "/v0/hello", "status": 200}
+
+
+def test_a_role_without_its_own_server_gets_the_generic_door() -> None:
+    with scratch_dir() as directory:
+        pki = SessionPKI.create()
+        running = _start(pki, directory, pki.svid_pem("keys"), "keys", {"secrets": {}})
+        try:
+            assert running.message() == {"type": "ready"}
+            with running.client("net") as keys:
+                hello = keys.hello()
+            rows = {row["row"]: row for row in hello["rows"]}
+            assert hello["role"] == "keys" and hello["edges_in"] == ["model", "net"]
+            assert (rows["keys.secrets"]["barrier"], rows["keys.secrets"]["held"]) == (UNHELD, False)
+        finally:
+            running.process.send_signal(signal.SIGTERM)
+            running.process.wait(timeout=30)
+            running.status.close()
 
 
 def test_a_refused_client_is_audited_once(door: DoorProcess) -> None:
@@ -133,7 +162,7 @@ def test_what_was_queued_when_sigterm_came_still_reaches_the_launcher(door: Door
     door.process.send_signal(signal.SIGTERM)
     messages = []
     door.status.settimeout(30)
-    while data := door.status.recv(MAX_MESSAGE_BYTES):  # until the door's end closes
+    while data := door.status.recv(MAX_STATUS_BYTES):  # until the door's end closes
         messages.append(json.loads(data))
     assert door.process.wait(timeout=30) == 0
     kinds = [m["event"]["kind"] for m in messages if m["type"] == "audit"]  # type: ignore[index]
@@ -165,7 +194,7 @@ def test_hello_body_without_rows_still_names_the_edge_check() -> None:
 
 def test_an_oversized_audit_event_becomes_a_marker() -> None:
     data = encode_status({"type": "audit", "event": {"kind": "http.request", "path": "x" * 70_000}})
-    assert len(data) <= MAX_MESSAGE_BYTES
+    assert len(data) <= MAX_STATUS_BYTES
     event = json.loads(data)["event"]
     assert (event["kind"], event["truncated"]) == ("http.request", True)
-    assert event["bytes"] > MAX_MESSAGE_BYTES
+    assert event["bytes"] > MAX_STATUS_BYTES

@@ -26,10 +26,10 @@ from doors._transport import (
 )
 from doors._transport.testing import session, tiny_router
 from pki.bundle import svid_pem
-from pki.edges import DEFAULT_EDGES, EdgePolicy
+from pki.edges import EdgePolicy
 from pki.issue import LEAF_EKU, LEAF_KEY_USAGE, leaf_spec, new_key
-from pki.spiffe import ROLES
 from pki.testing import SessionPKI
+from pki.vocabulary import DEFAULT_EDGES, ROLES
 
 PAIRS = list(itertools.product(ROLES, ROLES))
 

@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 from manifests.samples import DROP, FULL, encode, load, sample
 
-from launcher.manifest import (
-    DEFAULT_EDGES,
-    DOOR_DEFAULT_LIMITS,
-    SHELL_DEFAULT_LIMITS,
-    canonical_bytes,
-    load_manifest,
-)
+from launcher.manifest import DOOR_DEFAULT_LIMITS, SHELL_DEFAULT_LIMITS, canonical_bytes, load_manifest
+from pki.vocabulary import DEFAULT_EDGES
 
 REPO = Path(__file__).resolve().parents[2]
 

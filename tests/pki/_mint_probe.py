@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pki import ca, issue
-from pki.spiffe import ROLES
+from pki.vocabulary import ROLES
 
 _new_ca = issue.new_ca
 

@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from pki import ca, issue
 from pki.bundle import load_bundle_into_context, load_into_context
-from pki.spiffe import ROLES
 from pki.svid import check_svid
+from pki.vocabulary import ROLES
 
 TD = "test.sharness.test"
 SID = "0123abcd"

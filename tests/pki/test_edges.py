@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from pki.edges import DEFAULT_EDGES, EdgeDecision, EdgePolicy
-from pki.spiffe import ROLES
+from pki.edges import EdgeDecision, EdgePolicy
+from pki.vocabulary import DEFAULT_EDGES, ROLES
 
 EXPECTED = {
     ("app", "fs"),

@@ -9,13 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pki.spiffe import (
-    ROLES,
     SessionIdentity,
     SpiffeId,
     SpiffeIdError,
     parse_spiffe_id,
     validate_trust_domain,
 )
+from pki.vocabulary import ROLES
 
 trust_domains = st.text(string.ascii_lowercase + string.digits + ".-_", min_size=1, max_size=60)
 segments = st.text(string.ascii_letters + string.digits + ".-_", min_size=1, max_size=20).filter(

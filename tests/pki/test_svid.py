@@ -12,9 +12,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from pki.issue import LeafSpec, leaf_spec, new_key, sign_leaf
-from pki.spiffe import ROLES
 from pki.svid import SvidVerdict, check_svid
 from pki.testing import ODD_KINDS, SessionPKI
+from pki.vocabulary import ROLES
 
 TD = "test.sharness.test"
 SID = "0123abcd"

@@ -7,8 +7,8 @@ from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from pki.spiffe import ROLES
 from pki.testing import ODD_KINDS, SessionPKI
+from pki.vocabulary import ROLES
 
 DIFFERS_IN = {
     "expired": {"validity"},

@@ -20,8 +20,8 @@ from doors._transport import TlsStream, connect
 from doors._transport.testing import Session, scratch_dir, session
 from doors.net.proxy import Proxy
 from doors.net.server import proxy_routes, serve_net
-from pki.edges import DEFAULT_EDGES
 from pki.testing import SessionPKI
+from pki.vocabulary import DEFAULT_EDGES
 
 from . import hellos
 from .client import connect as proxy_connect

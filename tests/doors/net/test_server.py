@@ -16,12 +16,12 @@ import pytest
 import trio
 
 from doors._contract import CONTRACT_ENV, DoorContract
-from doors._status import MAX_MESSAGE_BYTES, StatusSender
+from doors._status import StatusSender
 from doors._transport.testing import scratch_dir
 from doors.net._policy import AllowlistError
 from doors.net.server import config_from_rows, serve_net
-from pki.edges import DEFAULT_EDGES
 from pki.testing import SessionPKI
+from pki.vocabulary import DEFAULT_EDGES, MAX_STATUS_BYTES
 
 from .client import connect, https_get
 from .conftest import TEST_INTERNET, WAN_V4, Names, TestNet, listen_in
@@ -92,7 +92,7 @@ def resolv_conf(namespaces: Names) -> Iterator[str]:
 async def _messages(status: trio.socket.SocketType, count: int) -> list[dict[str, Any]]:
     out = []
     while len(out) < count:
-        out.append(json.loads(await status.recv(MAX_MESSAGE_BYTES)))
+        out.append(json.loads(await status.recv(MAX_STATUS_BYTES)))
     return out
 
 
@@ -111,7 +111,7 @@ async def test_door_process_with_the_system_resolver(net: TestNet, resolv_conf: 
         contract = _contract(pki, *fds)
         env = {CONTRACT_ENV: contract.to_json(), "PATH": "/usr/sbin:/usr/bin:/bin"}
         process = await trio.lowlevel.open_process(
-            ["ip", "netns", "exec", net.names.door, sys.executable, "-m", "doors.net"], env=env, cwd=ROOT,
+            ["ip", "netns", "exec", net.names.door, sys.executable, "-m", "doors"], env=env, cwd=ROOT,
             pass_fds=fds)
         for fd in fds:
             os.close(fd)

@@ -20,7 +20,6 @@ from kernel_child import confined, confined_raw, make_spec, rules, run_child, sc
 from launcher.kernel import landlock, netns
 from launcher.kernel._sys import libc
 from launcher.kernel.confine import (
-    EXIT_CODE_BASE,
     STEPS,
     ConfinementError,
     ConfinementSpec,
@@ -29,6 +28,7 @@ from launcher.kernel.confine import (
     step_of_exit_code,
 )
 from launcher.kernel.probe import landlock_abi
+from pki.vocabulary import EXIT_STEP_BASE
 
 PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS = 3, 39
 
@@ -38,7 +38,7 @@ PR_GET_DUMPABLE, PR_GET_NO_NEW_PRIVS = 3, 39
 def test_every_step_has_an_exit_code_the_parent_can_name() -> None:
     for step in STEPS:
         assert step_of_exit_code(ConfinementError(step, "x").exit_code) == step
-    assert step_of_exit_code(0) is None and step_of_exit_code(EXIT_CODE_BASE + len(STEPS)) is None
+    assert step_of_exit_code(0) is None and step_of_exit_code(EXIT_STEP_BASE + len(STEPS)) is None
 
 
 def test_a_spec_with_root_ids_is_refused() -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from launcher.lifecycle.audit import AUDIT_ROOT, AuditError, AuditLog, AuditRefused, AuditStatistics
+from launcher.lifecycle.audit import AuditError, AuditLog, AuditRefused, AuditStatistics
 from launcher.lifecycle.audit_verify import genesis_hash, line_hash, verify_audit
+from pki.vocabulary import AUDIT_ROOT
 
 SID = "0badc0de"
 PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIP3x\n-----END PRIVATE KEY-----\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import threading
 
-from launcher.lifecycle.spawn import EXIT_EXEC_FAILED, describe_exit, exit_code_of, single_threaded
+from launcher.lifecycle.spawn import describe_exit, exit_code_of, single_threaded
+from pki.vocabulary import EXIT_EXEC_FAILED
 
 
 def test_exit_codes_follow_the_shell_convention_and_name_confinement_steps() -> None:

@@ -8,7 +8,8 @@ from typing import Any
 
 from manifests.samples import DROP, FULL, load, sample
 
-from launcher.manifest import DEFAULT_EDGES, Manifest
+from launcher.manifest import Manifest
+from pki.vocabulary import DEFAULT_EDGES
 
 WORKSPACE = FULL["workspace"]
 SECRET = FULL["doors"]["keys"]["secrets"]["anthropic"]["from"]

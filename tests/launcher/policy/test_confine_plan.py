@@ -10,7 +10,7 @@ import pytest
 from manifest_shapes import CASES, PYTHON, SECRET, SHAPES, WORKSPACE
 
 from launcher.kernel.landlock import LandlockRules
-from launcher.manifest import ROLES, Manifest
+from launcher.manifest import Manifest
 from launcher.policy.confine_plan import (
     Allowance,
     allowance_of,
@@ -21,6 +21,7 @@ from launcher.policy.confine_plan import (
     python_paths_exec,
 )
 from launcher.policy.layout import SessionLayout
+from pki.vocabulary import ROLES
 
 LAYOUT = SessionLayout("0123abcd")
 SYSTEM = {"/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from manifest_shapes import CASES, PYTHON, SHAPES
 
-from launcher.manifest import DOOR_ORDER, ROLES
 from launcher.policy.confinement import APP_NOFILE, DOOR_NOFILE, Confinement, confinement_of
 from launcher.policy.layout import SessionLayout
+from pki.vocabulary import DOOR_ORDER, ROLES
 
 LAYOUT = SessionLayout("0123abcd")
 RESOLV = "/run/systemd/resolve/stub-resolv.conf"

@@ -6,7 +6,6 @@ import itertools
 
 import pytest
 
-from launcher.manifest import DEFAULT_EDGES, DOOR_ORDER, ROLES
 from launcher.policy.layout import (
     HOST_NETWORK,
     LOOPBACK_ONLY,
@@ -18,6 +17,7 @@ from launcher.policy.layout import (
     groups_of,
     valid_sid,
 )
+from pki.vocabulary import DEFAULT_EDGES, DOOR_ORDER, ROLES
 
 SID = "0123abcd"
 LAYOUT = SessionLayout(SID)

@@ -10,7 +10,8 @@ from manifests.samples import DROP, FULL, load, sample
 
 from launcher.kernel.probe_facts import FULL_KERNEL, KernelFacts
 from launcher.policy import plan as plan_module
-from launcher.policy.plan import BOUNDARY, IMPLEMENTED_ROWS, SETTING, build_plan, render_plan
+from launcher.policy.plan import IMPLEMENTED_ROWS, build_plan, render_plan
+from pki.vocabulary import BOUNDARY, SETTING
 
 CONFINEMENT = ("uid", "ipc", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs", "memory",
                "pids", "edges")

@@ -9,10 +9,11 @@ from manifest_shapes import CASES, SHAPES
 from launcher.kernel.probe_facts import FULL_KERNEL
 from launcher.lifecycle.create import Resources
 from launcher.lifecycle.session import Session
-from launcher.manifest import DOOR_ORDER, ROLES, Manifest
+from launcher.manifest import Manifest
 from launcher.policy.confine_plan import covers
 from launcher.policy.layout import PLAN_PATHS
 from launcher.policy.plan import ComponentPlan, Plan, build_plan, render_plan
+from pki.vocabulary import DOOR_ORDER, ROLES
 
 RESOURCES = Resources(uids={role: 61000 + index for index, role in enumerate(ROLES)},
                       gids={role: 61000 + index for index, role in enumerate(ROLES)},

@@ -1,0 +1,9 @@
+"""The fd contract of a door (docs/contracts.md): which inherited fd holds what when its code starts."""
+
+from __future__ import annotations
+
+STATUS_FD = 3  # SOCK_SEQPACKET to the launcher: ready, audit and fatal messages (pki.vocabulary.status)
+SVID_FD = 4  # sealed memfd: the door's PEM private key, then its leaf certificate
+FIRST_LISTENER_FD = 5  # listeners from here on, each named in the contract's listen_fds
+DOOR_LISTENER = "door"  # listen_fds name of the door's own mutual-TLS Unix listener (always FIRST_LISTENER_FD)
+PROXY_LISTENER_PREFIX = "proxy."  # listen_fds "proxy.<role>": the net door's proxy inside <role>'s netns

@@ -1,0 +1,12 @@
+"""Where sharness keeps things on the host: the runtime root, the journals, the audit logs, named netns."""
+
+from __future__ import annotations
+
+RUN_ROOT = "/run/sharness"  # root 0711: /run/sharness/<sid>/ (doors' sockets, private dirs)
+SESSIONS_ROOT = f"{RUN_ROOT}/sessions"  # root 0700: /run/sharness/sessions/<sid>/journal
+STATE_ROOT = "/var/lib/sharness"
+AUDIT_ROOT = f"{STATE_ROOT}/sessions"  # /var/lib/sharness/sessions/<sid>/audit.jsonl (+ .sig, .pub)
+HELLO_ROOT = f"{STATE_ROOT}/hello"  # `sharness-launch hello`'s scratch workspaces
+# The only trees journaled `dir` and `file` entries may name (the journal refuses anything else).
+REMOVABLE_ROOTS: tuple[str, ...] = (RUN_ROOT, STATE_ROOT)
+NETNS_ROOT = "/run/netns"  # iproute2's named network namespaces: /run/netns/sh-<sid>-<role>

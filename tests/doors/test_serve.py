@@ -1,0 +1,40 @@
+"""doors/serve.py: the one entry point picks the door by role, and loads only that door's code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from doors import run_door
+from doors.fs import server as fs_server
+from doors.net import server as net_server
+from doors.serve import server_for
+from pki.vocabulary import ROLES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_each_role_gets_its_own_server_or_the_generic_door(role: str) -> None:
+    expected = {"fs": fs_server.serve, "net": net_server.serve}.get(role, run_door)
+    assert server_for(role) is expected
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(m for m in sys.modules if m.endswith('.server')))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_an_execd_door_imports_only_its_own_server() -> None:
+    assert _loaded_after("import doors.serve") == set()
+    assert _loaded_after("import doors.serve; doors.serve.server_for('net')") == {"doors.net.server"}
+
+
+def test_preload_and_the_launcher_import_every_server_before_forking() -> None:
+    both = {"doors.fs.server", "doors.net.server"}
+    assert _loaded_after("import doors.serve; doors.serve.preload()") == both
+    assert _loaded_after("import launcher.lifecycle.session") >= both
