@@ -57,6 +57,10 @@ def build(rows: Mapping[str, Any], audit: Audit, *, workspace_fd: int | None = N
     fs_rows = FsRows.from_rows(rows)
     root_fd = open_workspace(rows) if workspace_fd is None else workspace_fd
     workspace = Workspace(root_fd, no_symlinks=fs_rows.no_symlinks, chown_to=chown_to)
+    swept = workspace.sweep_temp()  # before the first request: a door killed mid-upload left these
+    if swept:
+        audit({"door": "fs", "op": "sweep", "path": ".", "removed": swept, "decision": "allow",
+               "outcome": "temporary files a killed fs door left were removed"})
     return FsApi(workspace, Dispatcher(fs_rows, audit))
 
 
