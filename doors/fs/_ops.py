@@ -10,6 +10,7 @@ is read back from the fd, so the rows are judged on the real path too.
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 import secrets
 import stat
@@ -333,19 +334,21 @@ class Workspace:
         """renameat2 with RENAME_NOREPLACE: an existing destination is an atomic 409."""
         renameat2(src.parent_fd, src.name, dst.parent_fd, dst.name, RENAME_NOREPLACE)
 
-    def list_dir(self, dir_fd: int, limit: int) -> tuple[list[tuple[str, Target]], bool]:
-        """Up to `limit` entries of an open directory, sorted, not following symlinks, without the door's
-        temporary files; and whether entries were left out."""
+    def list_batch(self, dir_fd: int, after: str | None, limit: int) -> tuple[list[tuple[str, Target]], bool]:
+        """The first `limit` entries, in name order, after the name `after`, of a directory (an O_PATH fd is
+        fine), not following symlinks, without the door's temporary files; and whether more follow.
+
+        Each call scans the directory anew and keeps only `limit` + 1 names: a listing holds one batch, never
+        the whole directory."""
         fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, dir_fd=dir_fd)
-        entries: list[tuple[str, Target]] = []
         try:
-            names = sorted(name for name in os.listdir(fd) if not is_temp_name(name))
-            for name in names[:limit]:
-                entries.append((name, self.stat_at(fd, name)))
+            with os.scandir(fd) as scan:
+                wanted = (entry.name for entry in scan
+                          if (after is None or entry.name > after) and not is_temp_name(entry.name))
+                names = heapq.nsmallest(limit + 1, wanted)
+            return [(name, self.stat_at(fd, name)) for name in names[:limit]], len(names) > limit
         finally:
             os.close(fd)
-        return entries, len(names) > limit
-
 
 def _same_device(dir_fd: int, name: str, device: int) -> bool:
     try:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from doors._http import Route
+from doors._http import Limits, Route
 from doors.fs._api import FsApi
 from doors.fs._dispatch import Audit, Dispatcher
 from doors.fs._ops import Workspace
@@ -23,6 +23,11 @@ WORKSPACE_ROW = "workspace"
 HELD_ROWS = frozenset({"workspace", "workspace_fd", "read_only", "append_only", "hidden", "exec",
                        "refuse_secrets", "no_symlinks", "max_file_bytes", "max_total_bytes", "max_files",
                        "max_concurrent_uploads"})
+
+# What one connection may make the door hold (docs/decisions/fs.md, "Memory per connection"): bodies of the
+# routes that do not stream them (mkdir, delete; rename sets its own) stay small, and a client that has not
+# drained a 64 KiB piece of a response in 10 s is cut and audited (http.cut).
+FS_LIMITS = Limits(max_body_bytes=16 * 1024, send_timeout_s=10.0)
 
 
 def thread_safe(audit: Audit) -> Audit:
@@ -79,4 +84,4 @@ def serve(contract: DoorContract) -> None:
     from doors._door import run_door
 
     run_door(contract, lambda runtime: build(contract.rows, thread_safe(runtime.audit)).routes(),
-             held_rows=HELD_ROWS)
+             held_rows=HELD_ROWS, limits=FS_LIMITS)
