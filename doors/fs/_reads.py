@@ -19,7 +19,7 @@ READ_CHUNK = 256 * 1024
 SMALL_READ = 256 * 1024  # files up to this size are answered in one piece
 MAX_LIST = 10_000  # entries in one listing (the answer says when more were left out)
 Batch = tuple[list[tuple[str, Target]], bool]  # named here: the handlers' `list` method shadows the builtin
-LIST_BATCH = 256  # entries read, encoded and held at a time while a listing streams
+LIST_BATCH = 64  # entries read, encoded and held at a time while a listing streams
 
 
 class ReadHandlers(FsHandlers):
