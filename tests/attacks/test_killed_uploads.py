@@ -35,13 +35,12 @@ def _door_pid(sid: str) -> int:
     return int((Path("/sys/fs/cgroup/pids/sharness") / sid / "fs" / "cgroup.procs").read_text().split()[0])
 
 
-def _unnamed_bytes(pid: int, workspace: Path) -> int:
-    """What the door holds in files of the workspace that have no name (O_TMPFILE files show as deleted)."""
+def _held_bytes(pid: int, workspace: Path) -> int:
+    """What the door holds open in regular files of the workspace, named or not (O_TMPFILE: "(deleted)")."""
     held = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            link = os.readlink(f"/proc/{pid}/fd/{fd}")
-            if link.startswith(f"{workspace}/") and link.endswith(" (deleted)"):
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(f"{workspace}/"):
                 held += os.stat(f"/proc/{pid}/fd/{fd}").st_size
         except OSError:
             continue
@@ -50,8 +49,8 @@ def _unnamed_bytes(pid: int, workspace: Path) -> int:
 
 def _until_held(pid: int, workspace: Path, wanted: int, timeout_s: float = 120.0) -> int:
     deadline = time.monotonic() + timeout_s
-    while (held := _unnamed_bytes(pid, workspace)) < wanted:
-        assert time.monotonic() < deadline, f"the door holds {held} bytes of unnamed files, not {wanted}"
+    while (held := _held_bytes(pid, workspace)) < wanted:
+        assert time.monotonic() < deadline, f"the door holds {held} bytes of the bodies, not {wanted}"
         time.sleep(0.05)
     return held
 
@@ -85,8 +84,8 @@ def test_a_door_killed_mid_upload_leaves_nothing_in_the_workspace(root: Path) ->
         live.send("stall")
         assert live.wait_probe("stalled", timeout_s=120)["uploads"] == UPLOADS
         pid = _door_pid(sid)
-        held = _until_held(pid, workspace, UPLOADS * SENT)  # every body is in the door's hands, unnamed
-        assert _tree(workspace) == ["sub"]
+        held = _until_held(pid, workspace, UPLOADS * SENT)  # every body is in the door's hands
+        in_flight = _tree(workspace)
         os.kill(pid, signal.SIGKILL)
         summary = live.finish(timeout_s=120)
     finally:
@@ -94,6 +93,7 @@ def test_a_door_killed_mid_upload_leaves_nothing_in_the_workspace(root: Path) ->
     assert summary["exit_code"] == 70, summary  # a door that dies ends the session, fail closed
     assert held >= UPLOADS * SENT
     assert _tree(workspace) == ["sub"]  # no hidden file, no half body
+    assert in_flight == ["sub"]  # nor while the bodies arrived: they had no name
     assert leftovers(summary["sid"]) == {}
 
 
