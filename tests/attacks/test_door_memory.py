@@ -9,7 +9,6 @@ send_timeout_s is cut and audited (`http.cut`, row http.send_timeout_s)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile

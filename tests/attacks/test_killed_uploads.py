@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def _session(root: Path, argv: list[str]) -> LiveSession:
 
 
 @pytest.fixture
-def root() -> Path:
+def root() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="sh-test-killed-", dir=SCRATCH_PARENT))
     path.chmod(0o755)
     (path / "ws" / "sub").mkdir(parents=True)
