@@ -113,6 +113,7 @@ def test_a_well_behaved_client_still_gets_whole_answers(memory_run: MemoryRun) -
 def test_every_stalled_client_is_cut_and_audited_with_its_row(memory_run: MemoryRun) -> None:
     drained = memory_run.probes["drained"]
     assert drained["cut"] == CONNECTIONS and drained["complete"] == 0, drained
+    assert 0 < drained["most_body_bytes"] < 1024 * 1024  # each got the start of its answer, then the cut
     cuts = memory_run.cuts
     assert len(cuts) == CONNECTIONS
     assert {(c["door"], c["client_role"], c["row"], c["path"]) for c in cuts} == {
