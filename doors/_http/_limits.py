@@ -18,7 +18,11 @@ class Limits:
     head_timeout_s: float = 10.0
     body_grace_s: float = 5.0
     body_min_bytes_per_s: int = 4096
+    # A response goes out in pieces of at most send_piece_bytes, each of which the client must drain within
+    # send_timeout_s: what one connection holds unsent is one piece (plaintext and ciphertext) plus the
+    # kernel's socket buffer, whatever the response's size, and a client that stops reading is cut.
     send_timeout_s: float = 30.0
+    send_piece_bytes: int = 64 * 1024
 
     def body_deadline(self, started: float, received: int) -> float:
         """Return when the next body bytes must have arrived: a grace period plus the rate floor."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import AsyncIterable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 
 import trio
@@ -20,8 +20,17 @@ log = logging.getLogger(__name__)
 
 Gate = Callable[[Request], Response | None]
 OnExchange = Callable[[Request, int], None]
+OnCut = Callable[[Request, int], None]  # a response the client stopped draining: the request, bytes sent
 LINGER_S = 1.0
 LINGER_BYTES = 256 * 1024
+
+
+class SendStalled(trio.TooSlowError):
+    """The client did not drain a piece of the response within send_timeout_s: the connection is cut."""
+
+    def __init__(self, sent: int) -> None:
+        super().__init__(sent)
+        self.sent = sent
 
 
 class _Reader:
@@ -112,11 +121,13 @@ async def serve_http(
     *,
     gate: Gate | None = None,
     on_exchange: OnExchange | None = None,
+    on_cut: OnCut | None = None,
     peer_role: str | None = None,
     peer_id: str | None = None,
 ) -> None:
     """Serve requests on `stream` until the client leaves, breaks a limit, or a response closes it.
 
+    A client that stops draining a response is cut (`on_cut` says which request and how much it took).
     A request for a TakeoverRoute (that `gate` lets through) hands the connection to its handler for good;
     the handler does its own auditing (`on_exchange` is not called for it).
     """
@@ -138,7 +149,12 @@ async def serve_http(
             if not body_done:
                 # Answered before the body was read: say the connection closes, so no client reuses it.
                 response = replace(response, close=True)
-            await _send_response(stream, conn, response)
+            try:
+                await _send_response(stream, conn, response)
+            except SendStalled as stalled:
+                if on_cut is not None:
+                    on_cut(request, stalled.sent)
+                return
             if not body_done:
                 await _linger(stream)
                 return
@@ -237,21 +253,64 @@ async def _call(match: Match, request: Request, body: _Body) -> Response:
 
 
 async def _send_response(stream: trio.abc.Stream, conn: ServerConnection, response: Response) -> None:
+    """Send `response` in pieces of at most send_piece_bytes, each drained within send_timeout_s (else
+    SendStalled); a streamed body's producer is started before anything is sent, so a cut always closes it."""
     if not conn.can_send_response():
         return
-    with trio.fail_after(conn.limits.send_timeout_s):
-        if isinstance(response.body, bytes):
-            await stream.send_all(conn.response_head(response, body_length=len(response.body))
-                                  + conn.body_bytes(response.body) + conn.end_bytes())
-            return
-        await stream.send_all(conn.response_head(response, body_length=response.content_length))
-        await _send_stream(stream, conn, response.body)
+    sender = _Sender(stream, conn.limits)
+    body, piece = response.body, conn.limits.send_piece_bytes
+    if isinstance(body, bytes):
+        await sender.write(conn.response_head(response, body_length=len(body)))
+        for start in range(0, len(body), piece):
+            await sender.write(conn.body_bytes(body[start:start + piece]))
+        await sender.write(conn.end_bytes())
+        await sender.flush()
+        return
+    pieces = aiter(body)
+    try:
+        produced = await anext(pieces, None)
+        await sender.write(conn.response_head(response, body_length=response.content_length))
+        while produced is not None:
+            for start in range(0, len(produced), piece):
+                await sender.write(conn.body_bytes(produced[start:start + piece]))
+            produced = await anext(pieces, None)
+        await sender.write(conn.end_bytes())
+        await sender.flush()
+    finally:
+        aclose = getattr(pieces, "aclose", None)
+        if aclose is not None:
+            await aclose()  # a cut or broken client: the producer lets go of its file now
 
 
-async def _send_stream(stream: trio.abc.Stream, conn: ServerConnection, pieces: AsyncIterable[bytes]) -> None:
-    async for piece in pieces:
-        await stream.send_all(conn.body_bytes(piece))
-    await stream.send_all(conn.end_bytes())
+class _Sender:
+    """Coalesces framed bytes into pieces of at most send_piece_bytes, each sent within send_timeout_s; counts
+    what the client took. What it holds unsent is under two pieces."""
+
+    def __init__(self, stream: trio.abc.Stream, limits: Limits) -> None:
+        self._stream = stream
+        self._limits = limits
+        self._pending = bytearray()
+        self.sent = 0
+
+    async def write(self, data: bytes) -> None:
+        self._pending += data
+        piece = self._limits.send_piece_bytes
+        while len(self._pending) >= piece:
+            await self._send(bytes(self._pending[:piece]))
+            del self._pending[:piece]
+
+    async def flush(self) -> None:
+        if self._pending:
+            await self._send(bytes(self._pending))
+            self._pending.clear()
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            with trio.fail_after(self._limits.send_timeout_s):
+                await self._stream.send_all(data)
+        except trio.TooSlowError:
+            raise SendStalled(self.sent) from None
+        self.sent += len(data)
 
 
 async def _linger(stream: trio.abc.Stream) -> None:

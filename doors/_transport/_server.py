@@ -155,7 +155,14 @@ class _Door:
                            "client_role": client.role if client else None,
                            "method": request.method, "path": request.path, "status": status, **peer})
 
-        await serve_http(tls, self.router, self.limits, on_exchange=on_exchange,
+        def on_cut(request: Request, sent: int) -> None:
+            self.on_event({"kind": "http.cut", "door": self.identity.role,
+                           "client_role": client.role if client else None, "method": request.method,
+                           "path": request.path, "row": "http.send_timeout_s", "sent": sent,
+                           "reason": f"the client did not read the response for {self.limits.send_timeout_s} s",
+                           **peer})
+
+        await serve_http(tls, self.router, self.limits, on_exchange=on_exchange, on_cut=on_cut,
                          peer_role=client.role if client else None, peer_id=client.uri() if client else None)
 
 

@@ -10,6 +10,7 @@ is read back from the fd, so the rows are judged on the real path too.
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 import secrets
 import stat
@@ -32,6 +33,9 @@ from doors.fs._rules import Target, refuse
 from doors.fs._version import etag_of
 
 _CLOEXEC = os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+# open(O_TMPFILE) where the file system has no tmpfile: EOPNOTSUPP; a kernel without O_TMPFILE: EISDIR.
+_NO_TMPFILE = frozenset({errno.EOPNOTSUPP, errno.EISDIR})
 
 
 _KERNEL_ERRORS: dict[int, tuple[int, str, str]] = {
@@ -97,6 +101,8 @@ class Workspace:
         # Without /proc the door cannot tell where a symlink leads, so it refuses every symlink.
         self.no_symlinks = no_symlinks or self._root_real is None
         self.chown_to = chown_to
+        # An unnamed file is linked through /proc/self/fd at commit: without /proc, bodies get named files.
+        self._tmpfile = self._root_real is not None
         self._locks: dict[str, _PathLock] = {}
         self._locks_guard = threading.Lock()
 
@@ -197,29 +203,76 @@ class Workspace:
         os.fchmod(fd, mode)
 
     def create_temp(self, parent_fd: int) -> tuple[int, str]:
-        """A new temporary file beside the target: O_EXCL, never following a planted name."""
+        """A new file for a body, beside its target: unnamed (O_TMPFILE, name ""), so a door killed mid-upload
+        leaves nothing; named (O_EXCL, never following a planted name) only where the file system has no
+        O_TMPFILE, for `sweep_temp` to remove at the next start if the door dies first."""
+        if self._tmpfile:
+            try:
+                return os.open(".", os.O_TMPFILE | os.O_WRONLY | _CLOEXEC, 0o600, dir_fd=parent_fd), ""
+            except OSError as err:
+                if err.errno not in _NO_TMPFILE:
+                    raise
+        return self._create_named_temp(parent_fd)
+
+    @staticmethod
+    def _create_named_temp(parent_fd: int) -> tuple[int, str]:
         for _ in range(8):
             name = f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
             try:
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
-                return os.open(name, flags, 0o600, dir_fd=parent_fd), name
+                return os.open(name, _TEMP_FLAGS, 0o600, dir_fd=parent_fd), name
             except FileExistsError:
                 continue
         raise DoorRefused(refuse(500, "io", "could not create a temporary file", "retry"))
 
     def commit_write(self, parent_fd: int, temp_fd: int, temp_name: str, name: str, mode: int) -> Target:
-        """fsync the temporary file, give it owner and mode, rename it over `name`, fsync the directory."""
+        """fsync the temporary file, give it owner and mode, link an unnamed one under a temporary name, rename
+        it over `name`, fsync the directory."""
         self.own(temp_fd, mode)
         os.fsync(temp_fd)
-        os.rename(temp_name, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        linked = temp_name or self._link_temp(parent_fd, temp_fd)
+        try:
+            os.rename(linked, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
+        except BaseException:
+            if not temp_name:
+                self.discard_temp(parent_fd, linked)
+            raise
         self.sync_dir(parent_fd)
         return target_of(os.fstat(temp_fd))  # after the rename, which changes ctime and so the etag
 
     @staticmethod
+    def _link_temp(parent_fd: int, temp_fd: int) -> str:
+        """Give an O_TMPFILE file a temporary name (linkat of its /proc fd: no capability needed), for the
+        atomic rename over the target; a name exists only between this and the rename."""
+        for _ in range(8):
+            name = f"{TEMP_PREFIX}{secrets.token_hex(8)}{TEMP_SUFFIX}"
+            try:
+                os.link(f"/proc/self/fd/{temp_fd}", name, dst_dir_fd=parent_fd, follow_symlinks=True)
+                return name
+            except FileExistsError:
+                continue
+        raise DoorRefused(refuse(500, "io", "could not link a temporary file", "retry"))
+
+    @staticmethod
     def discard_temp(parent_fd: int, temp_name: str) -> None:
-        """Remove a temporary file that will not be committed."""
+        """Remove a named temporary file that will not be committed (an unnamed one goes with its fd)."""
+        if not temp_name:
+            return
         with suppress(FileNotFoundError):
             os.unlink(temp_name, dir_fd=parent_fd)
+
+    def sweep_temp(self) -> int:
+        """Remove the door's temporary files (`.sh-fs-*.tmp`) that a killed door left anywhere in the
+        workspace, not following symlinks nor crossing into other mounts; how many were removed."""
+        removed = 0
+        root_dev = os.fstat(self.root_fd).st_dev
+        for _top, dirs, files, top_fd in os.fwalk(".", dir_fd=self.root_fd, follow_symlinks=False):
+            dirs[:] = [name for name in dirs if _same_device(top_fd, name, root_dev)]
+            for name in files:
+                if is_temp_name(name) and _is_regular(top_fd, name):
+                    with suppress(FileNotFoundError):
+                        os.unlink(name, dir_fd=top_fd)
+                        removed += 1
+        return removed
 
     @staticmethod
     def sync_dir(parent_fd: int) -> None:
@@ -281,15 +334,31 @@ class Workspace:
         """renameat2 with RENAME_NOREPLACE: an existing destination is an atomic 409."""
         renameat2(src.parent_fd, src.name, dst.parent_fd, dst.name, RENAME_NOREPLACE)
 
-    def list_dir(self, dir_fd: int, limit: int) -> tuple[list[tuple[str, Target]], bool]:
-        """Up to `limit` entries of an open directory, sorted, not following symlinks, without the door's
-        temporary files; and whether entries were left out."""
+    def list_batch(self, dir_fd: int, after: str | None, limit: int) -> tuple[list[tuple[str, Target]], bool]:
+        """The first `limit` entries, in name order, after the name `after`, of a directory (an O_PATH fd is
+        fine), not following symlinks, without the door's temporary files; and whether more follow.
+
+        Each call scans the directory anew and keeps only `limit` + 1 names: a listing holds one batch, never
+        the whole directory."""
         fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, dir_fd=dir_fd)
-        entries: list[tuple[str, Target]] = []
         try:
-            names = sorted(name for name in os.listdir(fd) if not is_temp_name(name))
-            for name in names[:limit]:
-                entries.append((name, self.stat_at(fd, name)))
+            with os.scandir(fd) as scan:
+                wanted = (entry.name for entry in scan
+                          if (after is None or entry.name > after) and not is_temp_name(entry.name))
+                names = heapq.nsmallest(limit + 1, wanted)
+            return [(name, self.stat_at(fd, name)) for name in names[:limit]], len(names) > limit
         finally:
             os.close(fd)
-        return entries, len(names) > limit
+
+def _same_device(dir_fd: int, name: str, device: int) -> bool:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_dev == device
+    except OSError:
+        return False
+
+
+def _is_regular(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False

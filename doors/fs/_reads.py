@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import trio
 
-from doors._http import Request, Response
+from doors._http import Request, Response, json_body
 from doors._refusal import DoorRefused
 from doors.fs._dispatch import Call
 from doors.fs._paths import WorkspacePath
@@ -18,6 +18,8 @@ from doors.fs._rules import Facts, Op, Target, is_hidden, refuse
 READ_CHUNK = 256 * 1024
 SMALL_READ = 256 * 1024  # files up to this size are answered in one piece
 MAX_LIST = 10_000  # entries in one listing (the answer says when more were left out)
+Batch = tuple[list[tuple[str, Target]], bool]  # named here: the handlers' `list` method shadows the builtin
+LIST_BATCH = 64  # entries read, encoded and held at a time while a listing streams
 
 
 class ReadHandlers(FsHandlers):
@@ -48,13 +50,34 @@ class ReadHandlers(FsHandlers):
                 os.close(fd)
 
     def _listing(self, path: WorkspacePath, real: WorkspacePath, fd: int) -> Response:
-        listed, truncated = self.workspace.list_dir(fd, MAX_LIST)
-        entries = [
-            {"name": name, "kind": target.kind, "size": target.size, "etag": target.etag}
-            for name, target in listed
-            if not is_hidden(path.child(name), self.rows) and not is_hidden(real.child(name), self.rows)
-        ]
-        return json_ok({"path": path.text or ".", "entries": entries, "truncated": truncated})
+        # The first batch now, in the worker: a directory the kernel will not list is refused before the 200.
+        first = self.workspace.list_batch(fd, None, min(LIST_BATCH, MAX_LIST))
+        held = HeldFd(os.dup(fd))
+        return Response(200, (("content-type", "application/json"),), self._listing_pieces(path, real, held, first))
+
+    async def _listing_pieces(self, path: WorkspacePath, real: WorkspacePath, dir_fd: HeldFd,
+                              batch: Batch) -> AsyncIterator[bytes]:
+        """The listing's JSON a batch of entries at a time, the next batch read only once the client took the
+        last: one connection holds one batch, not the directory (a client that stops reading is cut)."""
+        try:
+            yield b'{"path":' + json_body(path.text or ".") + b',"entries":['
+            listed, more = batch
+            counted, separator = 0, b""
+            while True:
+                counted += len(listed)
+                entries = [json_body({"name": name, "kind": target.kind, "size": target.size, "etag": target.etag})
+                           for name, target in listed
+                           if not is_hidden(path.child(name), self.rows) and not is_hidden(real.child(name), self.rows)]
+                if entries:
+                    yield separator + b",".join(entries)
+                    separator = b","
+                if not more or counted >= MAX_LIST:
+                    break
+                listed, more = await trio.to_thread.run_sync(
+                    self.workspace.list_batch, dir_fd.fd, listed[-1][0], min(LIST_BATCH, MAX_LIST - counted))
+            yield b'],"truncated":' + (b"true" if more else b"false") + b"}"
+        finally:
+            dir_fd.close()
 
     async def read(self, request: Request) -> Response:
         return await self.run(lambda: self._read(request))
@@ -115,17 +138,32 @@ def _file_response(fd: int, target: Target, bounds: tuple[int, int], *, partial:
         finally:
             os.close(fd)
         return Response(status, tuple(headers), data)
-    return Response(status, tuple(headers), _stream_file(fd, offset, length), content_length=length)
+    return Response(status, tuple(headers), _stream_file(HeldFd(fd), offset, length), content_length=length)
 
 
-async def _stream_file(fd: int, offset: int, length: int) -> AsyncIterator[bytes]:
+class HeldFd:
+    """An fd a streamed body owns: closed once, at the body's end or cut, or when a body never started (whose
+    `finally` would never run) is dropped."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+    __del__ = close
+
+
+async def _stream_file(held: HeldFd, offset: int, length: int) -> AsyncIterator[bytes]:
     try:
         end = offset + length
         while offset < end:
-            piece = await trio.to_thread.run_sync(os.pread, fd, min(READ_CHUNK, end - offset), offset)
+            piece = await trio.to_thread.run_sync(os.pread, held.fd, min(READ_CHUNK, end - offset), offset)
             if not piece:
                 break
             offset += len(piece)
             yield piece
     finally:
-        os.close(fd)
+        held.close()

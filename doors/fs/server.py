@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from doors._http import Route
+from doors._http import Limits, Route
 from doors.fs._api import FsApi
 from doors.fs._casefold import casefold_dirs
 from doors.fs._dispatch import Audit, Dispatcher
@@ -25,6 +25,11 @@ WORKSPACE_ROW = "workspace"
 HELD_ROWS = frozenset({"workspace", "workspace_fd", "read_only", "append_only", "hidden", "exec",
                        "refuse_secrets", "no_symlinks", "max_file_bytes", "max_total_bytes", "max_files",
                        "max_concurrent_uploads"})
+
+# What one connection may make the door hold (docs/decisions/fs.md, "Memory per connection"): bodies of the
+# routes that do not stream them (mkdir, delete; rename sets its own) stay small, and a client that has not
+# drained a 64 KiB piece of a response in 10 s is cut and audited (http.cut).
+FS_LIMITS = Limits(max_body_bytes=16 * 1024, send_timeout_s=10.0)
 
 
 def thread_safe(audit: Audit) -> Audit:
@@ -62,6 +67,10 @@ def build(rows: Mapping[str, Any], audit: Audit, *, report: Audit | None = None,
     prefixes = (*fs_rows.read_only, *fs_rows.append_only, *fs_rows.hidden, *fs_rows.exec)
     fs_rows = replace(fs_rows, casefold_dirs=casefold_dirs(root_fd, prefixes))
     workspace = Workspace(root_fd, no_symlinks=fs_rows.no_symlinks, chown_to=chown_to)
+    swept = workspace.sweep_temp()  # before the first request: a door killed mid-upload left these
+    if swept:
+        audit({"door": "fs", "op": "sweep", "path": ".", "removed": swept, "decision": "allow",
+               "outcome": "temporary files a killed fs door left were removed"})
     return FsApi(workspace, Dispatcher(fs_rows, audit, report))
 
 
@@ -80,4 +89,5 @@ def serve(contract: DoorContract) -> None:
     from doors._door import run_door
 
     run_door(contract, lambda runtime: build(contract.rows, thread_safe(runtime.audit),
-                                             report=thread_safe(runtime.report)).routes(), held_rows=HELD_ROWS)
+                                             report=thread_safe(runtime.report)).routes(), held_rows=HELD_ROWS,
+             limits=FS_LIMITS)

@@ -150,11 +150,13 @@ def test_temp_files_are_hidden_from_listings(ws: Workspace, workspace: str) -> N
     open(os.path.join(workspace, "seen"), "w").close()
     fd, _, _ = ws.locate(p(""))
     try:
-        entries, truncated = ws.list_dir(fd, 10)
-        assert [name for name, _ in entries] == ["seen"] and not truncated
+        entries, more = ws.list_batch(fd, None, 10)
+        assert [name for name, _ in entries] == ["seen"] and not more
         open(os.path.join(workspace, "seen2"), "w").close()
-        entries, truncated = ws.list_dir(fd, 1)
-        assert [name for name, _ in entries] == ["seen"] and truncated
+        entries, more = ws.list_batch(fd, None, 1)
+        assert [name for name, _ in entries] == ["seen"] and more
+        entries, more = ws.list_batch(fd, "seen", 1)
+        assert [name for name, _ in entries] == ["seen2"] and not more
     finally:
         os.close(fd)
 
