@@ -42,7 +42,8 @@ def parse_mountinfo(text: str) -> tuple[Mount, ...]:
 def mounts_beneath(mounts: tuple[Mount, ...], path: str) -> tuple[str, ...]:
     """The mount points strictly inside `path` (absolute, normalised, no symlink in it). Pure."""
     prefix = path.rstrip("/") + "/"
-    return tuple(sorted({mount.mount_point for mount in mounts if mount.mount_point.startswith(prefix)}))
+    inside = {mount.mount_point for mount in mounts if mount.mount_point.startswith(prefix)}
+    return tuple(sorted(inside - {path}))
 
 
 def mount_table() -> tuple[Mount, ...]:

@@ -9,7 +9,7 @@ but keys is given.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from launcher.manifest import Manifest, pointer
@@ -108,13 +108,6 @@ def refusal_of(named: NamedPath, found: Found) -> PathRefusal | None:
         return PathRefusal(named.pointer, f"the secret {named.path!r} has {found.links} hard links: another name "
                            "for it may lie where components read", "keep the secret as a file with one name")
     return None
-
-
-def first_cover(grants: Iterable[tuple[str, Identity]], chain: Sequence[Identity]) -> str | None:
-    """The first grant whose identity is the path of `chain` (its own identity first, then each ancestor's)
-    or one of its ancestors: what the kernel would let reach it, whatever its spelling. Pure."""
-    held = set(chain)
-    return next((path for path, identity in grants if identity in held), None)
 
 
 @dataclass(frozen=True)
