@@ -43,7 +43,6 @@ class World:
     """What the attacks aim at: a scratch root under /var/lib, 0666 sockets on the host, files under /etc."""
 
     root: Path
-    run_socket: Path  # under /run: what /var/run brings back
     host_socket: Path  # under /tmp: what a symlink in a repository points at
     etc_token: Path  # stands for /etc/pip.conf or /etc/npmrc: 0644, holding a token
     etc_secret: Path  # a secret source under /etc/<tag>/ (where /etc/sharness/secrets lies), 0644 by mistake
@@ -67,8 +66,7 @@ def world() -> Iterator[World]:
     host_dir = Path(tempfile.mkdtemp(prefix=f"{TAG}-host-", dir="/tmp"))
     host_dir.chmod(0o755)
     etc_dir, usr_dir = Path(f"/etc/{TAG}"), Path(f"/usr/local/share/{TAG}")
-    w = World(root, Path(f"/run/{TAG}.sock"), host_dir / "svc.sock", Path(f"/etc/{TAG}.conf"),
-              etc_dir / "secret", usr_dir / "secret")
+    w = World(root, host_dir / "svc.sock", Path(f"/etc/{TAG}.conf"), etc_dir / "secret", usr_dir / "secret")
     try:
         for directory in (etc_dir, usr_dir):
             directory.mkdir(mode=0o755, parents=True)
@@ -76,13 +74,12 @@ def world() -> Iterator[World]:
                            (w.usr_secret, "sk-attack-usr\n")):
             path.write_text(text)
             path.chmod(0o644)
-        w.sockets = [_listener(w.run_socket), _listener(w.host_socket)]
+        w.sockets = [_listener(w.host_socket)]
         yield w
     finally:
         for sock in w.sockets:
             sock.close()
-        for path in (w.run_socket, w.etc_token):
-            path.unlink(missing_ok=True)
+        w.etc_token.unlink(missing_ok=True)
         for directory in (root, host_dir, etc_dir, usr_dir):
             shutil.rmtree(directory, ignore_errors=True)
 
@@ -146,8 +143,13 @@ def _refused(launch: Launch, code: int, pointer: str, *words: str) -> None:
 def test_var_run_a_symlink_to_run_is_refused_not_bound(world: World) -> None:
     """would: /run bound whole through /var/run (the scan skipped the symlink): the host's 0666 socket
     connected, and with it D-Bus, resolved and journald where they run."""
-    via = f"/var/run/{world.run_socket.name}"
-    launch = _launch(world, _document(world, [["run.socket", "connect", via]], read=["/var/run"]))
+    run_socket = Path(f"/run/{TAG}.sock")  # only while this test runs: the alias test below has /run whole
+    try:
+        with _listener(run_socket):
+            via = f"/var/run/{run_socket.name}"
+            launch = _launch(world, _document(world, [["run.socket", "connect", via]], read=["/var/run"]))
+    finally:
+        run_socket.unlink(missing_ok=True)
     _refused(launch, 78, "/app/files/read/0", "'/var/run' is a symlink (to '/run')", "write the path it resolves to")
 
 
