@@ -28,6 +28,7 @@ NEW_ROOT = "/tmp"  # any directory works as the mount point: it is covered by th
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 1 << 18
 PROC = "/proc"
+REOPENS = 3  # times a launcher path replaced by rename while it is bound is opened again
 Identity = tuple[int, int]  # (st_dev, st_ino)
 
 
@@ -114,16 +115,42 @@ def _target(bind: Bind, source: int, inside: bool) -> int:
         raise MountError(f"no mount point for {bind.path} in the private root: {exc.strerror}") from exc
 
 
-def _attach(bind: Bind, source: int, inside: bool) -> None:
+def _graft(bind: Bind, source: int, target: int) -> None:
+    tree = libc.open_tree(source, libc.OPEN_TREE_CLONE)  # this one mount: no AT_RECURSIVE, no submount
+    try:
+        if not bind.writable:
+            libc.mount_setattr(tree, libc.MOUNT_ATTR_RDONLY)
+        libc.move_mount(tree, target)
+    finally:
+        os.close(tree)
+
+
+def _reopened(bind: Bind, source: int, error: OSError) -> int:
+    """ENOENT from move_mount: the file was renamed over since it was opened (/etc/passwd while accounts are
+    made). A launcher path is opened again; a pinned one has changed after the launcher checked it."""
+    if error.errno != errno.ENOENT or _under(bind.path, NEW_ROOT):
+        raise error
+    if bind.pin is not None:
+        raise MountError(f"{bind.path} was replaced while the private root was made") from error
+    reopened = _open_source(bind)
+    if reopened is None:
+        raise error
+    os.close(source)
+    return reopened
+
+
+def _attach(bind: Bind, source: int, inside: bool) -> int:
+    """Bind `source` at its place in the new root; the fd it was bound from (a new one if it was replaced)."""
     target = _target(bind, source, inside)
     try:
-        tree = libc.open_tree(source, libc.OPEN_TREE_CLONE)  # this one mount: no AT_RECURSIVE, no submount
-        try:
-            if not bind.writable:
-                libc.mount_setattr(tree, libc.MOUNT_ATTR_RDONLY)
-            libc.move_mount(tree, target)
-        finally:
-            os.close(tree)
+        for _ in range(REOPENS):
+            try:
+                _graft(bind, source, target)
+                return source
+            except OSError as exc:
+                source = _reopened(bind, source, exc)
+        _graft(bind, source, target)
+        return source
     finally:
         os.close(target)
 
@@ -139,7 +166,7 @@ def _bind_all(wanted: tuple[Bind, ...]) -> dict[str, int]:
         mount_ids = {path: mount_id_of(fd) for path, fd in handles.items()}
         libc.mount("tmpfs", NEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=256k")
         for bind, ancestor in own_mounts(wanted, mount_ids):
-            _attach(bind, handles[bind.path], inside=ancestor is not None)
+            handles[bind.path] = _attach(bind, handles[bind.path], inside=ancestor is not None)
     except BaseException:
         for fd in handles.values():
             os.close(fd)

@@ -213,3 +213,35 @@ def test_a_pinned_path_that_changed_since_the_launcher_checked_it_is_refused(cha
         assert words in result.report["error"], result.report
         # the control: the same path unpinned (a launcher path) follows the symlink or takes the new directory
         assert run_child(_entering(Bind(str(kept))), lambda: "entered").report == {"value": "entered"}
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_file_renamed_over_while_the_root_is_made_is_opened_again_unless_pinned(pinned: bool) -> None:
+    """/etc/passwd is renamed over each time an account is made (launcher/kernel/users.py): a bind of the old
+    file fails (ENOENT from move_mount). A launcher path is opened again and the new file bound; a pinned
+    path has changed since the launcher checked it: refused."""
+    from launcher.kernel import mountns
+
+    with tempfile.TemporaryDirectory(prefix="sh-test-mnt-", dir="/var/lib") as base:
+        passwd = Path(base) / "passwd"
+        passwd.write_text("old\n")
+        pin = (os.stat(passwd).st_dev, os.stat(passwd).st_ino) if pinned else None
+
+        def setup(_wfd: int) -> None:
+            real = mountns.mount_id_of
+
+            def renamed_over_meanwhile(fd: int) -> int:  # runs after every source is opened, before any bind
+                if not (Path(base) / "passwd+").exists():
+                    (Path(base) / "passwd+").write_text("new\n")
+                    os.rename(Path(base) / "passwd+", passwd)
+                return real(fd)
+
+            mountns.mount_id_of = renamed_over_meanwhile  # type: ignore[assignment]
+            enter_private_root((Bind(str(passwd), pin=pin),))
+
+        result = run_child(setup, lambda: passwd.read_text())
+        if pinned:
+            assert "was replaced while the private root was made" in result.report["error"], result.report
+        else:
+            assert result.report == {"value": "new\n"}
