@@ -2,13 +2,15 @@
 
 The preflight asks it which file system a manifest path is on and whether mounts lie beneath it; the private
 root (kernel/mountns.py) asks on which mount each kept path lies, to bind a nested path on its own when its
-parent's bind would not show it. Parsing is pure; reading the two proc files is the only I/O.
+parent's bind would not show it. Parsing is pure; reading mountinfo and one statx are the only I/O.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from launcher.kernel._sys import libc
 
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
 
@@ -53,13 +55,8 @@ def mount_table() -> tuple[Mount, ...]:
 
 
 def mount_id_of(fd: int) -> int:
-    """The id of the mount the open file `fd` lies on (its `mnt_id` in /proc/self/fdinfo)."""
-    with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
-        for line in info:
-            key, _, value = line.partition(":")
-            if key == "mnt_id":
-                return int(value)
-    raise OSError(f"fd {fd} has no mnt_id in /proc/self/fdinfo")
+    """The id of the mount the open file `fd` lies on (its `mnt_id` in /proc/self/fdinfo, through statx)."""
+    return libc.statx_mount_id(fd)
 
 
 def fstype_of(mounts: tuple[Mount, ...], mount_id: int) -> str:

@@ -107,9 +107,10 @@ def _target(bind: Bind, source: int, inside: bool) -> int:
     """The mount point in the new root: inside a parent's bind it must exist there (nothing is made on the
     host's file system), reached with no symlink; else it is made in the new root's tmpfs."""
     where = NEW_ROOT + bind.path
-    if not inside:
-        _mount_point(where, source)
     try:
+        if not inside:  # made just now in the tmpfs, where no symlink is yet
+            _mount_point(where, source)
+            return os.open(where, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         return libc.openat2(libc.AT_FDCWD, where, os.O_PATH, libc.RESOLVE_NO_SYMLINKS | libc.RESOLVE_NO_MAGICLINKS)
     except OSError as exc:
         raise MountError(f"no mount point for {bind.path} in the private root: {exc.strerror}") from exc

@@ -44,3 +44,14 @@ def test_an_fds_mount_is_in_this_processes_table() -> None:
         assert fstype_of(mount_table(), mount_id_of(fd)) == "proc"
     finally:
         os.close(fd)
+
+
+def test_statx_gives_the_mnt_id_fdinfo_shows() -> None:
+    for path in ("/", "/proc/self", "/dev/null"):
+        fd = os.open(path, os.O_PATH)
+        try:
+            with open(f"/proc/self/fdinfo/{fd}") as info:
+                shown = next(int(line.split(":")[1]) for line in info if line.startswith("mnt_id:"))
+            assert mount_id_of(fd) == shown, path
+        finally:
+            os.close(fd)
