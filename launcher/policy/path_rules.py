@@ -65,8 +65,10 @@ class PathRefusal:
 
 
 def named_paths(manifest: Manifest) -> tuple[NamedPath, ...]:
-    """Every path the manifest names that something is bound, granted or read from, in document order."""
-    named = [NamedPath("/workspace", manifest.workspace, "workspace")]
+    """Every path the manifest names that something is bound, granted or read from, in document order (the
+    workspace only where a door is given it)."""
+    gets_workspace = "fs" in manifest.roles or "shell" in manifest.roles
+    named = [NamedPath("/workspace", manifest.workspace, "workspace")] if gets_workspace else []
     for key, paths in (("read", manifest.app.files_read), ("exec", manifest.app.files_exec)):
         named += [NamedPath(f"/app/files/{key}/{index}", path, key) for index, path in enumerate(paths)]
     secrets = manifest.door_rows("keys").get("secrets", {})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from manifests.samples import load, sample
+from manifests.samples import DROP, load, sample
 
 from launcher.policy.path_rules import (
     KERNEL_FILESYSTEMS,
@@ -19,6 +19,11 @@ from launcher.policy.path_rules import (
 
 DIR = Found("directory", "ext4", (), 2)
 FILE = Found("regular file", "ext4", (), 1)
+
+
+def test_the_workspace_is_named_only_where_a_door_is_given_it() -> None:
+    app_only = load(sample(doors=DROP, edges=[], app__files={}))
+    assert named_paths(app_only) == ()
 
 
 def test_every_path_the_manifest_names_with_its_pointer_and_use() -> None:
