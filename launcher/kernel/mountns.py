@@ -15,6 +15,7 @@ AT_RECURSIVE), and read-only unless the component may write there (mount_setattr
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -170,7 +171,8 @@ def _bind_all(wanted: tuple[Bind, ...]) -> dict[str, int]:
             handles[bind.path] = _attach(bind, handles[bind.path], inside=ancestor is not None)
     except BaseException:
         for fd in handles.values():
-            os.close(fd)
+            with contextlib.suppress(OSError):  # one replaced in _attach may be closed already
+                os.close(fd)
         raise
     return handles
 
