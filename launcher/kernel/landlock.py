@@ -164,7 +164,7 @@ def _open_rule_path(path: str, optional: bool) -> int | None:
         if exc.errno == errno.ELOOP:
             raise LandlockError(f"Landlock path {path} passes a magic link (/proc/<pid>/root, fd/…) or a symlink "
                                 "loop: never granted") from exc
-        raise LandlockError(f"Landlock path {path} cannot be opened: {exc.strerror}") from exc
+        raise LandlockError(f"Landlock path {path} cannot be opened: {os.strerror(exc.errno or 0)}") from exc
 
 
 def _add_path(ruleset_fd: int, path: str, access: int, fd: int) -> None:

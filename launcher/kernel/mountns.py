@@ -88,7 +88,8 @@ def _open_source(bind: Bind) -> int | None:
     except OSError as exc:
         if exc.errno == errno.ENOENT and bind.pin is None:
             return None  # a system path this distribution does not have: nothing to bind
-        raise MountError(f"{bind.path} cannot be opened without a symlink or magic link: {exc.strerror}") from exc
+        why = os.strerror(exc.errno or 0)
+        raise MountError(f"{bind.path} cannot be opened without a symlink or magic link: {why}") from exc
     info = os.fstat(fd)
     if bind.pin is not None and (info.st_dev, info.st_ino) != bind.pin:
         os.close(fd)
@@ -114,7 +115,7 @@ def _target(bind: Bind, source: int, inside: bool) -> int:
             return os.open(where, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
         return libc.openat2(libc.AT_FDCWD, where, os.O_PATH, libc.RESOLVE_NO_SYMLINKS | libc.RESOLVE_NO_MAGICLINKS)
     except OSError as exc:
-        raise MountError(f"no mount point for {bind.path} in the private root: {exc.strerror}") from exc
+        raise MountError(f"no mount point for {bind.path} in the private root: {os.strerror(exc.errno or 0)}") from exc
 
 
 def _graft(bind: Bind, source: int, target: int) -> None:

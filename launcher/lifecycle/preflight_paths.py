@@ -64,7 +64,7 @@ def _resolve(named: NamedPath, mounts: tuple[Mount, ...]) -> tuple[Identity | No
         if exc.errno == errno.ELOOP:
             component, target = _first_symlink(named.path)
             return None, symlink_refusal(named, component, target, os.path.realpath(named.path))
-        return None, missing_refusal(named, exc.strerror or str(exc))
+        return None, missing_refusal(named, os.strerror(exc.errno) if exc.errno else str(exc))
     try:
         info = os.fstat(fd)
         fstype = fstype_of(mounts, mount_id_of(fd))
