@@ -200,8 +200,10 @@ def _controls(targets: dict[str, Any]) -> None:
 def _files(targets: dict[str, Any], door: str, victim: int) -> None:
     """Files the app must not write or read: the workspace, /etc, a door's directory, key, journal, /proc."""
     _expect_errno("workspace.write", f"create a file in the workspace {targets['workspace']} (mode 0777)",
-                  _open_write(f"{targets['workspace']}/probe.txt"), errno.EACCES,
-                  f"{_LANDLOCK} (DAC would allow it: only the fs door writes the workspace)")
+                  _open_write(f"{targets['workspace']}/probe.txt"),
+                  {errno.EROFS: "kernel: read-only bind mount of a read path, Landlock behind it (DAC would allow "
+                                "it: only the fs door writes the workspace)",
+                   errno.EACCES: f"{_LANDLOCK} (DAC would allow it: only the fs door writes the workspace)"})
     _expect_errno("etc.write", "create /etc/sharness-probe", _open_write("/etc/sharness-probe"), errno.EACCES,
                   "kernel: DAC and Landlock")
     _expect_errno("other_dir.write", f"create a file in the {door} door's directory",

@@ -8,6 +8,7 @@ import json
 
 from launcher.commands import CommandError, expected_hash, fail, read_manifest
 from launcher.kernel.probe_facts import KernelFacts
+from launcher.manifest import Manifest
 from pki.vocabulary import EXIT_HASH_MISMATCH, EXIT_OK
 
 # What `check` assumes when it cannot probe: nothing can be held.
@@ -50,8 +51,24 @@ def run(args: argparse.Namespace) -> int:
     except CommandError as error:
         return fail(args, error)
     plan = build_plan(manifest, probe())
+    refused = _path_refusals(manifest)
     if args.json:
-        print(json.dumps({"ok": True, "file": args.manifest, **plan.as_dict()}, ensure_ascii=False, indent=2))
+        print(json.dumps({"ok": True, "file": args.manifest, **plan.as_dict(), "refused_here": refused},
+                         ensure_ascii=False, indent=2))
     else:
         print(render_plan(plan))
+        if refused:
+            print("refused on this machine, as this user sees it (`run` would exit 78, creating nothing):")
+        for refusal in refused:
+            print(f"  {refusal['pointer']}: {refusal['message']}\n      hint: {refusal['hint']}")
     return EXIT_OK
+
+
+def _path_refusals(manifest: Manifest) -> list[dict[str, str]]:
+    """What the manifest's paths resolve to here, as `run`'s preflight would judge them."""
+    from launcher.lifecycle.preflight_paths import path_refusals
+    from launcher.policy.confine_plan import python_paths
+    from launcher.policy.layout import PLAN_PATHS
+
+    refusals, _ = path_refusals(manifest, PLAN_PATHS, python_paths())
+    return [{"pointer": refusal.pointer, "message": refusal.message, "hint": refusal.hint} for refusal in refusals]

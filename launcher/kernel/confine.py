@@ -18,6 +18,7 @@ import select
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from launcher.kernel import landlock, mountns, seccomp
 from launcher.kernel._sys import libc
@@ -25,6 +26,7 @@ from launcher.kernel.cgroups import CgroupHandle
 from launcher.kernel.landlock import LandlockRules
 from pki.vocabulary import EXIT_CONFINEMENT_FAILED, EXIT_PARENT_GONE, EXIT_STEP_BASE
 
+T = TypeVar("T")
 # Step names in exit-code order (EXIT_STEP_BASE + index), not the order apply_confinement runs them in.
 # EXIT_PARENT_GONE: the launcher died between fork and the parent-death signal, so the child did nothing.
 STEPS = (
@@ -77,17 +79,17 @@ class ConfinementSpec:
     parent_pidfd: int | None = None
     seccomp_allow_udp: bool = False  # the egress doors' resolvers need UDP (raw and ICMP stay refused)
     seccomp_extra: tuple[str, ...] = ()  # further syscalls denied outright (the fs door's metadata calls)
-    # A private root holding only these paths (and a hidepid proc); None: the host's mounts (kernel/mountns.py).
-    mount_keep: tuple[str, ...] | None = None
+    # A private root holding only these binds (and a hidepid proc); None: the host's mounts (kernel/mountns.py).
+    mount_keep: tuple[mountns.Bind, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.uid == 0 or self.gid == 0 or 0 in self.groups:
             raise ConfinementError("ids", "a component never runs with uid, gid or a group 0")
 
 
-def _step(step: str, fn: Callable[..., object], *args: object) -> None:
+def _step(step: str, fn: Callable[..., T], *args: object) -> T:
     try:
-        fn(*args)
+        return fn(*args)
     except ConfinementError:
         raise
     except (OSError, RuntimeError, ValueError) as exc:
@@ -178,15 +180,19 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     _step("ipc", _own_ipc_namespace)
     if spec.cgroup is not None:
         _step("cgroup", spec.cgroup.join, 0)
+    # The fds each kept path was bound from: Landlock grants the same files, then they are closed.
+    bound: dict[str, int] = {}
     if spec.mount_keep is not None:
-        _step("mounts", mountns.enter_private_root, spec.mount_keep)
+        bound = _step("mounts", mountns.enter_private_root, spec.mount_keep)
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
     # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.
     _step("pdeathsig", arm_parent_death_signal, spec.parent_pid, spec.parent_pidfd)
     _step("no_new_privs", _no_new_privs)
     if spec.landlock is not None:
-        _step("landlock", landlock.apply_landlock, spec.landlock, spec.landlock_abi)
+        _step("landlock", landlock.apply_landlock, spec.landlock, spec.landlock_abi, bound)
+    for fd in bound.values():
+        os.close(fd)
     _step("seccomp", prepared.load)
     _step("close_fds", close_fds_except, spec.keep_fds)
     _step("environ", _environ, spec.env)

@@ -1,10 +1,16 @@
-"""Landlock: a pure rules record (checked: a writable path is never executable) and its enforcement."""
+"""Landlock: a pure rules record (checked: a writable path is never executable) and its enforcement.
+
+The paths are strings here; the launcher also compares them by what they resolve to before the session
+(launcher/lifecycle/preflight_paths.py), and grants through the very fds the private root was bound from.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from launcher.kernel._sys import libc
@@ -71,9 +77,11 @@ class LandlockRules:
     tcp_connect: tuple[int, ...] = ()
     scope_signals: bool = True
     scope_abstract_unix: bool = True
+    # Paths granted only where they exist (system files some distributions lack); any other missing path fails.
+    if_present: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for kind in ("read", "write", "exec"):
+        for kind in ("read", "write", "exec", "if_present"):
             object.__setattr__(self, kind, tuple(_norm(p) for p in getattr(self, kind)))
         for port in (*self.tcp_bind, *self.tcp_connect):
             if not 0 <= port <= 65535:
@@ -146,11 +154,20 @@ def _ruleset_attr(plan: RulesetPlan, abi: int) -> bytes:
     return struct.pack("=Q", plan.handled_fs)
 
 
-def _add_path(ruleset_fd: int, path: str, access: int) -> None:
+def _open_rule_path(path: str, optional: bool) -> int | None:
     try:
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        # Never through a magic link: /proc/self/root or /proc/<pid>/fd/N would grant whatever it points at.
+        return libc.openat2(libc.AT_FDCWD, path, os.O_PATH, libc.RESOLVE_NO_MAGICLINKS)
     except OSError as exc:
-        raise LandlockError(f"Landlock path {path} cannot be opened: {exc.strerror}") from exc
+        if exc.errno == errno.ENOENT and optional:
+            return None
+        if exc.errno == errno.ELOOP:
+            raise LandlockError(f"Landlock path {path} passes a magic link (/proc/<pid>/root, fd/…) or a symlink "
+                                "loop: never granted") from exc
+        raise LandlockError(f"Landlock path {path} cannot be opened: {os.strerror(exc.errno or 0)}") from exc
+
+
+def _add_path(ruleset_fd: int, path: str, access: int, fd: int) -> None:
     try:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             access &= FS_FILE_RIGHTS
@@ -158,14 +175,29 @@ def _add_path(ruleset_fd: int, path: str, access: int) -> None:
         libc.landlock_add_rule(ruleset_fd, RULE_PATH_BENEATH, struct.pack("=Qi", access, fd))
     except OSError as exc:
         raise LandlockError(f"Landlock rule for {path} refused by the kernel: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
 
 
-def apply_landlock(rules: LandlockRules, abi: int) -> None:
+def _add_paths(ruleset_fd: int, rules: LandlockRules, plan: RulesetPlan, opened: Mapping[str, int]) -> None:
+    for path, access in plan.paths:
+        fd = opened.get(path)
+        if fd is not None:
+            _add_path(ruleset_fd, path, access, fd)
+            continue
+        fd = _open_rule_path(path, optional=path in rules.if_present)
+        if fd is None:
+            continue
+        try:
+            _add_path(ruleset_fd, path, access, fd)
+        finally:
+            os.close(fd)
+
+
+def apply_landlock(rules: LandlockRules, abi: int, opened: Mapping[str, int] | None = None) -> None:
     """Enforce rules on the calling thread (and what it forks/execs) with ABI min(abi, 7).
 
-    Needs no_new_privs (or CAP_SYS_ADMIN). Raises LandlockError when anything cannot be enforced.
+    `opened`: O_PATH fds of paths already resolved (the private root's binds), granted as they are; other
+    paths are opened here, never through a magic link. Needs no_new_privs (or CAP_SYS_ADMIN). Raises
+    LandlockError when anything cannot be enforced.
     """
     plan = plan_ruleset(rules, abi)
     abi = min(abi, MAX_KNOWN_ABI)
@@ -174,8 +206,7 @@ def apply_landlock(rules: LandlockRules, abi: int) -> None:
     except OSError as exc:
         raise LandlockError(f"landlock_create_ruleset refused: {exc.strerror}") from exc
     try:
-        for path, access in plan.paths:
-            _add_path(ruleset_fd, path, access)
+        _add_paths(ruleset_fd, rules, plan, opened or {})
         for access, port in plan.ports:
             libc.landlock_add_rule(ruleset_fd, RULE_NET_PORT, struct.pack("=QQ", access, port))
         libc.landlock_restrict_self(ruleset_fd)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import doors.serve
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
+from launcher.kernel.mountns import Bind
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
@@ -25,11 +26,12 @@ from launcher.lifecycle.preflight import (
     refuse_unreachable_python,
     workspace_owner,
 )
+from launcher.lifecycle.preflight_paths import Pins, resolve_paths
 from launcher.lifecycle.ptyrelay import PtyRelay
 from launcher.lifecycle.spawn import Spawned, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
-from launcher.policy.confine_plan import Allowance, python_paths
+from launcher.policy.confine_plan import SYSTEM_READ, Allowance, python_paths
 from launcher.policy.confinement import Confinement, confinement_of
 from launcher.policy.contracts import door_contract, door_fds
 from launcher.policy.environment import app_env, door_env
@@ -86,11 +88,19 @@ def _rules(allowance: Allowance) -> LandlockRules:
         tcp_connect=allowance.tcp_connect,
         scope_signals=True,
         scope_abstract_unix=True,
+        if_present=SYSTEM_READ,
     )
+
+
+def _binds(confinement: Confinement, pins: Pins) -> tuple[Bind, ...]:
+    """Its private root's paths: writable where Landlock grants writing, pinned where the manifest names them."""
+    writable = set(confinement.allowance.write)
+    return tuple(Bind(path, path in writable, pins.get(path)) for path in dict.fromkeys(confinement.mount_keep))
 
 
 def _spec_of(
     confinement: Confinement, resources: Resources, landlock_abi: int, env: dict[str, str], keep_fds: tuple[int, ...],
+    pins: Pins,
 ) -> ConfinementSpec:
     role, allowance = confinement.role, confinement.allowance
     return ConfinementSpec(
@@ -109,7 +119,7 @@ def _spec_of(
         cwd=confinement.cwd,
         parent_pid=os.getpid(),
         seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
-        mount_keep=confinement.mount_keep,
+        mount_keep=_binds(confinement, pins),
     )
 
 
@@ -126,6 +136,7 @@ class Session:
         self._timings: dict[str, float] = {}
         self._t0 = time.monotonic()
         self._relay: PtyRelay | None = None
+        self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
@@ -161,6 +172,7 @@ class Session:
 
     def run(self) -> SessionResult:
         """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
+        self._pins = resolve_paths(self.manifest, self.layout, python_paths())
         fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
         app_paths = (*self.manifest.app.files_read, *self.manifest.app.files_exec)
         refuse_unreachable_python(python_paths(), (*app_paths, self.manifest.workspace))
@@ -270,7 +282,7 @@ class Session:
         """What the kernel is given for `role`: its confinement (policy) plus the session's ids, netns and cgroup."""
         resolv_conf = os.path.realpath("/etc/resolv.conf")
         confinement = confinement_of(self.manifest, role, self.layout, python_paths(), resolv_conf)
-        return _spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds)
+        return _spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds, self._pins)
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None

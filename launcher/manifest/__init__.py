@@ -1,7 +1,7 @@
 """The manifest: strict loading, schema and cross checks, RFC 8785 canonical bytes, sha256. Pure."""
 
 from launcher.manifest._canonical import HASH_PREFIX, canonical_bytes, hash_of
-from launcher.manifest._errors import ManifestError
+from launcher.manifest._errors import ManifestError, pointer
 from launcher.manifest._load import load_manifest
 from launcher.manifest._model import (
     DOOR_DEFAULT_LIMITS,
@@ -29,4 +29,5 @@ __all__ = [
     "hash_of",
     "load_manifest",
     "parse_strict",
+    "pointer",
 ]

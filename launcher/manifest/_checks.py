@@ -14,6 +14,7 @@ from launcher.manifest._model import effective_edges, started_roles
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
 _ABS_HINT = "write an absolute, normalised path: no '.', '..', '//', trailing '/' or control characters"
 _REL_HINT = "write a path inside the workspace, relative to it, with no '.', '..' or '//'"
+_RESERVED_HINT = "name a project's directory or file: /, /proc, /sys, /dev and /run/sharness are never given"
 
 
 def check_document(doc: dict[str, Any]) -> None:
@@ -40,6 +41,14 @@ def _refuse_abs(ptr: str, path: str) -> None:
         raise ManifestError(ptr, f"path {path!r} {problem}", _ABS_HINT)
 
 
+def _refuse_reserved(ptr: str, path: str) -> None:
+    """A path that is bound, granted or read from: never the kernel's places nor the launcher's own."""
+    _refuse_abs(ptr, path)
+    problem = _rules.reserved_path_problem(path)
+    if problem:
+        raise ManifestError(ptr, f"path {path!r} {problem}", _RESERVED_HINT)
+
+
 def _check_trust_domain(name: str) -> None:
     problem = _rules.trust_domain_problem(name)
     if problem:
@@ -52,6 +61,7 @@ def _check_workspace(path: str) -> None:
     if path == "/":
         raise ManifestError("/workspace", "the workspace is the whole file system",
                             "name the project directory the session works in")
+    _refuse_reserved("/workspace", path)
 
 
 def _check_app(app: dict[str, Any]) -> None:
@@ -65,7 +75,7 @@ def _check_app(app: dict[str, Any]) -> None:
     files = app.get("files", {})
     for key in ("read", "exec"):
         for index, path in enumerate(files.get(key, [])):
-            _refuse_abs(f"/app/files/{key}/{index}", path)
+            _refuse_reserved(f"/app/files/{key}/{index}", path)
     if "/" in argv0:  # a bare name is looked up by the launcher on its fixed PATH
         _refuse_abs("/app/argv/0", argv0)
 
@@ -137,7 +147,7 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
     readers = [*doc["app"].get("files", {}).get("read", []), *doc["app"].get("files", {}).get("exec", [])]
     for name, secret in keys.get("secrets", {}).items():
         ptr = child("/doors/keys/secrets", name)
-        _refuse_abs(child(ptr, "from"), secret["from"])
+        _refuse_reserved(child(ptr, "from"), secret["from"])
         if _rules.covers(doc["workspace"], secret["from"]):
             raise ManifestError(child(ptr, "from"), "the secret's file lies inside the workspace",
                                 "keep secrets outside the workspace, e.g. under /etc/sharness/secrets")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from launcher.policy.layout import RUN_ROOT
+
 MAX_COMPONENT_BYTES = 255
 MAX_TRUST_DOMAIN = 255
 _TRUST_DOMAIN = re.compile(r"^[a-z0-9._-]+$")
@@ -59,6 +61,29 @@ def relative_path_problem(path: str) -> str | None:
 def covers(outer: str, inner: str) -> bool:
     """Whether absolute path `outer` is `inner` or one of its ancestors."""
     return outer == "/" or inner == outer or inner.startswith(outer + "/")
+
+
+# Places that are the kernel's or the launcher's own, never a project's: no manifest path may be one, lie
+# under one, or hold one ("/", "/run"). Refused by their spelling here; what a path resolves to is the
+# preflight's (a symlink, a proc mounted elsewhere: launcher/policy/path_rules.py).
+RESERVED_PATHS = (
+    ("/proc", "the kernel's processes, whose magic links (/proc/self/root, fd/N) lead anywhere"),
+    ("/sys", "the kernel's devices and settings"),
+    ("/dev", "device nodes, and /dev/shm, which every user may write"),
+    (RUN_ROOT, "the launcher's runtime directory: every session's sockets and writable directories"),
+)
+
+
+def reserved_path_problem(path: str) -> str | None:
+    """Why absolute, normalised `path` names a place that is never given to a component, or None."""
+    if path == "/":
+        return "is the whole file system"
+    for root, words in RESERVED_PATHS:
+        if covers(root, path):
+            return f"is {'' if path == root else 'under '}{root}: {words}"
+        if covers(path, root):
+            return f"holds {root}: {words}"
+    return None
 
 
 def trust_domain_problem(name: str) -> str | None:

@@ -18,10 +18,25 @@ from launcher.manifest import Manifest
 from launcher.policy.contracts import door_rows
 from launcher.policy.layout import HOST_NETWORK, PROXY_PORT, SessionPaths
 
-# What every dynamically linked program needs to start: the loader, libraries, and the system's
-# configuration. Read-only; /etc secrets stay protected by their owners and modes (a Boundary of DAC).
+# Of /etc, only what the loader, the resolver, TLS and the usual tools read, each by name: /etc whole holds
+# pip.conf and npmrc tokens, ssl/private, and /etc/sharness, where secret sources belong. A file this
+# distribution lacks is not granted (LandlockRules.if_present; the private root skips it).
+ETC_READ = (
+    "/etc/ld.so.cache",  # the loader's library index
+    "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",  # user and group names (git, getpass, ls -l)
+    "/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf",  # the resolver
+    "/etc/services", "/etc/protocols",  # getservbyname, getprotobyname
+    "/etc/localtime",  # the time zone
+    "/etc/ssl/certs", "/etc/ssl/openssl.cnf",  # trust anchors and OpenSSL's configuration (Debian, Alpine, SUSE)
+    "/etc/pki/tls/certs", "/etc/pki/tls/openssl.cnf", "/etc/pki/ca-trust/extracted",  # the same on RHEL, Fedora
+    "/etc/crypto-policies/back-ends",  # OpenSSL's configuration includes it on Fedora
+    "/etc/alternatives",  # Debian's links behind awk, pager, editor, cc
+    "/etc/mime.types",  # Python's mimetypes
+    "/etc/os-release",  # the distribution's name (platform, pip)
+)
+# What every dynamically linked program needs to start: the loader, libraries, the files above. Read-only.
 SYSTEM_READ = (
-    "/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu",
+    "/usr", *ETC_READ, "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu",
 )
 SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
 WRITE_DEVICES = ("/dev/null",)
@@ -100,13 +115,16 @@ def door_allowance(
     write: tuple[str, ...] = ()
     if role == "fs" and isinstance(rows.get("workspace"), str):
         write = (str(rows["workspace"]),)
+    secrets = rows.get("secrets", {}) if role == "keys" else {}
+    # The keys door alone is given its secret sources (preflight refuses one any other component reaches).
+    sources = tuple(str(secret["from"]) for secret in secrets.values()) if isinstance(secrets, dict) else ()
     host = role in HOST_NETWORK
     if host:  # the egress doors resolve names: UDP and TCP to port 53 for their resolver
         tcp_connect: tuple[int, ...] = tuple(sorted({*egress_ports(rows, role), DNS_PORT}))
     else:
         tcp_connect = (PROXY_PORT,) if role == "shell" and may_use_proxy else ()
     return Allowance(
-        read=(*SYSTEM_READ, *python, layout.private_dir(role)),
+        read=(*SYSTEM_READ, *python, *sources, layout.private_dir(role)),
         write=(*WRITE_DEVICES, *write),
         exec=(),
         tcp_bind=(),

@@ -13,7 +13,7 @@ from typing import Any
 from launcher.kernel import probe_facts
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
-from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, covers, python_paths
+from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import PLAN_PATHS
 from pki.vocabulary import BOUNDARY, SETTING
 
@@ -22,7 +22,7 @@ from pki.vocabulary import BOUNDARY, SETTING
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env", "ipc", "app:pidns",
+    "memory", "pids", "proxy_env", "ipc", "app:pidns", "root",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -199,10 +199,13 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
                     f"{kernel} (network namespace)", _netns)
     yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", _root)
+    yield _Spec("root", "its own root holds only its paths, each as it resolves with no symlink (none of /proc, /sys, "
+                "/dev), one mount each without submounts, read-only unless it writes there", BOUNDARY,
+                f"{kernel} (mount namespace); the launcher refuses a path that resolves otherwise (exit 78)", _root)
     if role == "app":  # its init dies with the launcher, and the namespace with it (launcher/lifecycle/app_init.py)
         yield _Spec("pidns", "own pid namespace: sees no host process", BOUNDARY, f"{kernel} (pid namespace)", _root)
-    yield _Spec("landlock.fs", "files: only what this plan lists for it", BOUNDARY,
-                f"{kernel} (Landlock)", _landlock_fs("file rules"))
+    yield _Spec("landlock.fs", "files: only what this plan lists for it; nothing it writes is executable, compared by "
+                "what each path resolves to", BOUNDARY, f"{kernel} (Landlock)", _landlock_fs("file rules"))
     yield _Spec("landlock.tcp", "TCP: binds nothing, connects only to the ports its rows need", BOUNDARY,
                 f"{kernel} (Landlock)", _landlock_tcp)
     yield _Spec("landlock.scope", "cannot signal, or reach abstract sockets of, processes outside it",
@@ -266,8 +269,8 @@ def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
 
 def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
     for name, secret in rows.get("secrets", {}).items():
-        yield _Spec("keys.secrets", f"{name} (from {secret['from']}): sealed to {', '.join(secret['roles'])} "
-                    f"for {', '.join(secret['hosts'])}, never in clear", BOUNDARY,
+        yield _Spec("keys.secrets", f"{name} (from {secret['from']}, in no other component's root): sealed to "
+                    f"{', '.join(secret['roles'])} for {', '.join(secret['hosts'])}, never in clear", BOUNDARY,
                     "the keys door (its own user)", _root)
 
 
@@ -326,12 +329,9 @@ def _connects(manifest: Manifest, role: str) -> tuple[str, ...]:
 def _component(manifest: Manifest, role: str, python: tuple[str, ...]) -> ComponentPlan:
     # The very record the kernel is given (launcher/policy/confinement.py), laid out with <sid>.
     allowance = allowance_of(manifest, role, PLAN_PATHS, python)
-    # Files a door's rows name are shown where its grants reach them: the keys door's secret sources.
-    secrets = manifest.door_rows(role).get("secrets", {}) if role == "keys" else {}
-    named = tuple(path for path in (secret["from"] for secret in secrets.values()) if covers(allowance.read, path))
     memory_mb, pids = manifest.process_limits(role)
     return ComponentPlan(
-        role, _unique((*allowance.read, *named)), _unique(allowance.write), _unique(allowance.exec),
+        role, _unique(allowance.read), _unique(allowance.write), _unique(allowance.exec),
         _connects(manifest, role), manifest.edges_in(role), manifest.edges_out(role), memory_mb, pids,
         tcp_connect=allowance.tcp_connect, udp=allowance.allow_udp,
     )

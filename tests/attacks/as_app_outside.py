@@ -74,6 +74,7 @@ def host(targets: dict[str, Any]) -> None:
     attempt("host.var_lib_socket", connect_unix(targets["var_lib_socket"]))
     attempt("host.other_users_cmdline", lambda: Path(f"/proc/{targets['secret_pid']}/cmdline").read_bytes().decode())
     report("host.socket_families", results=socket_families())
+    attempt("file.etc_shadow", open_read("/etc/shadow"))
 
 
 def landlocked(targets: dict[str, Any]) -> None:
@@ -95,6 +96,9 @@ def landlocked(targets: dict[str, Any]) -> None:
     attempt("netns.open_run_netns", open_read(f"/run/netns/sh-{sid}-keys"))
     attempt("host.pathname_socket", connect_unix(targets["host_socket"]))
     attempt("host.var_lib_socket", connect_unix(targets["var_lib_socket"]))
+    attempt("file.etc_shadow", open_read("/etc/shadow"))
+    # Its own private dir (0700, its own), here a writable mount: only Landlock refuses the create.
+    attempt("landlock.private_dir_create", open_write(f"{os.path.dirname(targets['tmp'])}/sh-attack-outside-{sid}"))
 
 
 def enter_landlock(rules: dict[str, list[str]]) -> None:
@@ -103,7 +107,7 @@ def enter_landlock(rules: dict[str, list[str]]) -> None:
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     apply_landlock(LandlockRules(read=tuple(rules["read"]), write=tuple(rules["write"]),
-                                 exec=tuple(rules["exec"])), landlock_abi())
+                                 exec=tuple(rules["exec"]), if_present=tuple(rules["if_present"])), landlock_abi())
 
 
 def main() -> int:
@@ -111,7 +115,7 @@ def main() -> int:
     report("outside.identity", mode=mode, uid=os.getuid(), gid=os.getgid(), groups=sorted(os.getgroups()))
     if mode == "landlock":
         enter_landlock(targets["landlock"])
-        report("control.etc_listed", entries=len(os.listdir("/etc")))  # a read path of the app still reads
+        report("control.usr_listed", entries=len(os.listdir("/usr")))  # a read path of the app still reads
         landlocked(targets)
     else:
         door_paths(f"/run/sharness/{targets['sid']}/doors", targets["other_sid"], targets["pids"], targets["tmp"])

@@ -35,7 +35,7 @@ import pytest
 from doors.client import DoorClient, DoorRefused
 from launcher.kernel import netns
 from launcher.lifecycle.session import python_paths
-from launcher.policy.confine_plan import app_allowance
+from launcher.policy.confine_plan import SYSTEM_READ, app_allowance
 from launcher.policy.layout import SessionLayout
 from tests import as_user
 from tests.attacks._live import LiveSession
@@ -192,7 +192,8 @@ def secret_in_cmdline() -> Iterator[tuple[str, int]]:
 def _app_landlock_rules(run: AttackRun) -> dict[str, list[str]]:
     """Session A's app's Landlock paths, made as the launcher makes them (launcher/policy/confine_plan.py)."""
     allowance = app_allowance(SessionLayout(run.sid_a), python_paths(), (str(run.root / "shared"),), (), False)
-    return {"read": list(allowance.read), "write": list(allowance.write), "exec": list(allowance.exec)}
+    return {"read": list(allowance.read), "write": list(allowance.write), "exec": list(allowance.exec),
+            "if_present": list(SYSTEM_READ)}
 
 
 def _as_app_outside(run: AttackRun, mode: str, app_targets: dict[str, Any]) -> dict[str, dict[str, Any]]:

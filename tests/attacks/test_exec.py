@@ -1,6 +1,7 @@
 """Exec from the app's own writable directory: held by Landlock. What an interpreter, the loader or a memfd
 runs is not an exec of a writable path, so Landlock does not hold it: those are asserted as they are, and
-each shows that what ran is still inside the app's Landlock domain."""
+each shows that what ran is still confined: its create in the app's private dir meets the read-only bind
+it inherited (the app's own create there shows Landlock behind that bind)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from tests.attacks.conftest import AttackRun
 pytestmark = pytest.mark.root
 
 
-def test_landlock_alone_refuses_a_create_that_dac_allows(attacks: AttackRun) -> None:
-    """The app's private dir (parent of $TMPDIR) is its own, mode 0700: only Landlock (read there, write in
-    tmp/ only) can refuse the app's create in it (the baseline the limits use)."""
-    assert attacks.a.probes["landlock.private_dir_create"]["errno"] == "EACCES"
+def test_a_create_that_dac_allows_is_refused_by_the_read_only_bind_and_landlock_behind_it(attacks: AttackRun) -> None:
+    """The app's private dir (parent of $TMPDIR) is its own, mode 0700, so DAC lets it create there: its bind is
+    read-only (EROFS, the baseline the limits use); in the host's mounts, where the directory is writable, its
+    Landlock rules refuse the same create (read there, write in tmp/ only): EACCES."""
+    assert attacks.a.probes["landlock.private_dir_create"]["errno"] == "EROFS"
+    assert attacks.outside_landlocked["landlock.private_dir_create"]["errno"] == "EACCES"
 
 
 @pytest.mark.parametrize("probe", ["exec.tmpdir_script", "exec.tmpdir_binary"])
@@ -35,22 +38,23 @@ def test_an_executable_the_fs_door_wrote_is_not_executable_by_the_app(attacks: A
 @pytest.mark.parametrize("probe", ["limit.sh_reads_script", "limit.python_reads_script"])
 def test_limit_an_interpreter_runs_a_script_from_tmpdir_but_it_stays_confined(attacks: AttackRun, probe: str) -> None:
     """NOT held by Landlock (a read is not an exec): the script runs, and its create in the private dir is
-    refused."""
+    refused (the read-only bind it inherited)."""
     seen = attacks.a.probes[probe]
     assert seen["errno"] is None and seen["stdout"] == "ran-from-tmpdir", seen
-    assert seen["exit"] != 0 and "Permission denied" in seen["stderr"], seen
+    assert seen["exit"] != 0 and "Read-only file system" in seen["stderr"], seen
 
 
 def test_limit_the_loader_maps_a_binary_from_tmpdir_but_it_stays_confined(attacks: AttackRun) -> None:
     """NOT held by Landlock: ld.so (an allowed exec) mmaps the dropped ELF; mmap(PROT_EXEC) is not execve."""
     seen = attacks.a.probes["limit.loader_maps_binary"]
     assert seen["errno"] is None and seen["exit"] == 1, seen
-    assert "cannot touch" in seen["stderr"] and "Permission denied" in seen["stderr"], seen
+    assert "cannot touch" in seen["stderr"] and "Read-only file system" in seen["stderr"], seen
 
 
 def test_limit_a_memfd_executes_but_stays_confined(attacks: AttackRun) -> None:
     """NOT held by Landlock: a memfd has no path under any rule (internal mount). execve works; the program
-    inherits the app's Landlock domain, seccomp filter, uid, netns and cgroup (its create is refused)."""
+    inherits the app's mount namespace, Landlock domain, seccomp filter, uid, netns and cgroup (its create is
+    refused)."""
     seen = attacks.a.probes["limit.memfd_exec"]
     assert seen["errno"] is None and seen["exit"] == 1, seen
-    assert "cannot touch" in seen["stderr"] and "Permission denied" in seen["stderr"], seen
+    assert "cannot touch" in seen["stderr"] and "Read-only file system" in seen["stderr"], seen

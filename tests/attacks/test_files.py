@@ -12,11 +12,14 @@ from tests.attacks.conftest import AttackRun
 pytestmark = pytest.mark.root
 
 
-def test_etc_shadow_is_refused_by_dac(attacks: AttackRun) -> None:
-    """/etc is in the app's Landlock read paths: EACCES on /etc/shadow is DAC's (root:shadow 0640), and
-    /etc/passwd beside it opens."""
-    assert attacks.a.probes["file.etc_shadow"]["errno"] == "EACCES"
+def test_etc_shadow_is_not_in_the_apps_root(attacks: AttackRun) -> None:
+    """Of /etc the app's root holds only named files (launcher/policy/confine_plan.py ETC_READ): /etc/shadow is
+    ENOENT, and /etc/passwd beside it opens. Behind it, in the host's mounts: EACCES, DAC (root:shadow 0640);
+    in the app's Landlock rules too: EACCES (/etc is not granted whole)."""
+    assert attacks.a.probes["file.etc_shadow"]["errno"] == "ENOENT"
     assert attacks.a.probes["control.etc_passwd"]["errno"] is None
+    assert attacks.outside_as_app["file.etc_shadow"]["errno"] == "EACCES"
+    assert attacks.outside_landlocked["file.etc_shadow"]["errno"] == "EACCES"
 
 
 @pytest.mark.parametrize("probe", ["audit.list_root", "audit.read_log", "audit.append_log", "audit.create_file"])

@@ -18,6 +18,8 @@ LAUNCHER_OWN = {
     "launcher/commands/__init__.py:CommandError": "the CLI's one exit: code, message, hint, JSON details",
     "launcher/manifest/_errors.py:ManifestError": "names a JSON pointer into the document, not a row",
     "launcher/lifecycle/preflight.py:PreflightError": "becomes exit 78 in `run` before anything exists",
+    "launcher/policy/path_rules.py:PathRefusal": "a pure preflight verdict on a path: `run` raises it as a "
+                                                 "PreflightError, `check` lists it",
 }
 
 

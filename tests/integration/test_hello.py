@@ -14,7 +14,7 @@ pytestmark = pytest.mark.root
 
 # probe → a word the verdict must name: held by THIS mechanism, not by an accident of the setup.
 MECHANISM = {
-    "workspace.write": "Landlock", "etc.write": "DAC", "other_dir.write": "mount namespace",
+    "workspace.write": "read-only bind mount", "etc.write": "DAC", "other_dir.write": "mount namespace",
     "key.read": "pid namespace", "launcher_state.read": "mount namespace", "environ.read": "pid namespace",
     "mem.read": "pid namespace", "egress.public": "seccomp", "door.off_edge": "mount namespace",
     "door.signal": "pid namespace",

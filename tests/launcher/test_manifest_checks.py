@@ -134,3 +134,34 @@ def test_net_allow_entries(entry: str, words: str) -> None:
 def test_ip_literals_need_the_opt_in() -> None:
     document = sample(doors__net__allow={"app": ["192.0.2.7:443"]}, doors__net__allow_ip_literals=["app"])
     assert load(document).door_rows("net")["allow"] == {"app": ["192.0.2.7:443"]}
+
+
+@pytest.mark.parametrize(("changes", "pointer", "words"), [
+    ({"app__files__read": ["/"]}, "/app/files/read/0", "the whole file system"),
+    ({"app__files__read": ["/opt", "/proc"]}, "/app/files/read/1", "is /proc"),
+    ({"app__files__exec": ["/proc/self/root"]}, "/app/files/exec/0", "is under /proc: the kernel's processes"),
+    ({"app__files__read": ["/proc/1/root/etc"]}, "/app/files/read/0", "under /proc"),
+    ({"app__files__read": ["/sys/fs/cgroup"]}, "/app/files/read/0", "under /sys"),
+    ({"app__files__read": ["/dev/shm"]}, "/app/files/read/0", "every user may write"),
+    ({"app__files__exec": ["/dev"]}, "/app/files/exec/0", "is /dev"),
+    ({"app__files__exec": ["/run"]}, "/app/files/exec/0", "holds /run/sharness: the launcher's runtime"),
+    ({"app__files__read": ["/run/sharness/0123abcd/app/tmp"]}, "/app/files/read/0", "under /run/sharness"),
+    ({"workspace": "/proc/self/cwd"}, "/workspace", "under /proc"),
+    ({"workspace": "/run", "doors__fs__hidden": DROP}, "/workspace", "holds /run/sharness"),
+    ({"doors__keys__secrets__anthropic__from": "/proc/self/environ"}, "/doors/keys/secrets/anthropic/from",
+     "under /proc"),
+    ({"doors__keys__secrets__anthropic__from": "/dev/stdin"}, "/doors/keys/secrets/anthropic/from", "under /dev"),
+])
+def test_the_kernels_places_and_the_launchers_own_are_never_a_manifest_path(
+        changes: dict[str, Any], pointer: str, words: str) -> None:
+    error = refusal(sample(**changes))
+    assert error.pointer == pointer and words in error.message, error
+    assert "/proc, /sys, /dev and /run/sharness are never given" in error.hint
+
+
+@pytest.mark.parametrize("path", ["/procedures", "/system", "/devices", "/run/sharness-other", "/srv/proc",
+                                  "/var/run", "/runtime"])
+def test_names_that_only_look_like_them_are_left_to_the_preflight(path: str) -> None:
+    """Spelling decides only what is certain from the text; /var/run (a symlink to /run) is the preflight's."""
+    assert load(sample(app__files__read=[path])).app.files_read == (path,)
+

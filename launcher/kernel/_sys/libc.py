@@ -1,8 +1,10 @@
-"""libc and raw syscalls through cffi ABI mode: setns, prctl, close_range, openat2, Landlock."""
+"""libc and raw syscalls through cffi ABI mode: setns, prctl, close_range, openat2, the mount API, Landlock."""
 
 from __future__ import annotations
 
+import functools
 import os
+import struct
 from typing import Any
 
 from launcher.kernel._sys._ffi import ffi
@@ -10,8 +12,11 @@ from launcher.kernel._sys._ffi import ffi
 _libc: Any = ffi.dlopen(None)
 
 # Syscalls numbered 424 and above are the same on every architecture (asm-generic unification).
+SYS_OPEN_TREE = 428
+SYS_MOVE_MOUNT = 429
 SYS_CLOSE_RANGE = 436
 SYS_OPENAT2 = 437
+SYS_MOUNT_SETATTR = 442
 SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
@@ -106,6 +111,75 @@ def openat2_available() -> bool:
     if raw_syscall(SYS_OPENAT2, -100, 0, 0, 24) >= 0:  # pragma: no cover - cannot succeed on a NULL path
         return True
     return ffi.errno != 38  # ENOSYS
+
+
+AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+OPEN_TREE_CLONE = 1
+MOVE_MOUNT_F_EMPTY_PATH = 0x04
+MOVE_MOUNT_T_EMPTY_PATH = 0x40
+MOUNT_ATTR_RDONLY = 0x1
+
+
+def _address(buffer: Any) -> int:
+    return int(ffi.cast("long", buffer))
+
+
+def _path(path: str) -> Any:
+    return ffi.new("char[]", os.fsencode(path))
+
+
+_EMPTY = _path("")  # the "" of every AT_EMPTY_PATH call, made once
+
+
+@functools.cache
+def _open_how(flags: int, resolve: int) -> Any:
+    return ffi.from_buffer(struct.pack("=QQQ", flags | os.O_CLOEXEC, 0, resolve))  # struct open_how
+
+
+def openat2(dir_fd: int, path: str, flags: int, resolve: int) -> int:
+    """openat2(2): open `path` from `dir_fd` under the RESOLVE_* flags in `resolve`; the new fd."""
+    how = _open_how(flags, resolve)
+    return _check(_libc.syscall(_long(SYS_OPENAT2), _long(dir_fd), _path(path), how, _long(24)), f"openat2 {path}")
+
+
+def open_tree(fd: int, flags: int) -> int:
+    """open_tree(2) on what `fd` names (AT_EMPTY_PATH): with OPEN_TREE_CLONE a detached copy of that one mount."""
+    flags |= AT_EMPTY_PATH | os.O_CLOEXEC
+    return _check(_libc.syscall(_long(SYS_OPEN_TREE), _long(fd), _EMPTY, _long(flags)), "open_tree")
+
+
+def mount_setattr(fd: int, attr_set: int) -> None:
+    """mount_setattr(2) on the mount `fd` names: set `attr_set`, clear nothing, this mount only."""
+    attr = ffi.from_buffer(struct.pack("=QQQQ", attr_set, 0, 0, 0))
+    _check(_libc.syscall(_long(SYS_MOUNT_SETATTR), _long(fd), _EMPTY, _long(AT_EMPTY_PATH), _long(_address(attr)),
+                         _long(32)), "mount_setattr")
+
+
+_SYS_STATX = {"x86_64": 332, "aarch64": 291}
+STATX_MNT_ID = 0x1000
+_STATX_SIZE, _STATX_MNT_ID_OFFSET = 256, 144  # struct statx; stx_mnt_id is its u64 at byte 144
+
+
+def statx_mount_id(fd: int) -> int:
+    """The id of the mount `fd` lies on (statx STATX_MNT_ID; the `mnt_id` of /proc/self/fdinfo, one syscall)."""
+    number = _arch_number(_SYS_STATX, "statx")
+    buffer = ffi.new("char[]", _STATX_SIZE)
+    _check(_libc.syscall(_long(number), _long(fd), _EMPTY, _long(AT_EMPTY_PATH), _long(STATX_MNT_ID), buffer),
+           "statx")
+    mask, = struct.unpack_from("=I", ffi.buffer(buffer), 0)
+    if not mask & STATX_MNT_ID:
+        raise OSError(95, "statx: this kernel does not report mount ids")
+    return int(struct.unpack_from("=Q", ffi.buffer(buffer), _STATX_MNT_ID_OFFSET)[0])
+
+
+def move_mount(from_fd: int, to_fd: int) -> None:
+    """move_mount(2): attach the detached mount `from_fd` on the file or directory `to_fd` names."""
+    flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH
+    _check(_libc.syscall(_long(SYS_MOVE_MOUNT), _long(from_fd), _EMPTY, _long(to_fd), _EMPTY, _long(flags)),
+           "move_mount")
 
 
 def landlock_create_ruleset(attr: bytes | None, flags: int) -> int:

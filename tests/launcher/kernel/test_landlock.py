@@ -7,11 +7,13 @@ import os
 import shutil
 import socket
 import sysconfig
+from collections.abc import Callable
 
 import pytest
 from kernel_child import confined, confined_raw, make_spec, process_as, rules, run_child, scratch_dir, scratch_user
 
 from launcher.kernel import landlock
+from launcher.kernel._sys import libc
 from launcher.kernel.landlock import LandlockError, LandlockRules, plan_ruleset, unheld
 from launcher.kernel.probe import landlock_abi
 
@@ -203,3 +205,56 @@ def test_a_missing_path_fails_confinement_at_the_landlock_step() -> None:
         result = confined_raw(spec, lambda: 0)
         assert result.report["confine"] == "landlock" and "/nonexistent/sharness-test" in result.report["detail"]
 
+
+
+@pytest.mark.root
+def test_a_magic_link_is_never_granted() -> None:
+    """/proc/self/root as an exec path would make the whole root executable, the writable TMPDIR with it:
+    Landlock's own open refuses to pass a magic link, whatever the manifest check let through."""
+    with scratch_user() as user:
+        for path in ("/proc/self/root", "/proc/self/cwd", "/proc/thread-self/root/usr"):
+            result = confined_raw(make_spec(user, landlock=rules(read=PYTHON_READ, exec=(path,))), lambda: 0)
+            assert result.report["confine"] == "landlock" and "magic link" in result.report["detail"], path
+
+
+@pytest.mark.root
+def test_a_missing_path_listed_if_present_is_skipped_and_any_other_fails() -> None:
+    """A system file this distribution lacks (/etc/gai.conf here and there) grants nothing and is no error;
+    a missing path that is not listed so still fails at the landlock step."""
+    with scratch_user() as user, scratch_dir() as root:
+        absent = os.path.join(root, "absent")
+        listed = make_spec(user, landlock=rules(read=(*PYTHON_READ, absent), if_present=(absent,)))
+        assert confined(listed, lambda: 0).report == {"value": 0}
+        unlisted = confined_raw(make_spec(user, landlock=rules(read=(*PYTHON_READ, absent))), lambda: 0)
+        assert unlisted.report["confine"] == "landlock" and absent in unlisted.report["detail"]
+
+
+@pytest.mark.root
+def test_the_rule_is_on_the_fd_it_is_given_not_on_the_name() -> None:
+    """apply_landlock with an opened fd (the private root's bind source) grants that file, not what the name
+    leads to by the time the rules are made: a path swapped after it was resolved grants nothing new."""
+    with scratch_user() as user, scratch_dir() as root:
+        t = _tree(root, user.uid, user.gid)
+        named = t["ro"]
+
+        def setup(_wfd: int) -> None:
+            fd = os.open(t["out"], os.O_PATH | os.O_CLOEXEC)  # what the launcher resolved: out/
+            os.setgroups([user.gid])
+            os.setresgid(user.gid, user.gid, user.gid)
+            os.setresuid(user.uid, user.uid, user.uid)
+            libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
+            landlock.apply_landlock(rules(read=(*PYTHON_READ, named)), ABI, {named: fd})
+
+        def probe() -> object:
+            return {"out": _read(os.path.join(t["out"], "file.txt")),
+                    "named": _errno_of(lambda: _read(os.path.join(named, "file.txt")))}
+
+        assert run_child(setup, probe).report == {"value": {"out": "x", "named": "EACCES"}}
+
+
+def _errno_of(action: Callable[[], object]) -> str:
+    try:
+        action()
+    except OSError as exc:
+        return errno.errorcode[exc.errno or 0]
+    return "ok"

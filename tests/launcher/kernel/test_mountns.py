@@ -1,30 +1,93 @@
-"""The private mount namespace: host runtime dirs hidden but the kept paths, other users' processes invisible."""
+"""The private mount namespace: host runtime dirs hidden but the kept paths, other users' processes invisible;
+each kept path one read-only mount without its submounts, opened once and pinned."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import shutil
 import socket
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from kernel_child import run_child
 
-from launcher.kernel.mountns import enter_private_root, minimal_paths
+from launcher.kernel._sys import libc
+from launcher.kernel.mountns import MS_PRIVATE, MS_REC, Bind, enter_private_root, own_mounts, planned
+
+# --- pure ---------------------------------------------------------------------------------------
 
 
-def test_minimal_paths_drops_nested_paths_proc_and_the_root() -> None:
-    paths = ("/usr", "/usr/lib/python3.11", "/run/sharness/ab/app", "/run/sharness/ab/app/tmp", "/tmp/ws/",
-             "/etc/passwd", "/etc", "/proc", "/proc/self", "/", "/runaway")
-    assert minimal_paths(paths) == ("/etc", "/run/sharness/ab/app", "/runaway", "/tmp/ws", "/usr")
-    assert minimal_paths(()) == ()
+def test_planned_binds_each_path_once_parents_first_without_proc_and_the_root() -> None:
+    binds = (Bind("/usr"), Bind("/run/sharness/ab/app/tmp", writable=True), Bind("/run/sharness/ab/app"),
+             Bind("/tmp/ws/"), Bind("/dev/null"), Bind("/dev/null", writable=True), Bind("/proc"),
+             Bind("/proc/self/root"), Bind("/"), Bind("/srv/x", pin=(1, 2)), Bind("/srv/x"))
+    assert planned(binds) == (Bind("/dev/null", writable=True), Bind("/run/sharness/ab/app"),
+                              Bind("/run/sharness/ab/app/tmp", writable=True), Bind("/srv/x", pin=(1, 2)),
+                              Bind("/tmp/ws"), Bind("/usr"))
+    assert planned(()) == ()
+
+
+@pytest.mark.parametrize(("nested", "mount_id", "own"), [
+    (Bind("/usr/bin"), 7, False),  # seen through /usr's bind: the same mount, read-only both
+    (Bind("/usr/local"), 8, True),  # another mount: /usr's bind (no submounts) would show an empty directory
+    (Bind("/usr/tmp", writable=True), 7, True),  # writable inside a read-only parent
+    (Bind("/usr/share/doc", pin=(3, 4)), 7, True),  # a path the manifest names: bound from its pinned fd
+])
+def test_a_nested_path_gets_its_own_mount_only_when_its_parents_would_not_show_it(
+        nested: Bind, mount_id: int, own: bool) -> None:
+    binds = planned((Bind("/usr"), nested, Bind("/srv")))
+    mounted = own_mounts(binds, {"/usr": 7, nested.path: mount_id, "/srv": 9})
+    assert (Bind("/usr"), None) in mounted and (Bind("/srv"), None) in mounted
+    assert ((nested, Bind("/usr")) in mounted) is own
+    assert len(mounted) == 2 + own
+
+
+def test_a_path_that_was_not_opened_is_not_mounted() -> None:
+    assert own_mounts(planned((Bind("/usr"), Bind("/etc/gai.conf"))), {"/usr": 7}) == ((Bind("/usr"), None),)
+
+
+# --- kernel -------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="sh-test-mnt-", dir="/tmp"))
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _errno_of(action: Callable[[], object]) -> str:
+    try:
+        action()
+    except OSError as exc:
+        return errno.errorcode[exc.errno or 0]
+    return "ok"
+
+
+def _entering(*binds: Bind) -> Callable[[int], None]:
+    def setup(_wfd: int) -> None:
+        enter_private_root(binds)
+
+    return setup
+
+
+def _own_namespace_with_a_submount(inner: Path) -> None:
+    """In the child, before its private root: a namespace of its own in which `inner` is a tmpfs holding
+    `seen-only-through-the-submount` (the host's mounts are untouched)."""
+    libc.unshare(libc.CLONE_NEWNS)
+    libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
+    libc.mount("tmpfs", str(inner), "tmpfs", 0, "size=64k")
+    (inner / "seen-only-through-the-submount").write_text("x")
 
 
 @pytest.mark.root
 def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_from_proc() -> None:
-    base = Path(tempfile.mkdtemp(prefix="sh-test-mnt-", dir="/tmp"))
-    try:
+    with _scratch() as base:
         kept = base / "kept"
         kept.mkdir()
         (kept / "note").write_text("visible")
@@ -38,7 +101,7 @@ def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_fro
             os.pause()
 
         def setup(_wfd: int) -> None:
-            enter_private_root((str(kept),))
+            enter_private_root((Bind(str(kept)),))
             os.setresgid(65533, 65533, 65533)
             os.setresuid(65533, 65533, 65533)
 
@@ -68,7 +131,119 @@ def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_fro
             os.waitpid(victim, 0)
             host_socket.close()
         assert os.path.exists(base / "host.sock")  # the host's view is untouched
-    finally:
-        import shutil
 
-        shutil.rmtree(base, ignore_errors=True)
+
+@pytest.mark.root
+def test_a_read_bind_is_a_read_only_mount_even_for_root_and_a_written_one_is_not() -> None:
+    """Root passes DAC and has no Landlock here: EROFS is the mount's alone. The writable bind nested in the
+    read-only one (the app's $TMPDIR inside its private directory) takes writes."""
+    with _scratch() as base:
+        (base / "read" / "tmp").mkdir(parents=True)
+
+        def probe() -> object:
+            return {"read": _errno_of(lambda: (base / "read" / "new").write_text("x")),
+                    "tmp": _errno_of(lambda: (base / "read" / "tmp" / "new").write_text("x")),
+                    "ro_flag": bool(os.statvfs(base / "read").f_flag & os.ST_RDONLY)}
+
+        binds = (Bind(str(base / "read")), Bind(str(base / "read" / "tmp"), writable=True))
+        result = run_child(_entering(*binds), probe)
+        assert result.report["value"] == {"read": "EROFS", "tmp": "ok", "ro_flag": True}
+        assert (base / "read" / "tmp" / "new").exists() and not (base / "read" / "new").exists()
+
+
+@pytest.mark.root
+def test_a_bind_never_carries_the_mounts_beneath_it_unless_they_are_kept_themselves() -> None:
+    """A tmpfs mounted inside a kept directory: its file is not seen (one mount per path, no MS_REC), unless
+    the submount is kept too, when it gets a mount of its own."""
+    with _scratch() as base:
+        inner = base / "kept" / "inner"
+        inner.mkdir(parents=True)
+
+        def listing() -> object:
+            return sorted(os.listdir(inner))
+
+        def only_parent(_wfd: int) -> None:
+            _own_namespace_with_a_submount(inner)
+            enter_private_root((Bind(str(base / "kept")),))
+
+        def both(_wfd: int) -> None:
+            _own_namespace_with_a_submount(inner)
+            enter_private_root((Bind(str(base / "kept")), Bind(str(inner))))
+
+        assert run_child(lambda _wfd: _own_namespace_with_a_submount(inner), listing).report["value"] == [
+            "seen-only-through-the-submount"]  # the control: the submount is there before the private root
+        assert run_child(only_parent, listing).report["value"] == []
+        assert run_child(both, listing).report["value"] == ["seen-only-through-the-submount"]
+
+
+@pytest.mark.root
+def test_no_mount_point_is_ever_made_on_the_hosts_file_system() -> None:
+    """A kept path lying in a submount of a writable kept directory: inside that directory's bind its mount
+    point does not exist, and the child refuses rather than creating it in the person's directory."""
+    with _scratch() as base:
+        inner = base / "ws" / "inner"
+        inner.mkdir(parents=True)
+
+        def setup(_wfd: int) -> None:
+            _own_namespace_with_a_submount(inner)
+            (inner / "deeper").mkdir()
+            enter_private_root((Bind(str(base / "ws"), writable=True), Bind(str(inner / "deeper"))))
+
+        result = run_child(setup, lambda: "entered")
+        assert "no mount point for" in result.report["error"] and "deeper" in result.report["error"]
+        assert os.listdir(inner) == []  # the host's directory under the submount: nothing was made in it
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("change", ["replaced", "symlink"])
+def test_a_pinned_path_that_changed_since_the_launcher_checked_it_is_refused(change: str) -> None:
+    """The pin is the preflight's (st_dev, st_ino): a directory swapped for another, or a symlink put in its
+    place (followed for a launcher path, never for a pinned one), fails the mounts step."""
+    with _scratch() as base:
+        kept, other = base / "kept", base / "other"
+        kept.mkdir()
+        other.mkdir()
+        pin = (os.stat(kept).st_dev, os.stat(kept).st_ino)
+        kept.rmdir()
+        if change == "replaced":
+            other.rename(kept)
+        else:
+            kept.symlink_to(other)
+        result = run_child(_entering(Bind(str(kept), pin=pin)), lambda: "entered")
+        assert "error" in result.report, result.report
+        words = "no longer the file" if change == "replaced" else "without a symlink"
+        assert words in result.report["error"], result.report
+        # the control: the same path unpinned (a launcher path) follows the symlink or takes the new directory
+        assert run_child(_entering(Bind(str(kept))), lambda: "entered").report == {"value": "entered"}
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_file_renamed_over_while_the_root_is_made_is_opened_again_unless_pinned(pinned: bool) -> None:
+    """/etc/passwd is renamed over each time an account is made (launcher/kernel/users.py): a bind of the old
+    file fails (ENOENT from move_mount). A launcher path is opened again and the new file bound; a pinned
+    path has changed since the launcher checked it: refused."""
+    from launcher.kernel import mountns
+
+    with tempfile.TemporaryDirectory(prefix="sh-test-mnt-", dir="/var/lib") as base:
+        passwd = Path(base) / "passwd"
+        passwd.write_text("old\n")
+        pin = (os.stat(passwd).st_dev, os.stat(passwd).st_ino) if pinned else None
+
+        def setup(_wfd: int) -> None:
+            real = mountns.mount_id_of
+
+            def renamed_over_meanwhile(fd: int) -> int:  # runs after every source is opened, before any bind
+                if not (Path(base) / "passwd+").exists():
+                    (Path(base) / "passwd+").write_text("new\n")
+                    os.rename(Path(base) / "passwd+", passwd)
+                return real(fd)
+
+            mountns.mount_id_of = renamed_over_meanwhile  # type: ignore[assignment]
+            enter_private_root((Bind(str(passwd), pin=pin),))
+
+        result = run_child(setup, lambda: passwd.read_text())
+        if pinned:
+            assert "was replaced while the private root was made" in result.report["error"], result.report
+        else:
+            assert result.report == {"value": "new\n"}

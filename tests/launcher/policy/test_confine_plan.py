@@ -24,7 +24,11 @@ from launcher.policy.layout import SessionLayout
 from pki.vocabulary import ROLES
 
 LAYOUT = SessionLayout("0123abcd")
-SYSTEM = {"/usr", "/etc", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu"}
+ETC = {"/etc/ld.so.cache", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf",
+       "/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols", "/etc/localtime", "/etc/ssl/certs",
+       "/etc/ssl/openssl.cnf", "/etc/pki/tls/certs", "/etc/pki/tls/openssl.cnf", "/etc/pki/ca-trust/extracted",
+       "/etc/crypto-policies/back-ends", "/etc/alternatives", "/etc/mime.types", "/etc/os-release"}
+SYSTEM = {"/usr", *ETC, "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu"}
 PROGRAMS = {"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin"}
 
 
@@ -44,6 +48,9 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
                     tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
     elif role == "fs":
         want.update(write={"/dev/null", WORKSPACE})
+    elif role == "keys":  # its secret sources, by name; no other component gets them
+        sources = {secret["from"] for secret in manifest.door_rows("keys").get("secrets", {}).values()}
+        want.update(read={*SYSTEM, *PYTHON, _private(role), *sources})
     elif role == "shell":
         want.update(tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
     elif role == "net":
@@ -102,10 +109,23 @@ def test_no_component_reaches_another_ones_private_directory(shape: str, role: s
 
 
 @pytest.mark.parametrize(("shape", "role"), CASES)
-def test_no_component_writes_a_secret_source(shape: str, role: str) -> None:
+def test_no_component_writes_a_secret_source_and_only_keys_reads_one(shape: str, role: str) -> None:
+    allowance = _allowance(shape, role)
     for secret in SHAPES[shape].door_rows("keys").get("secrets", {}).values():
-        assert not covers(_allowance(shape, role).write, secret["from"])
-    assert not covers(_allowance(shape, role).write, SECRET)
+        assert not covers(allowance.write, secret["from"])
+        assert covers((*allowance.read, *allowance.exec), secret["from"]) == (role == "keys")
+    assert not covers(allowance.write, SECRET)
+
+
+@pytest.mark.parametrize(("shape", "role"), CASES)
+def test_etc_is_granted_by_name_and_never_where_secrets_belong(shape: str, role: str) -> None:
+    """/etc holds pip.conf and npmrc tokens, ssl/private, and /etc/sharness (the secret sources' home)."""
+    allowance = _allowance(shape, role)
+    grants = (*allowance.read, *allowance.write, *allowance.exec)
+    assert "/etc" not in grants
+    for held in ("/etc/sharness/secrets/x", "/etc/ssl/private/key.pem", "/etc/pip.conf", "/etc/npmrc",
+                 "/etc/shadow", "/etc/gitconfig"):
+        assert not covers(grants, held), (role, held)
 
 
 @pytest.mark.parametrize(("rows", "role", "want"), [
