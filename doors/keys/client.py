@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from doors._refusal import DoorRefused, Refusal
+from doors._refusal import DoorRefused, Refusal, read_refusal
 from doors._transport import AsyncDoorClient
 from doors.keys._policy import SEAL_TTL_S, WHO
 from doors.keys._request import RELEASE_PATH
@@ -50,5 +50,11 @@ async def release(client: AsyncDoorClient, requester_id: str, name: str, host: s
     body = {"name": name, "host": host, "request_id": request_id, "issued_at": issued_at,
             "public_key": base64.b64encode(key.public_bytes()).decode()}
     response = await client.request("POST", RELEASE_PATH, json=body)
+    if not response.ok:
+        try:
+            shape = response.json()
+        except ValueError:
+            shape = {}
+        raise DoorRefused(read_refusal(response.status, shape, who=WHO, row="http", detail=str(response.status)))
     sealed, expires_at = _sealed_of(response.json(), int(clock()))
     return key.open(sealed, Binding(requester_id, name, host, request_id, expires_at))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from cryptography.exceptions import InvalidTag
@@ -35,7 +36,8 @@ def test_round_trip() -> None:
 def test_other_info_does_not_open(field: str) -> None:
     key = OneTimeKey()
     sealed = seal(SECRET, key.public_bytes(), BINDING)
-    other = replace(BINDING, **{field: 1_800_000_031 if field == "expires_at" else "other-value-0000"})
+    value: Any = 1_800_000_031 if field == "expires_at" else "other-value-0000"
+    other = replace(BINDING, **{field: value})
     with pytest.raises(InvalidTag):
         key.open(sealed, other)
 
