@@ -33,6 +33,7 @@ from tests.integration._session import (
     basic_manifest,
     leftovers,
     manifest_hash,
+    new_leftovers,
     pids_with_uids,
     session_uids,
     write_manifest,
@@ -202,3 +203,25 @@ def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None
     for path in _files_under(audit_dir, tmp_path / "ws"):
         assert value not in path.read_bytes(), path
     assert source.read_bytes() == value + b"\n"  # the source is the person's: left as it was
+
+
+@pytest.mark.parametrize(("what", "spoil"), [
+    ("group-readable", lambda source: source.chmod(0o640)),
+    ("not root's", lambda source: os.chown(source, 65534, 65534)),
+    ("a symlink", lambda source: (source.rename(source.with_suffix(".real")), source.symlink_to(
+        source.with_suffix(".real")))),
+    ("missing", lambda source: source.unlink()),
+])
+def test_a_bad_source_stops_the_session_before_anything_is_created(tmp_path: Path, what: str, spoil: Any) -> None:
+    source = _secret_source(tmp_path, b"sk-never-started")
+    spoil(source)
+    manifest = _session_manifest(tmp_path, source)
+    before = leftovers()
+    done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir",
+                           str(tmp_path / "audit"), "--best-effort"], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 78, done.stderr
+    assert "doors.keys.secrets.anthropic.from" in done.stderr and "nothing was created" in done.stderr
+    assert "sk-never-started" not in done.stderr + done.stdout
+    assert not (tmp_path / "audit").exists() or not any((tmp_path / "audit").iterdir())
+    assert new_leftovers(before) == {}

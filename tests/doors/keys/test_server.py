@@ -133,3 +133,40 @@ async def test_hostile_bodies_are_400_or_413_and_do_not_hold_up_another_caller()
             assert await release(honest, door.spiffe("model"), "anthropic", "api.anthropic.com") == SECRET
             await stalled.aclose()
         assert SECRET not in door.everything_seen()
+
+
+SECRET_OF = {"anthropic": SECRET, "github": OTHER}
+HOSTS_OF = {"anthropic": "api.anthropic.com", "github": "api.github.com"}
+MATRIX = [(role, name, host) for role in ("app", "fs", "net", "shell", "model") for name in ("anthropic", "github")
+          for host in ("api.anthropic.com", "api.github.com")]
+
+
+def _expected(role: str, name: str, host: str) -> str | None:
+    """The row that refuses, or None for a release."""
+    if role not in ("net", "model"):
+        return "edges"  # no edge [role, keys]: the transport refuses before any route runs
+    if role not in ROWS[name]["roles"]:
+        return f"keys.secrets.{name}.roles"
+    if host != HOSTS_OF[name]:
+        return f"keys.secrets.{name}.hosts"
+    return None
+
+
+async def test_the_role_secret_host_matrix() -> None:
+    async for door in _started():
+        outcomes = {}
+        for role, name, host in MATRIX:
+            async with door.client(role) as client:
+                try:
+                    opened = await release(client, door.spiffe(role), name, host)
+                    assert opened == SECRET_OF[name]
+                    outcomes[(role, name, host)] = None
+                except DoorRefused as refused:
+                    assert refused.refusal.status == 403
+                    outcomes[(role, name, host)] = refused.refusal.row
+        assert outcomes == {case: _expected(*case) for case in MATRIX}
+        assert sum(row is None for row in outcomes.values()) == 3  # model×anthropic, net×github, model×github
+        releases = [event for event in door.audit if event["decision"] == "release"]
+        assert len(releases) == 3 and len(door.audit) == 3 + sum(
+            row not in (None, "edges") for row in outcomes.values())
+        assert SECRET not in door.everything_seen() and OTHER not in door.everything_seen()
