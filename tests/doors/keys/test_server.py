@@ -8,16 +8,18 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import trio
+from cryptography.exceptions import InvalidTag
 
-from doors._http import Router
+from doors._http import Request, Response, Route, Router, json_response
 from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient
 from doors._transport.testing import Session, session
-from doors.keys import OneTimeKey, build, release
+from doors.keys import Binding, OneTimeKey, build, release
 from doors.keys._request import RELEASE_PATH
 
 SECRET = b"sk-test-" + os.urandom(12).hex().encode()
@@ -170,3 +172,44 @@ async def test_the_role_secret_host_matrix() -> None:
         assert len(releases) == 3 and len(door.audit) == 3 + sum(
             row not in (None, "edges") for row in outcomes.values())
         assert SECRET not in door.everything_seen() and OTHER not in door.everything_seen()
+
+
+async def _answer_altered(s: Session, nursery: trio.Nursery, alter: Any) -> Door:
+    """A keys door whose answers pass through `alter` (what a blob issued for another context looks like)."""
+    audit: list[dict[str, Any]] = []
+    keys = build({"secrets": ROWS, "secret_fds": {"anthropic": _fd(SECRET), "github": _fd(OTHER)}}, audit.append)
+
+    async def altered(request: Request) -> Response:
+        answer = await keys.release(request)
+        assert isinstance(answer.body, bytes)
+        return json_response(alter(json.loads(answer.body)))
+
+    address = await s.start_door(nursery, "keys", router=Router("keys", [Route("POST", RELEASE_PATH, altered)]))
+    return Door(s, address, audit)
+
+
+@pytest.mark.parametrize(("what", "alter", "raised"), [
+    ("another expiry", lambda body: {**body, "expires_at": body["expires_at"] - 1}, InvalidTag),
+    ("already expired", lambda body: {**body, "expires_at": int(time.time()) - 1}, DoorRefused),
+    ("no blob", lambda body: {"expires_at": body["expires_at"]}, DoorRefused),
+])
+async def test_the_client_opens_only_what_was_sealed_for_this_request(what: str, alter: Any, raised: type) -> None:
+    async with session() as s, trio.open_nursery() as nursery:
+        door = await _answer_altered(s, nursery, alter)
+        async with door.client("model") as client:
+            with pytest.raises(raised):
+                await release(client, door.spiffe("model"), "anthropic", "api.anthropic.com")
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_blob_for_another_requester_does_not_open() -> None:
+    # The model door's blob, replayed to the net door's key context (as if net had intercepted it).
+    async for door in _started():
+        key = OneTimeKey()
+        async with door.client("model") as client:
+            answer = (await client.request("POST", RELEASE_PATH, json=_body(key, "d" * 16, int(time.time())))).json()
+        sealed = base64.b64decode(answer["sealed"])
+        ours = Binding(door.spiffe("model"), "anthropic", "api.anthropic.com", "d" * 16, answer["expires_at"])
+        assert key.open(sealed, ours) == SECRET
+        with pytest.raises(InvalidTag):
+            key.open(sealed, replace(ours, requester_id=door.spiffe("net")))
