@@ -61,7 +61,7 @@ try:
     report("connect_keys", errno=0)
 except OSError as exc:
     report("connect_keys", errno=errno.errorcode[exc.errno])
-report("ready", sid=sid, pid=os.getpid())
+report("ready", sid=sid)
 go = os.path.join(os.environ["TMPDIR"], "sharness-go")
 deadline = time.monotonic() + 120
 while not os.path.exists(go) and time.monotonic() < deadline:
@@ -172,13 +172,16 @@ def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None
     try:
         assert launcher.stdout is not None
         probes = _probe_lines(launcher.stdout)
-        sid, app_pid = probes["ready"]["sid"], probes["ready"]["pid"]
-        keys_uid = pwd.getpwnam(f"sh-{sid}-keys").pw_uid
-        (keys_pid,) = pids_with_uids({keys_uid})
+        sid = probes["ready"]["sid"]
+        (keys_pid,) = pids_with_uids({pwd.getpwnam(f"sh-{sid}-keys").pw_uid})
+        # By uid, as seen from here: inside its own pid namespace the app's getpid() is not its pid here.
+        app_pids = pids_with_uids({pwd.getpwnam(f"sh-{sid}-app").pw_uid})
+        assert app_pids
         assert _holds(keys_pid, value)  # the control: the scan finds the secret where it is
         assert not _holds(launcher.pid, value)
-        assert not _holds(app_pid, value)
-        assert value not in Path(f"/proc/{app_pid}/environ").read_bytes()
+        for app_pid in app_pids:
+            assert not _holds(app_pid, value)
+            assert value not in Path(f"/proc/{app_pid}/environ").read_bytes()
         # The app's own view: the source is not in its private root, nor the keys socket.
         assert probes["read_source"]["errno"] in ("ENOENT", "EACCES")
         assert probes["connect_keys"]["errno"] in ("ENOENT", "EACCES")
