@@ -204,6 +204,9 @@ def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None
     summary = json.loads(out[out.index("{"):])
     assert leftovers(summary["sid"]) == {} and not session_uids(summary["sid"])
     assert value.decode() not in errors
+    events = [json.loads(line) for line in Path(summary["audit_dir"], "audit.jsonl").read_text().splitlines()]
+    refused = [e for e in events if e.get("kind") == "transport.refused" and e.get("role") == "keys"]
+    assert [(e["stage"], e["client_role"]) for e in refused] == [("edge", "app")]  # the app's SVID, audited once
     for path in _files_under(audit_dir, tmp_path / "ws"):
         assert value not in path.read_bytes(), path
     assert source.read_bytes() == value + b"\n"  # the source is the person's: left as it was
