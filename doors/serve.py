@@ -14,7 +14,7 @@ from doors._contract import DoorContract
 from doors._door import run_door
 
 Server = Callable[[DoorContract], None]
-ROLES_WITH_SERVERS = ("fs", "net")
+ROLES_WITH_SERVERS = ("fs", "net", "keys")
 
 
 def server_for(role: str) -> Server:
@@ -27,6 +27,10 @@ def server_for(role: str) -> Server:
         from doors.net import server as net_server
 
         return net_server.serve
+    if role == "keys":
+        from doors.keys import server as keys_server
+
+        return keys_server.serve
     return run_door
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
 import sysconfig
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from launcher.policy.confine_plan import SYSTEM_READ
@@ -118,3 +120,49 @@ def refuse_unreachable_python(python_paths: tuple[str, ...], kept: tuple[str, ..
     found = first_unreachable(needs, (*SYSTEM_READ, *python_paths, *kept), _mode_of)
     if found is not None:
         raise PreflightError("", found.message(), found.hint())
+
+
+SECRET_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _secret_problem(info: os.stat_result) -> str | None:
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_uid != 0:
+        return f"is owned by uid {info.st_uid}, not root"
+    if info.st_mode & 0o077:
+        return f"has mode {stat.S_IMODE(info.st_mode):04o}: group or others may read or write it"
+    return None
+
+
+def _open_secret(name: str, path: str) -> int:
+    row = f"doors.keys.secrets.{name}.from"
+    try:
+        fd = os.open(path, SECRET_OPEN_FLAGS)
+    except OSError as exc:
+        what = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be opened: {exc.strerror}"
+        raise PreflightError(row, f"the source of secret {name!r}, {path}, {what}",
+                             f"point {row} at a root-owned 0600 regular file (not a symlink)") from None
+    problem = _secret_problem(os.fstat(fd))
+    if problem is not None:
+        os.close(fd)
+        raise PreflightError(row, f"the source of secret {name!r}, {path}, {problem}",
+                             f"chown root:root {path} && chmod 0600 {path}")
+    return fd
+
+
+def open_secret_sources(secrets: Mapping[str, Mapping[str, object]]) -> dict[str, int]:
+    """Open every `doors.keys.secrets.<name>.from` as root (fds for the keys door; never read here).
+
+    A source that is missing, a symlink, not a regular file, not root's, or open to group or others is
+    refused before anything is created; the fds opened so far are closed then.
+    """
+    opened: dict[str, int] = {}
+    try:
+        for name, row in sorted(secrets.items()):
+            opened[name] = _open_secret(name, str(row["from"]))
+    except BaseException:
+        for fd in opened.values():
+            os.close(fd)
+        raise
+    return opened

@@ -22,6 +22,7 @@ from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dir
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
+    open_secret_sources,
     refuse_reachable_sockets,
     refuse_unreachable_python,
     workspace_owner,
@@ -33,7 +34,7 @@ from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import SYSTEM_READ, Allowance, python_paths
 from launcher.policy.confinement import Confinement, confinement_of
-from launcher.policy.contracts import door_contract, door_fds
+from launcher.policy.contracts import door_contract, door_fds, secret_names
 from launcher.policy.environment import app_env, door_env
 from launcher.policy.layout import SessionLayout
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
@@ -137,6 +138,7 @@ class Session:
         self._t0 = time.monotonic()
         self._relay: PtyRelay | None = None
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
+        self._secret_fds: dict[str, int] = {}  # the keys door's sources, opened as root, never read here
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
@@ -180,6 +182,8 @@ class Session:
         if scan is not None and not scan.complete:
             self._progress(f"app.files.read holds more than {SOCKET_SCAN_LIMIT} entries: sockets past them were not "
                            "checked (a world-writable socket there would be reachable)")
+        if "keys" in self.manifest.roles:
+            self._secret_fds = open_secret_sources(self.manifest.door_rows("keys").get("secrets", {}))
         # Everything is imported by now: keep the collector off these objects, so forked doors share their
         # pages and the launcher's exit does not walk them (96–136 ms → 11 ms, docs/decisions/session-bench.md).
         gc.freeze()
@@ -204,6 +208,7 @@ class Session:
             try:
                 self._finish(result, ending, supervisor, resources, journal)
             finally:
+                self._close_secret_fds()
                 if self._relay is not None:  # after teardown: the app's last output, then the person's terminal back
                     self._relay.close()
         return result
@@ -217,6 +222,7 @@ class Session:
             journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
             supervisor.watch(spawned)
         resources.release_door_handles()
+        self._close_secret_fds()  # the keys door holds them now
         ending = supervisor.wait_ready(doors, self.options.ready_timeout_s)
         self._mark("doors_ready")
         if ending is not None:
@@ -233,6 +239,11 @@ class Session:
         self.audit("app.start", {"pid": app.pid, "argv0": self.manifest.app.argv[0]})
         deadline = self._t0 + self.manifest.session.ttl_s
         return supervisor.run_until_end("app", deadline)
+
+    def _close_secret_fds(self) -> None:
+        for fd in self._secret_fds.values():
+            os.close(fd)
+        self._secret_fds = {}
 
     def _open_audit_log(self) -> None:
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)
@@ -286,9 +297,10 @@ class Session:
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
-        fds = door_fds(door, resources.proxy_listeners)
+        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest))
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
+        handles.update({fd: self._secret_fds[name] for name, fd in fds.secrets.items()})
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
                                  resources.minted.not_after)
         spec = self.spec(door, resources, door_env(), fds.keep)

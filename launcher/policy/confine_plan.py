@@ -115,16 +115,15 @@ def door_allowance(
     write: tuple[str, ...] = ()
     if role == "fs" and isinstance(rows.get("workspace"), str):
         write = (str(rows["workspace"]),)
-    secrets = rows.get("secrets", {}) if role == "keys" else {}
-    # The keys door alone is given its secret sources (preflight refuses one any other component reaches).
-    sources = tuple(str(secret["from"]) for secret in secrets.values()) if isinstance(secrets, dict) else ()
     host = role in HOST_NETWORK
     if host:  # the egress doors resolve names: UDP and TCP to port 53 for their resolver
         tcp_connect: tuple[int, ...] = tuple(sorted({*egress_ports(rows, role), DNS_PORT}))
     else:
         tcp_connect = (PROXY_PORT,) if role == "shell" and may_use_proxy else ()
     return Allowance(
-        read=(*SYSTEM_READ, *python, *sources, layout.private_dir(role)),
+        # No component is given a secret source's path, the keys door included: it gets each as an fd the
+        # launcher opened as root (preflight refuses a source any component could read by its path).
+        read=(*SYSTEM_READ, *python, layout.private_dir(role)),
         write=(*WRITE_DEVICES, *write),
         exec=(),
         tcp_bind=(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from doors import DoorContract
@@ -11,11 +11,22 @@ from launcher.manifest import Manifest
 
 
 def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
-    """The manifest's rows for door `role` (a copy); the fs door is also told the workspace it holds."""
+    """The manifest's rows for door `role` (a copy); the fs door is also told the workspace it holds.
+
+    The keys door is not told where its secrets lie (`from`): it gets each one as an open fd.
+    """
     rows = manifest.door_rows(role)
     if role == "fs":
         rows["workspace"] = manifest.workspace
+    if role == "keys":
+        for secret in rows.get("secrets", {}).values():
+            secret.pop("from", None)
     return rows
+
+
+def secret_names(manifest: Manifest) -> tuple[str, ...]:
+    """The secrets the keys door keeps, in the order their fds are numbered."""
+    return tuple(sorted(manifest.door_rows("keys").get("secrets", {})))
 
 
 @dataclass(frozen=True)
@@ -25,6 +36,7 @@ class DoorFds:
     svid: int
     door: int
     proxies: Mapping[str, int]  # client role → the net door's proxy listener inside that client's netns
+    secrets: Mapping[str, int] = field(default_factory=dict)  # secret name → its source, opened by the launcher
 
     @property
     def listen_fds(self) -> dict[str, int]:
@@ -33,27 +45,33 @@ class DoorFds:
 
     @property
     def keep(self) -> tuple[int, ...]:
-        """Every fd the door keeps open: 0–2, the status fd, the SVID memfd and its listeners."""
-        return tuple(range(max((self.door, *self.proxies.values())) + 1))
+        """Every fd the door keeps open: 0–2, the status fd, the SVID memfd, its listeners and secrets."""
+        return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values())) + 1))
 
 
-def door_fds(role: str, proxy_clients: Iterable[str]) -> DoorFds:
-    """The fd contract of door `role`; only the net door holds proxy listeners, one per client, in role order."""
+def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = ()) -> DoorFds:
+    """The fd contract of door `role`: only the net door holds proxy listeners, one per client, in role order;
+    only the keys door holds secret sources, one per secret, in name order, after its listener."""
     clients = sorted(proxy_clients) if role == "net" else []
-    return DoorFds(svid=4, door=5, proxies={client: 6 + index for index, client in enumerate(clients)})
+    names = sorted(secrets) if role == "keys" else []
+    return DoorFds(svid=4, door=5, proxies={client: 6 + index for index, client in enumerate(clients)},
+                   secrets={name: 6 + index for index, name in enumerate(names)})
 
 
 def door_contract(
     manifest: Manifest, role: str, sid: str, bundle_pem: str, fds: DoorFds, not_after: int,
 ) -> DoorContract:
     """The one description door `role` gets: who it is, its edges, its rows and its listeners. Holds no secret."""
+    rows = door_rows(manifest, role)
+    if fds.secrets:
+        rows["secret_fds"] = dict(fds.secrets)
     return DoorContract(
         role=role,
         session_id=sid,
         trust_domain=manifest.session.trust_domain,
         edges=tuple(sorted(manifest.edges)),
         bundle_pem=bundle_pem,
-        rows=door_rows(manifest, role),
+        rows=rows,
         listen_fds=fds.listen_fds,
         not_after=not_after,
     )

@@ -32,6 +32,9 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "fs.max_concurrent_uploads",
     # The net door (tests/doors/net, tests/integration/test_net_session.py).
     "net.allow", "net.sni", "net.addresses", "net.ip_literals",
+    # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
+    # tests/integration/test_keys_session.py).
+    "keys.secrets",
 })
 # What this version lacks to hold a row that is not in IMPLEMENTED_ROWS, by the row id's first part.
 _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}

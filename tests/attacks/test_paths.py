@@ -273,7 +273,15 @@ def session(world: World) -> Launch:
         ["tool.git", "git_commit", ""], ["tool.curl", "run", json.dumps(["curl", "--version"])],
         ["tool.python_tls", "python_tls", ""], ["tool.awk", "run", json.dumps(["awk", "BEGIN { print 6 * 7 }"])],
     ]
-    launch = _launch(world, _document(world, attempts, read=[str(open_dir)], secret=str(world.etc_secret)))
+    # The keys door's own source must be root 0600 (the launcher refuses another mode, 78); the app aims at the
+    # 0644 file beside it, which only the private root keeps from it.
+    source = world.etc_secret.with_name("source")
+    source.write_text("sk-attack-source\n")
+    source.chmod(0o600)
+    try:
+        launch = _launch(world, _document(world, attempts, read=[str(open_dir)], secret=str(source)))
+    finally:
+        source.unlink(missing_ok=True)
     assert launch.code == 0, launch.said()
     return launch
 

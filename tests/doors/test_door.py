@@ -122,14 +122,14 @@ def test_the_door_reports_ready_answers_hello_and_audits(door: DoorProcess) -> N
 def test_a_role_without_its_own_server_gets_the_generic_door() -> None:
     with scratch_dir() as directory:
         pki = SessionPKI.create()
-        running = _start(pki, directory, pki.svid_pem("keys"), "keys", {"secrets": {}})
+        running = _start(pki, directory, pki.svid_pem("shell"), "shell", {"workspace": "none"})
         try:
             assert running.message() == {"type": "ready"}
-            with running.client("net") as keys:
-                hello = keys.hello()
+            with running.client("app") as shell:
+                hello = shell.hello()
             rows = {row["row"]: row for row in hello["rows"]}
-            assert hello["role"] == "keys" and hello["edges_in"] == ["model", "net"]
-            assert (rows["keys.secrets"]["barrier"], rows["keys.secrets"]["held"]) == (UNHELD, False)
+            assert hello["role"] == "shell" and hello["edges_in"] == ["app"]
+            assert (rows["shell.workspace"]["barrier"], rows["shell.workspace"]["held"]) == (UNHELD, False)
         finally:
             running.process.send_signal(signal.SIGTERM)
             running.process.wait(timeout=30)

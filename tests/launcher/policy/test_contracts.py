@@ -11,7 +11,7 @@ from launcher.policy.contracts import DoorFds, door_contract, door_fds, door_row
 FULL = SHAPES["full"]
 
 
-@pytest.mark.parametrize("role", ["fs", "net", "keys", "shell", "model"])
+@pytest.mark.parametrize("role", ["fs", "net", "shell", "model"])
 def test_door_rows_are_the_manifests_and_the_fs_door_also_gets_its_workspace(role: str) -> None:
     rows = door_rows(FULL, role)
     want = {**FULL.door_rows(role), **({"workspace": WORKSPACE} if role == "fs" else {})}
@@ -20,6 +20,25 @@ def test_door_rows_are_the_manifests_and_the_fs_door_also_gets_its_workspace(rol
     if isinstance(rows.get("allow"), dict):
         rows["allow"]["app"] = ["evil.test:443"]
     assert door_rows(FULL, role) == want  # a copy: the manifest's rows cannot be changed through it
+
+
+def test_the_keys_door_is_not_told_where_its_secrets_lie() -> None:
+    rows = door_rows(FULL, "keys")
+    manifest_rows = FULL.door_rows("keys")["secrets"]
+    assert manifest_rows and all("from" in row for row in manifest_rows.values())
+    assert rows["secrets"] == {name: {k: v for k, v in row.items() if k != "from"}
+                               for name, row in manifest_rows.items()}
+    assert "from" in FULL.door_rows("keys")["secrets"][next(iter(manifest_rows))]  # the manifest's own, kept
+
+
+def test_the_keys_door_gets_one_fd_per_secret_after_its_listener() -> None:
+    fds = door_fds("keys", ("app",), ("openai", "anthropic"))
+    assert fds.secrets == {"anthropic": 6, "openai": 7} and fds.keep == (0, 1, 2, 3, 4, 5, 6, 7)
+    assert door_fds("net", ("app",), ("anthropic",)).secrets == {}  # no other door holds a secret
+    contract = door_contract(FULL, "keys", "0123abcd", "", fds, 0)
+    assert contract.rows["secret_fds"] == {"anthropic": 6, "openai": 7}
+    assert contract.listen_fds == {"door": 5}
+    assert all(row["from"] not in contract.to_json() for row in FULL.door_rows("keys")["secrets"].values())
 
 
 @pytest.mark.parametrize(("role", "proxy_clients", "listen_fds", "keep"), [

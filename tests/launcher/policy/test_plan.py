@@ -156,7 +156,8 @@ def test_components_say_what_each_may_touch() -> None:
     assert "/opt/agent" in app.reads and "/opt/agent/bin" in app.executes
     assert "/srv/sh-test/ws" not in app.writes and "/srv/sh-test/ws" in by_role["fs"].writes
     assert "pypi.org:443 via the net door" in app.connects and app.edges_out == ("fs", "net", "shell", "model")
-    assert by_role["keys"].edges_in == ("net", "model") and "/etc/sharness/secrets/anthropic" in by_role["keys"].reads
+    # no component reads a secret source by its path, the keys door included (it gets an fd)
+    assert by_role["keys"].edges_in == ("net", "model") and "/etc/sharness/secrets/anthropic" not in by_role["keys"].reads
     assert "https://api.anthropic.com" in by_role["model"].connects
     assert (by_role["shell"].max_memory_mb, by_role["shell"].max_pids) == (1024, 128)
     assert "/srv/sh-test/ws" not in by_role["shell"].reads  # shell.workspace is "none"

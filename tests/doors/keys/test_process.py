@@ -1,0 +1,124 @@
+"""The keys door as a real process (`python -m doors`): its secret arrives as an inherited fd, never a path;
+hello reports `keys.secrets` held; releases open for the row's role only; a bad fd is the door's fatal error."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import trio
+
+from doors._contract import CONTRACT_ENV, DoorContract
+from doors._refusal import DoorRefused
+from doors._transport import AsyncDoorClient, Dial, client_context_from_file
+from doors._transport.testing import scratch_dir
+from doors.keys import release
+from pki.testing import SessionPKI
+from pki.vocabulary import DEFAULT_EDGES, DOOR_LISTENER, MAX_STATUS_BYTES
+
+ROOT = Path(__file__).resolve().parents[3]
+VALUE = b"sk-proc-" + os.urandom(16).hex().encode()
+ROWS = {"anthropic": {"roles": ["model"], "hosts": ["api.anthropic.com"]}}
+
+
+@dataclass
+class Running:
+    process: subprocess.Popen[bytes]
+    status: socket.socket
+    path: str
+    pki: SessionPKI
+    directory: str
+
+    def message(self) -> dict[str, object]:
+        self.status.settimeout(30)
+        return dict(json.loads(self.status.recv(MAX_STATUS_BYTES)))
+
+    async def release_as(self, role: str, name: str = "anthropic", host: str = "api.anthropic.com") -> bytes:
+        svid = self.pki.write_svid(role, self.directory)
+        ctx = client_context_from_file(self.pki.bundle_pem(), svid)
+        dial = Dial("keys", self.path, ctx, self.pki.trust_domain, self.pki.session_id, role)
+        async with AsyncDoorClient(dial) as client:
+            return await release(client, self.pki.identity(role).uri(), name, host)
+
+
+def _start(directory: str, secret_fd: int) -> Running:
+    pki = SessionPKI.create()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = os.path.join(directory, "keys.sock")
+    listener.bind(path)
+    listener.listen(16)
+    memfd = os.memfd_create("sharness-test-svid", 0)
+    os.write(memfd, pki.svid_pem("keys"))
+    contract = DoorContract(role="keys", session_id=pki.session_id, trust_domain=pki.trust_domain,
+                            edges=tuple(sorted(DEFAULT_EDGES)), bundle_pem=pki.bundle_pem().decode(),
+                            rows={"secrets": ROWS, "secret_fds": {"anthropic": secret_fd}},
+                            listen_fds={DOOR_LISTENER: listener.fileno()}, status_fd=theirs.fileno(), svid_fd=memfd)
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "doors"], cwd=ROOT, stderr=subprocess.PIPE,
+                                   env={CONTRACT_ENV: contract.to_json(), "PATH": "/usr/bin:/bin"},
+                                   pass_fds=(theirs.fileno(), memfd, listener.fileno(), secret_fd))
+    finally:
+        theirs.close()
+        os.close(memfd)
+        listener.close()
+    return Running(process, ours, path, pki, directory)
+
+
+@pytest.fixture
+def running() -> Iterator[Running]:
+    with scratch_dir() as directory:
+        source = Path(directory, "anthropic.key")
+        source.write_bytes(VALUE + b"\n")
+        fd = os.open(source, os.O_RDONLY)
+        source.unlink()  # the door cannot have opened it by path: there is none
+        door = _start(directory, fd)
+        os.close(fd)
+        try:
+            yield door
+        finally:
+            if door.process.poll() is None:
+                door.process.send_signal(signal.SIGTERM)
+            door.process.wait(timeout=30)
+            door.status.close()
+
+
+def test_release_from_an_inherited_fd(running: Running) -> None:
+    assert running.message() == {"type": "ready"}
+    assert trio.run(running.release_as, "model") == VALUE
+    with pytest.raises(DoorRefused) as caught:
+        trio.run(running.release_as, "net")
+    assert caught.value.refusal.row == "keys.secrets.anthropic.roles"
+    running.process.send_signal(signal.SIGTERM)
+    assert running.process.wait(timeout=30) == 0
+    assert running.process.stderr is not None and VALUE not in running.process.stderr.read()
+    seen = []
+    running.status.setblocking(False)
+    try:
+        while message := running.status.recv(MAX_STATUS_BYTES):  # b"" once the door has closed its end
+            seen.append(message)
+    except BlockingIOError:
+        pass
+    assert seen and all(VALUE not in message for message in seen)  # audit events, never the value
+    assert any(b'"keys.release"' in message for message in seen)
+
+
+def test_an_unreadable_secret_fd_is_fatal_naming_it() -> None:
+    with scratch_dir() as directory:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)  # read() on it fails: EISDIR
+        door = _start(directory, fd)
+        os.close(fd)
+        try:
+            message = door.message()
+            assert message["type"] == "fatal" and "keys door failed" in str(message["detail"])
+            assert door.process.wait(timeout=30) == 1
+        finally:
+            door.status.close()

@@ -1,0 +1,237 @@
+"""The keys door in a real session, as root: the launcher opens the secret's source and hands the fd over
+without reading it; the secret is in the keys door's memory (the scan's control) and nowhere else the test
+can look: not the launcher's memory, not the app's memory or environment, not the audit log or any file the
+session wrote. The app cannot ask: the socket's group refuses its uid first, the edge check behind it.
+
+The (role x secret x host) matrix, replay, expiry and a blob opened under another `info` run against the door
+over real mutual TLS in tests/doors/keys/test_server.py: in a session, the net and model doors are the only
+clients, and neither calls the keys door yet (their own issues).
+"""
+
+from __future__ import annotations
+
+import errno
+import grp
+import json
+import os
+import pwd
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+import trio
+
+from doors._refusal import DoorRefused
+from doors._transport import AsyncDoorClient, Dial, client_context_from_file
+from doors.keys import release
+from tests.integration._session import (
+    LAUNCHER,
+    SESSIONS,
+    basic_manifest,
+    leftovers,
+    manifest_hash,
+    pids_with_uids,
+    session_owner,
+    session_uids,
+    write_manifest,
+)
+
+pytestmark = pytest.mark.root
+TRUST_DOMAIN = "test.sharness.test"
+
+# Runs confined as the app: what it sees of the secret's path and the keys socket, then waits for the test.
+APP = r"""
+import errno, json, os, socket, sys, time
+def report(name, **fields):
+    print(json.dumps({"probe": name, **fields}), flush=True)
+sid = os.environ["SHARNESS_SESSION"]
+report("env", keys=sorted(os.environ))
+try:
+    open(SECRET_PATH, "rb").close()
+    report("read_source", errno=0)
+except OSError as exc:
+    report("read_source", errno=errno.errorcode[exc.errno])
+sock = socket.socket(socket.AF_UNIX)
+try:
+    sock.connect(f"/run/sharness/{sid}/doors/keys.sock")
+    report("connect_keys", errno=0)
+except OSError as exc:
+    report("connect_keys", errno=errno.errorcode[exc.errno])
+report("ready", sid=sid)
+go = os.path.join(os.environ["TMPDIR"], "sharness-go")
+deadline = time.monotonic() + 120
+while not os.path.exists(go) and time.monotonic() < deadline:
+    time.sleep(0.02)
+"""
+
+
+def _memory(pid: int) -> Iterator[bytes]:
+    """Every readable mapping of `pid`, read through /proc/<pid>/mem (as tests/pki/test_ca.py does)."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if not perms.startswith("r") or line.rstrip().endswith("[vvar]"):
+                continue
+            start, end = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(start)
+                yield mem.read(end - start)
+            except (OSError, OverflowError, ValueError):
+                continue
+
+
+def _holds(pid: int, value: bytes) -> bool:
+    return any(value in region for region in _memory(pid))
+
+
+def _probe_lines(stream: IO[str]) -> dict[str, dict[str, Any]]:
+    probes: dict[str, dict[str, Any]] = {}
+    while "ready" not in probes:
+        line = stream.readline()
+        assert line, "the launcher ended before the app was ready"
+        if line.startswith('{"probe"'):
+            found = json.loads(line)
+            probes[found["probe"]] = found
+    return probes
+
+
+def _connect_as(user: str, path: str) -> str:
+    """connect() to `path` from a child with `user`'s uid, gid and groups: the errno name, or "0"."""
+    entry = pwd.getpwnam(user)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        try:
+            os.close(read)
+            os.setgroups(os.getgrouplist(user, entry.pw_gid))
+            os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
+            os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
+            with socket.socket(socket.AF_UNIX) as sock:
+                try:
+                    sock.connect(path)
+                    answer = "0"
+                except OSError as exc:
+                    answer = errno.errorcode[exc.errno or 0]
+            os.write(write, answer.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        answer = pipe.read()
+    os.waitpid(child, 0)
+    return answer
+
+
+async def _ask_as_app(sid: str) -> DoorRefused:
+    private = f"/run/sharness/{sid}/app"
+    ctx = client_context_from_file(Path(f"{private}/bundle.pem").read_bytes(), f"{private}/svid.pem")
+    dial = Dial("keys", f"/run/sharness/{sid}/doors/keys.sock", ctx, TRUST_DOMAIN, sid, "app")
+    async with AsyncDoorClient(dial) as client:
+        with pytest.raises(DoorRefused) as caught:
+            await release(client, f"spiffe://{TRUST_DOMAIN}/session/{sid}/app", "anthropic", "api.anthropic.com")
+    return caught.value
+
+
+def _session_manifest(tmp_path: Path, source: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    document = basic_manifest(workspace, [sys.executable, "-c", APP.replace("SECRET_PATH", repr(str(source)))])
+    secrets = {"anthropic": {"from": str(source), "roles": ["net"], "hosts": ["api.anthropic.com"]}}
+    document["doors"] = {"net": {"allow": {}}, "keys": {"secrets": secrets}}
+    document["edges"] = [["net", "keys"]]
+    return write_manifest(tmp_path, document)
+
+
+def _secret_source(tmp_path: Path, value: bytes) -> Path:
+    directory = tmp_path / "secrets"
+    directory.mkdir(mode=0o700)
+    source = directory / "anthropic.key"
+    source.write_bytes(value + b"\n")
+    source.chmod(0o600)
+    return source
+
+
+def _files_under(*roots: Path) -> Iterator[Path]:
+    for root in roots:
+        yield from (path for path in root.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None:
+    value = b"sk-keys-test-" + os.urandom(16).hex().encode()
+    source = _secret_source(tmp_path, value)
+    manifest = _session_manifest(tmp_path, source)
+    audit_dir = tmp_path / "audit"
+    stderr = (tmp_path / "stderr").open("w+")
+    launcher = subprocess.Popen(
+        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir),
+         "--json", "--best-effort"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        assert launcher.stdout is not None
+        probes = _probe_lines(launcher.stdout)
+        sid = probes["ready"]["sid"]
+        (keys_pid,) = pids_with_uids({pwd.getpwnam(f"sh-{sid}-keys").pw_uid})
+        # By uid, as seen from here: inside its own pid namespace the app's getpid() is not its pid here.
+        app_pids = pids_with_uids({pwd.getpwnam(f"sh-{sid}-app").pw_uid})
+        assert app_pids
+        assert _holds(keys_pid, value)  # the control: the scan finds the secret where it is
+        assert not _holds(launcher.pid, value)
+        for app_pid in app_pids:
+            assert not _holds(app_pid, value)
+            assert value not in Path(f"/proc/{app_pid}/environ").read_bytes()
+        # The app's own view: the source is not in its private root, nor the keys socket.
+        assert probes["read_source"]["errno"] in ("ENOENT", "EACCES")
+        assert probes["connect_keys"]["errno"] in ("ENOENT", "EACCES")
+        # Behind the private root, the socket's group refuses the app's uid and groups...
+        socket_path = f"/run/sharness/{sid}/doors/keys.sock"
+        assert f"sh-{sid}-to-keys" not in [g.gr_name for g in grp.getgrall() if f"sh-{sid}-app" in g.gr_mem]
+        assert _connect_as(f"sh-{sid}-app", socket_path) == "EACCES"
+        # ...and behind the group, the door's edge check refuses the app's SVID (root passes the group).
+        refused = trio.run(_ask_as_app, sid)
+        assert refused.refusal.row == "edges"
+        Path(f"/run/sharness/{sid}/app/tmp/sharness-go").touch()
+        out, _ = launcher.communicate(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    stderr.seek(0)
+    errors = stderr.read()
+    assert launcher.returncode == 0, errors
+    summary = json.loads(out[out.index("{"):])
+    assert leftovers(summary["sid"]) == {} and not session_uids(summary["sid"])
+    assert value.decode() not in errors
+    events = [json.loads(line) for line in Path(summary["audit_dir"], "audit.jsonl").read_text().splitlines()]
+    refused = [e for e in events if e.get("kind") == "transport.refused" and e.get("role") == "keys"]
+    assert [(e["stage"], e["client_role"]) for e in refused] == [("edge", "app")]  # the app's SVID, audited once
+    for path in _files_under(audit_dir, tmp_path / "ws"):
+        assert value not in path.read_bytes(), path
+    assert source.read_bytes() == value + b"\n"  # the source is the person's: left as it was
+
+
+@pytest.mark.parametrize(("what", "spoil"), [
+    ("group-readable", lambda source: source.chmod(0o640)),
+    ("not root's", lambda source: os.chown(source, 65534, 65534)),
+    ("a symlink", lambda source: (source.rename(source.with_suffix(".real")), source.symlink_to(
+        source.with_suffix(".real")))),
+    ("missing", lambda source: source.unlink()),
+])
+def test_a_bad_source_stops_the_session_before_anything_is_created(tmp_path: Path, what: str, spoil: Any) -> None:
+    source = _secret_source(tmp_path, b"sk-never-started")
+    spoil(source)
+    manifest = _session_manifest(tmp_path, source)
+    launcher = subprocess.Popen([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
+                                 "--audit-dir", str(tmp_path / "audit"), "--best-effort"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 78, err
+    # The row, as a JSON pointer (the path preflight, which runs first) or dotted (the source preflight)
+    assert ("/doors/keys/secrets/anthropic/from" in err or "doors.keys.secrets.anthropic.from" in err), err
+    assert "nothing was created" in err
+    assert "sk-never-started" not in err + out
+    assert not (tmp_path / "audit").exists() or not any((tmp_path / "audit").iterdir())
+    # No journal of this launcher is left (other sessions on this machine may come and go meanwhile).
+    assert not SESSIONS.is_dir() or all(session_owner(path) != launcher.pid for path in SESSIONS.iterdir())
