@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass, field
 
 from launcher.kernel import cgroups, netns, users
+from launcher.lifecycle import sweep_lock
 from launcher.lifecycle.journal import Journal
 from launcher.lifecycle.preflight import WorkspaceOwner
 from launcher.manifest import Manifest
@@ -62,11 +63,17 @@ def ensure_root_dirs(layout: SessionLayout) -> None:
 
 def remove_empty_roots(sessions_root: str, run_root: str) -> None:
     """After the last session, leave no /run/sharness behind (a session starting meanwhile re-creates it)."""
-    for path in (sessions_root, run_root):
-        try:
-            os.rmdir(path)
-        except OSError:
-            return  # not empty (another session), or already gone
+    held = sweep_lock.try_exclusive(sessions_root)
+    if held is None:
+        return  # gone already, or a session is creating or a sweep is running: theirs to leave
+    try:
+        for path in (sessions_root, run_root):
+            try:
+                os.rmdir(path)
+            except OSError:
+                return  # not empty (another session)
+    finally:
+        os.close(held)
 
 
 def _mkdir(journal: Journal, path: str, mode: int, uid: int = 0, gid: int = 0) -> None:
@@ -88,14 +95,16 @@ class SessionBuilder:
         self.resources = Resources()
 
     def build(self) -> Resources:
-        self.make_runtime_dirs()
-        self.make_accounts()
-        self.make_private_dirs()
-        self.make_netns()
-        self.make_cgroups()
-        self.make_pki()
-        self.make_door_listeners()
-        self.make_proxy_listeners()
+        """Every resource, under the creation lock: the journal-less sweep cannot take them half made."""
+        with sweep_lock.creating(os.path.dirname(self.journal.directory)):
+            self.make_runtime_dirs()
+            self.make_accounts()
+            self.make_private_dirs()
+            self.make_netns()
+            self.make_cgroups()
+            self.make_pki()
+            self.make_door_listeners()
+            self.make_proxy_listeners()
         return self.resources
 
     def make_runtime_dirs(self) -> None:
