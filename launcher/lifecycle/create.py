@@ -87,11 +87,12 @@ class SessionBuilder:
     """Creates, in order, every resource of one session. Each step journals before it creates."""
 
     def __init__(self, manifest: Manifest, layout: SessionLayout, journal: Journal,
-                 fs_owner: WorkspaceOwner | None = None) -> None:
+                 fs_owner: WorkspaceOwner | None = None, avoid_ids: frozenset[int] = frozenset()) -> None:
         self.manifest = manifest
         self.layout = layout
         self.journal = journal
         self.fs_owner = fs_owner
+        self.avoid_ids = avoid_ids  # owners of the workspace and of app.files.* (lifecycle/path_owners.py)
         self.resources = Resources()
 
     def build(self) -> Resources:
@@ -125,8 +126,9 @@ class SessionBuilder:
             self.journal.record("user", name)
         for name in group_members:
             self.journal.record("group", name)
-        # The workspace owner's ids are never a component's (the fs door runs as them, the app must not).
-        avoid = (self.fs_owner.uid, self.fs_owner.gid) if self.fs_owner is not None else ()
+        # The workspace owner's ids are never a component's (the fs door runs as them, the app must not), nor
+        # are the owners of the app's paths.
+        avoid = {*self.avoid_ids, *((self.fs_owner.uid, self.fs_owner.gid) if self.fs_owner is not None else ())}
         ids = users.create_accounts(list(user_names.values()), group_members, avoid)
         for role, name in user_names.items():
             self.resources.uids[role] = ids[name]

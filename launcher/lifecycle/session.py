@@ -19,6 +19,7 @@ from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
+from launcher.lifecycle.path_owners import owners_to_avoid
 from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
     refuse_reachable_sockets,
@@ -158,6 +159,7 @@ class Session:
     def run(self) -> SessionResult:
         """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
         fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
+        avoid_ids = owners_to_avoid(self.manifest)
         app_paths = (*self.manifest.app.files_read, *self.manifest.app.files_exec)
         refuse_unreachable_python(python_paths(), (*app_paths, self.manifest.workspace))
         scan = refuse_reachable_sockets(app_paths, self.facts.landlock_abi)
@@ -176,7 +178,7 @@ class Session:
         try:
             self.audit("session.start", {"sid": self.layout.sid, "manifest": self.manifest.sha256,
                                          "roles": list(self.manifest.roles)})
-            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner).build()
+            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids).build()
             self._mark("created")
             supervisor = Supervisor(self.audit)
             ending = self._start(resources, supervisor, journal)
