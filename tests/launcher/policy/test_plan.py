@@ -176,3 +176,12 @@ def test_known_gaps_are_said_not_hidden() -> None:
     assert any("files.read" in gap and "ABI 7" in gap for gap in plan.not_covered)
     assert all(f"not covered: {gap}" in render_plan(plan) for gap in plan.not_covered)
     assert plan.as_dict()["not_covered"] == list(plan.not_covered)
+
+
+def test_check_says_which_allowed_hosts_a_shared_cdn_fronts() -> None:
+    """SNI allowlisting cannot stop domain fronting there (docs/decisions/net.md); the FULL sample allows
+    pypi.org, which Fastly serves."""
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    fronted = [gap for gap in plan.not_covered if gap.startswith("net.allow ")]
+    assert any("pypi.org:443: served by Fastly" in gap and "domain fronting" in gap for gap in fronted), fronted
+    assert all(f"not covered: {gap}" in render_plan(plan) for gap in fronted)
