@@ -8,6 +8,7 @@ import json
 
 from launcher.commands import CommandError, expected_hash, fail, read_manifest
 from launcher.kernel.probe_facts import KernelFacts
+from launcher.manifest import Manifest
 from pki.vocabulary import EXIT_HASH_MISMATCH, EXIT_OK
 
 # What `check` assumes when it cannot probe: nothing can be held.
@@ -49,8 +50,23 @@ def run(args: argparse.Namespace) -> int:
     except CommandError as error:
         return fail(args, error)
     plan = build_plan(manifest, probe())
+    refusals = _owner_refusals(manifest)
     if args.json:
-        print(json.dumps({"ok": True, "file": args.manifest, **plan.as_dict()}, ensure_ascii=False, indent=2))
+        print(json.dumps({"ok": True, "file": args.manifest, **plan.as_dict(), "run_refuses": refusals},
+                         ensure_ascii=False, indent=2))
     else:
         print(render_plan(plan))
+        print("".join(f"run refuses: {refusal}\n" for refusal in refusals), end="")
     return EXIT_OK
+
+
+def _owner_refusals(manifest: Manifest) -> list[str]:
+    """What `run` would refuse about who owns the manifest's paths on this machine (lifecycle/path_owners.py)."""
+    from launcher.lifecycle.path_owners import owners_to_avoid
+    from launcher.lifecycle.preflight import PreflightError
+
+    try:
+        owners_to_avoid(manifest)
+    except PreflightError as refusal:
+        return [f"{refusal.message} (manifest row: {refusal.row}); hint: {refusal.hint}"]
+    return []

@@ -92,3 +92,6 @@ def test_a_path_owned_by_an_id_of_the_session_span_is_refused(scratch: Path, row
     assert done.returncode != 0 and not [line for line in done.stdout.splitlines() if '"probe"' in line]
     assert f"is owned by uid {spanned}, an id the launcher hands to session accounts" in done.stderr, done.stderr
     assert f"(manifest row: {row})" in done.stderr and "nothing was created" in done.stderr
+    checked = subprocess.run([*LAUNCHER, "check", str(manifest)], capture_output=True, text=True, timeout=60)
+    said = [line for line in checked.stdout.splitlines() if line.startswith("run refuses: ")]
+    assert len(said) == 1 and f"uid {spanned}" in said[0] and f"(manifest row: {row})" in said[0], checked.stdout
