@@ -221,6 +221,11 @@ def _session_pids(bench: Bench, launcher_pid: int) -> dict[str, int]:
         record = json.loads(line)
         if record.get("event") in ("door.ready", "app.start"):
             pids[str(record.get("role", "app"))] = int(record["pid"])
+    if "app" in pids:  # app.start names the app's pid namespace init; the app is its child
+        with open(f"/proc/{pids['app']}/task/{pids['app']}/children") as children:
+            found = children.read().split()
+        if found:
+            pids["app_init"], pids["app"] = pids["app"], int(found[0])
     return pids
 
 

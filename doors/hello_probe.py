@@ -197,7 +197,8 @@ def _control_fs_write(workspace: str) -> None:
 # Who holds each refusal, in the words `hello` prints.
 _LANDLOCK = "kernel: Landlock"
 _HIDDEN = "kernel: private mount namespace (not even visible to the app)"
-_INVISIBLE = "kernel: proc hidepid=invisible (another uid's process is not even visible)"
+_OTHER_PID_NS = "kernel: pid namespace (the door's pid does not exist in the app's)"
+_INVISIBLE = f"{_OTHER_PID_NS}, and proc hidepid=invisible behind it"
 _PTRACE_CHECK = "kernel: another uid (ptrace access check)"
 
 
@@ -237,8 +238,8 @@ def _reach(targets: dict[str, Any], door: str, victim: int) -> None:
                   _connect_unix(targets["sockets"][off_edge]),
                   {errno.EACCES: "kernel: socket file group admits only edge-listed clients",
                    errno.ENOENT: "kernel: private mount namespace binds in only edge-listed sockets"})
-    _expect_errno("door.signal", f"SIGTERM the {door} door", lambda: os.kill(victim, signal.SIGTERM), errno.EPERM,
-                  "kernel: another uid and Landlock signal scoping")
+    _expect_errno("door.signal", f"SIGTERM the {door} door", lambda: os.kill(victim, signal.SIGTERM),
+                  {errno.ESRCH: _OTHER_PID_NS, errno.EPERM: "kernel: another uid and Landlock signal scoping"})
     attach = _libc_call("ptrace", PTRACE_ATTACH, victim, 0, 0)
     _expect_errno("door.ptrace", f"PTRACE_ATTACH the {door} door", attach, errno.EPERM, "kernel: seccomp")
 

@@ -92,7 +92,8 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Refus
     if op is Op.MKDIR and kind not in (None, "dir"):
         return refuse(409, "exists", f"{path} exists and is a {kind}", "choose another path")
     if op is Op.WRITE and kind is not None:
-        prefix = prefix_of(path, rows.append_only) or prefix_of(facts.real_path or path, rows.append_only)
+        folds = rows.casefold_dirs
+        prefix = prefix_of(path, rows.append_only, folds) or prefix_of(facts.real_path or path, rows.append_only, folds)
         if prefix is not None:
             return refuse(
                 403,
@@ -108,14 +109,14 @@ def _existence(op: Op, path: WorkspacePath, rows: FsRows, facts: Facts) -> Refus
 def _exec_rename(op: Op, path: WorkspacePath, dest: WorkspacePath | None, rows: FsRows, facts: Facts) -> Refusal | None:
     """A rename may not carry what an exec prefix allowed out of every exec prefix: an executable file from
     inside one, or a directory at, in or above one (the exec row would be laundered by a move)."""
-    if op is not Op.RENAME or dest is None or prefix_of(dest, rows.exec) is not None:
+    if op is not Op.RENAME or dest is None or prefix_of(dest, rows.exec, rows.casefold_dirs) is not None:
         return None
     source = facts.real_path or path
-    inside = prefix_of(source, rows.exec)
+    inside = prefix_of(source, rows.exec, rows.casefold_dirs)
     if facts.target.kind == "file":
         prefix = inside if facts.target.executable else None
     else:
-        prefix = inside or prefix_in(source, rows.exec)
+        prefix = inside or prefix_in(source, rows.exec, rows.casefold_dirs)
     if prefix is None:
         return None
     return refuse(
@@ -171,7 +172,7 @@ def _bytes(rows: FsRows, usage: Usage, final: int, body: int) -> Refusal | None:
 
 def file_mode(path: WorkspacePath, rows: FsRows, want_exec: bool, was_executable: bool) -> int:
     """The mode a written file ends with: never setuid/setgid; executable only inside an exec prefix."""
-    allowed = prefix_of(path, rows.exec) is not None
+    allowed = prefix_of(path, rows.exec, rows.casefold_dirs) is not None
     return EXEC_MODE if allowed and (want_exec or was_executable) else FILE_MODE
 
 

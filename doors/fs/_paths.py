@@ -1,8 +1,10 @@
 """Workspace path validation and normalisation. Pure: no I/O.
 
 A path from a client is relative to the workspace root. It is checked before anything touches the
-disk: no NUL or control character, bounded length, not absolute, no `..`. `.` components, repeated and
-trailing slashes are normalised away, so one file has exactly one spelling in the rules and the audit.
+disk: no character a person cannot read for what it is (controls, bidi, zero-width and other format or
+default-ignorable characters, line separators: pki/vocabulary/legible.py), bounded length, not absolute, no `..`.
+`.` components, repeated and trailing slashes are normalised away, so one file has exactly one spelling in
+the rules and the audit.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doors._refusal import Refusal
+from pki.vocabulary import unreadable
 
 WHO = "fs"  # who refuses in the fs door's own refusals
 MAX_PATH_BYTES = 4096  # PATH_MAX, counting the UTF-8 bytes of the normalised path
@@ -61,22 +64,15 @@ class WorkspacePath:
 ROOT = WorkspacePath(())
 
 
-def _bad_char(text: str) -> str | None:
-    for ch in text:
-        code = ord(ch)
-        if code < 0x20 or code == 0x7F or 0x80 <= code <= 0x9F:
-            return f"U+{code:04X}"
-        if 0xD800 <= code <= 0xDFFF:
-            return f"lone surrogate U+{code:04X}"
-    return None
-
-
 def parse_path(raw: str) -> WorkspacePath | Refusal:
     """Validate and normalise a client path, or say why it is refused."""
-    bad = _bad_char(raw)
+    bad = unreadable(raw)
     if bad is not None:
         return path_refusal(
-            "path", f"the path holds a control character ({bad})", "name files with printable characters only"
+            "path",
+            f"the path holds {bad.describe()}",
+            "name files with characters a person reads for what they are: no control, bidi, zero-width, "
+            "format or line-separator characters",
         )
     if raw.startswith("/"):
         return path_refusal("within_root", "absolute paths are refused", "give the path relative to the workspace root")

@@ -8,6 +8,7 @@ are judged by `doors.fs._decide.decide`, whose one verdict the dispatch audits a
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -68,6 +69,9 @@ class FsRows:
     max_total_bytes: int = 1024 * 1024 * 1024
     max_files: int = 10_000
     max_concurrent_uploads: int = DEFAULT_MAX_CONCURRENT_UPLOADS
+    # Directories, spelled as on the prefixes' paths, in which the file system looks names up folding case
+    # (doors/fs/_casefold.py finds them at start): not a manifest row, a fact of the workspace's disk.
+    casefold_dirs: frozenset[WorkspacePath] = frozenset()
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, Any]) -> FsRows:
@@ -105,31 +109,52 @@ class FsRows:
         }
 
 
-def prefix_of(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
-    """The first prefix `path` lies in (or is)."""
-    return next((p for p in prefixes if path.is_within(p)), None)
+def fold_name(name: str) -> str:
+    """A name as a case-folding file system compares it: NFD, full case folding, NFD again (ext4's utf8
+    casefold is NFD and case folding; vfat, ntfs3 and SMB fold less, so this folds at least as much)."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())
 
 
-def prefix_in(path: WorkspacePath, prefixes: Iterable[WorkspacePath]) -> WorkspacePath | None:
+def _same_names(rule: WorkspacePath, other: WorkspacePath, length: int, folds: frozenset[WorkspacePath]) -> bool:
+    """Whether the first `length` names of `other` lead where `rule`'s do: each compared the way the
+    directory it is looked up in (on `rule`'s path) compares names."""
+    for depth in range(length):
+        want, got = rule.parts[depth], other.parts[depth]
+        if want != got and not (WorkspacePath(rule.parts[:depth]) in folds and fold_name(want) == fold_name(got)):
+            return False
+    return True
+
+
+Folds = frozenset[WorkspacePath]
+
+
+def prefix_of(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
+    """The prefix `path` is or lies beneath, names compared as the file system compares them."""
+    return next((p for p in prefixes
+                 if len(path.parts) >= len(p.parts) and _same_names(p, path, len(p.parts), folds)), None)
+
+
+def prefix_in(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
     """A prefix strictly beneath `path`: moving or deleting `path` would take it along."""
-    return next((p for p in prefixes if p.is_within(path) and p != path), None)
+    return next((p for p in prefixes
+                 if len(p.parts) > len(path.parts) and _same_names(p, path, len(path.parts), folds)), None)
 
 
 def is_hidden(path: WorkspacePath, rows: FsRows) -> bool:
     """True when `path` lies in a hidden prefix (listings leave it out)."""
-    return prefix_of(path, rows.hidden) is not None
+    return prefix_of(path, rows.hidden, rows.casefold_dirs) is not None
 
 
-def _covering(op: Op, path: WorkspacePath, prefixes: tuple[WorkspacePath, ...]) -> WorkspacePath | None:
+def _covering(op: Op, path: WorkspacePath, prefixes: tuple[WorkspacePath, ...], folds: Folds) -> WorkspacePath | None:
     """The prefix `path` lies in, or (for a destructive op) one lying in `path`: deleting a parent counts."""
-    prefix = prefix_of(path, prefixes)
+    prefix = prefix_of(path, prefixes, folds)
     if prefix is None and op in DESTRUCTIVE:
-        prefix = prefix_in(path, prefixes)
+        prefix = prefix_in(path, prefixes, folds)
     return prefix
 
 
 def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Refusal | None:
-    prefix = _covering(op, path, rows.hidden)
+    prefix = _covering(op, path, rows.hidden, rows.casefold_dirs)
     if prefix is None:
         return None
     return refuse(
@@ -143,7 +168,7 @@ def _hidden(op: Op, path: WorkspacePath, rows: FsRows, role: str) -> Refusal | N
 def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
     if op not in MUTATING:
         return None
-    prefix = _covering(op, path, rows.read_only)
+    prefix = _covering(op, path, rows.read_only, rows.casefold_dirs)
     if prefix is None:
         return None
     return refuse(
@@ -157,7 +182,8 @@ def _read_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
 def _append_only(op: Op, path: WorkspacePath, rows: FsRows) -> Refusal | None:
     if op not in DESTRUCTIVE:
         return None
-    prefix = prefix_of(path, rows.append_only) or prefix_in(path, rows.append_only)
+    folds = rows.casefold_dirs
+    prefix = prefix_of(path, rows.append_only, folds) or prefix_in(path, rows.append_only, folds)
     if prefix is None:
         return None
     return refuse(
@@ -180,7 +206,7 @@ def _root(op: Op, path: WorkspacePath) -> Refusal | None:
 
 
 def _exec(path: WorkspacePath, rows: FsRows, want_exec: bool) -> Refusal | None:
-    if not want_exec or prefix_of(path, rows.exec) is not None:
+    if not want_exec or prefix_of(path, rows.exec, rows.casefold_dirs) is not None:
         return None
     return refuse(
         403,
@@ -223,7 +249,7 @@ def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Refusal | None
         ("read_only", rows.read_only),
         ("append_only", rows.append_only),
     ):
-        prefix = prefix_of(dest, prefixes) or prefix_in(dest, prefixes)
+        prefix = prefix_of(dest, prefixes, rows.casefold_dirs) or prefix_in(dest, prefixes, rows.casefold_dirs)
         if prefix is not None:
             return refuse(
                 403,

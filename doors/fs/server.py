@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from doors._http import Route
 from doors.fs._api import FsApi
+from doors.fs._casefold import casefold_dirs
 from doors.fs._dispatch import Audit, Dispatcher
 from doors.fs._ops import Workspace
 from doors.fs._rules import FsRows
@@ -56,6 +58,8 @@ def build(rows: Mapping[str, Any], audit: Audit, *, workspace_fd: int | None = N
     """The door's handlers over the workspace, judging with `rows` and auditing to `audit`."""
     fs_rows = FsRows.from_rows(rows)
     root_fd = open_workspace(rows) if workspace_fd is None else workspace_fd
+    prefixes = (*fs_rows.read_only, *fs_rows.append_only, *fs_rows.hidden, *fs_rows.exec)
+    fs_rows = replace(fs_rows, casefold_dirs=casefold_dirs(root_fd, prefixes))
     workspace = Workspace(root_fd, no_symlinks=fs_rows.no_symlinks, chown_to=chown_to)
     return FsApi(workspace, Dispatcher(fs_rows, audit))
 

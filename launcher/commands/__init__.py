@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from launcher.manifest import MAX_BYTES, Manifest, ManifestError, load_manifest
-from pki.vocabulary import EXIT_BAD_MANIFEST, EXIT_NO_INPUT, EXIT_USAGE
+from pki.vocabulary import EXIT_BAD_MANIFEST, EXIT_NO_INPUT, EXIT_USAGE, escaped
 
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -34,12 +34,12 @@ def read_manifest(path: str) -> Manifest:
             with open(path, "rb") as handle:
                 raw = handle.read(MAX_BYTES + 1)
     except OSError as exc:
-        raise CommandError(EXIT_NO_INPUT, f"cannot read {path}: {exc.strerror or exc}",
+        raise CommandError(EXIT_NO_INPUT, f"cannot read {escaped(path)}: {exc.strerror or exc}",
                            "check the path and that you may read it", error="unreadable", file=path) from None
     try:
         return load_manifest(raw)
     except ManifestError as exc:
-        raise CommandError(EXIT_BAD_MANIFEST, f"{path}: {exc}", exc.hint, error="bad_manifest",
+        raise CommandError(EXIT_BAD_MANIFEST, f"{escaped(path)}: {exc}", exc.hint, error="bad_manifest",
                            pointer=exc.pointer, file=path) from None
 
 

@@ -38,7 +38,8 @@ def probe() -> KernelFacts:
 
 def run(args: argparse.Namespace) -> int:
     """Print the plan; 65 bad manifest, 66 unreadable, 125 hash mismatch, 2 malformed --expect-hash."""
-    from launcher.policy.plan import build_plan, render_plan
+    from launcher.policy.plan import build_plan
+    from launcher.policy.plan_render import render_plan
 
     try:
         want = expected_hash(args.expect_hash) if args.expect_hash is not None else None

@@ -76,10 +76,10 @@ def _gate(args: argparse.Namespace, manifest: Manifest, want: str | None, plan: 
 
 def _ask(confirm: Confirm, plan: Plan) -> str | None:
     """Show the plan and the hash on stderr, read the person's answer; None when the terminal closes."""
-    from launcher.policy.plan import render_plan
+    from launcher.policy.plan_render import render_plan
 
     print(render_plan(plan), file=sys.stderr)
-    print(f"manifest hash: {confirm.sha256}", file=sys.stderr)
+    print(confirm.shown, file=sys.stderr)
     try:
         return input(confirm.prompt)
     except EOFError:

@@ -4,7 +4,8 @@ The seccomp filter is built first (once Landlock is on, libseccomp may no longer
 setsid → parent-death signal → netns → its own IPC namespace → cgroup → private root (kernel/mountns.py) →
 rlimits → groups/gid/uid → parent-death signal again (setuid clears it) → no_new_privs, not dumpable →
 Landlock → load seccomp → close every fd outside the contract → clean environment → cwd. netns, cgroup,
-private root and Landlock are skipped when the spec has none; the IPC namespace never is.
+private root and Landlock are skipped when the spec has none; the IPC namespace never is. A pid namespace
+cannot be entered here: its init is born in it (kernel/pidns.py), and step `pidns` names that init's failures.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import errno
 import fcntl
 import os
 import resource
+import select
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from pki.vocabulary import EXIT_CONFINEMENT_FAILED, EXIT_PARENT_GONE, EXIT_STEP_
 # EXIT_PARENT_GONE: the launcher died between fork and the parent-death signal, so the child did nothing.
 STEPS = (
     "setsid", "pdeathsig", "netns", "cgroup", "rlimits", "ids", "no_new_privs", "landlock", "seccomp",
-    "close_fds", "environ", "cwd", "mounts", "ipc",
+    "close_fds", "environ", "cwd", "mounts", "ipc", "pidns",
 )
 CLONE_NEWIPC = 0x08000000
 
@@ -70,6 +72,9 @@ class ConfinementSpec:
     env: Mapping[str, str]
     cwd: str
     parent_pid: int | None = None  # the launcher's pid taken before fork; None: orphaned means ppid 1
+    # A pidfd of the launcher, for a child that is the init of its own pid namespace (its getppid() is 0
+    # whether the launcher lives or not): readable means the launcher is gone. Replaces parent_pid.
+    parent_pidfd: int | None = None
     seccomp_allow_udp: bool = False  # the egress doors' resolvers need UDP (raw and ICMP stay refused)
     seccomp_extra: tuple[str, ...] = ()  # further syscalls denied outright (the fs door's metadata calls)
     # A private root holding only these paths (and a hidepid proc); None: the host's mounts (kernel/mountns.py).
@@ -89,10 +94,15 @@ def _step(step: str, fn: Callable[..., object], *args: object) -> None:
         raise ConfinementError(step, str(exc)) from exc
 
 
-def _pdeathsig(parent_pid: int | None) -> None:
+def arm_parent_death_signal(parent_pid: int | None, parent_pidfd: int | None = None) -> None:
+    """PR_SET_PDEATHSIG(SIGKILL), then exit EXIT_PARENT_GONE if the launcher died before it took."""
     libc.prctl(libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-    ppid = os.getppid()
-    if (parent_pid is not None and ppid != parent_pid) or (parent_pid is None and ppid == 1):
+    if parent_pidfd is not None:
+        gone = bool(select.select([parent_pidfd], [], [], 0)[0])
+    else:
+        ppid = os.getppid()
+        gone = (parent_pid is not None and ppid != parent_pid) or (parent_pid is None and ppid == 1)
+    if gone:
         os._exit(EXIT_PARENT_GONE)
 
 
@@ -162,7 +172,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     except (OSError, RuntimeError) as exc:
         raise ConfinementError("seccomp", str(exc)) from exc
     _step("setsid", os.setsid)
-    _step("pdeathsig", _pdeathsig, spec.parent_pid)
+    _step("pdeathsig", arm_parent_death_signal, spec.parent_pid, spec.parent_pidfd)
     if spec.netns_fd is not None:
         _step("netns", _setns, spec.netns_fd)
     _step("ipc", _own_ipc_namespace)
@@ -173,7 +183,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
     # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.
-    _step("pdeathsig", _pdeathsig, spec.parent_pid)
+    _step("pdeathsig", arm_parent_death_signal, spec.parent_pid, spec.parent_pidfd)
     _step("no_new_privs", _no_new_privs)
     if spec.landlock is not None:
         _step("landlock", landlock.apply_landlock, spec.landlock, spec.landlock_abi)

@@ -4,8 +4,11 @@ Landlock (ABI ≤ 7) does not govern connect() to pathname Unix sockets, so with
 every world-writable socket of the host (D-Bus, systemd-resolved, journald, X11, a 0666 socket anywhere).
 Each component gets a fresh tmpfs as its root, holding bind mounts of exactly its own paths (the same ones
 Landlock grants: system directories, Python, its private directory, its edges' door sockets), the root's
-compatibility symlinks (/bin → usr/bin …), and a proc instance with hidepid=invisible so processes of
-other users are not even visible. Everything else is not there (ENOENT).
+compatibility symlinks (/bin → usr/bin …), and a proc instance of the caller's pid namespace with
+hidepid=invisible (other users' processes are not listed; for the app, in a pid namespace of its own, they
+do not exist at all) and subset=pid: only process directories (and self, thread-self), none of proc's
+host-wide files (interrupts, key-users, meminfo, sys/, …), which neither Python nor the doors read.
+Everything else is not there (ENOENT).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ NEW_ROOT = "/tmp"  # any directory works as the mount point: it is covered by th
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 1 << 18
 PROC = "/proc"
+PROC_OPTIONS = "hidepid=invisible,subset=pid"
 
 
 def _under(path: str, root: str) -> bool:
@@ -48,8 +52,11 @@ def _root_symlinks(new_root: str) -> None:
             os.symlink(os.readlink(link), new_root + link)
 
 
-def enter_private_root(keep: tuple[str, ...], hide_processes: bool = True) -> None:
-    """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc)."""
+def enter_private_root(keep: tuple[str, ...], proc_options: str | None = PROC_OPTIONS) -> None:
+    """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc).
+
+    The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
+    """
     wanted = minimal_paths(keep)
     libc.unshare(libc.CLONE_NEWNS)
     libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -65,8 +72,7 @@ def enter_private_root(keep: tuple[str, ...], hide_processes: bool = True) -> No
             os.close(handle)
     _root_symlinks(NEW_ROOT)
     os.makedirs(NEW_ROOT + PROC, mode=0o555, exist_ok=True)
-    options = "hidepid=invisible" if hide_processes else None
-    libc.mount("proc", NEW_ROOT + PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+    libc.mount("proc", NEW_ROOT + PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_options)
     old = NEW_ROOT + "/.old-root"
     os.mkdir(old, 0o700)
     libc.pivot_root(NEW_ROOT, old)

@@ -165,10 +165,8 @@ def remove_dir(
         os.close(parent_fd)
 
 
-def remove_file(
-    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
-) -> None:
-    """Unlink the file or socket `path` (a symlink there is unlinked, never followed)."""
+def _unlink(path: str, roots: Sequence[str], protected: Sequence[str], *, directory_ok: bool) -> None:
+    """Unlink `path` through its parent's fd (a symlink there is unlinked, never followed)."""
     opened = _open_parent(path, roots, protected)
     if opened is None:
         return
@@ -178,25 +176,26 @@ def remove_file(
     except FileNotFoundError:
         return
     except IsADirectoryError as exc:
+        if directory_ok:
+            return
         raise RemovalRefused(f"refusing {path!r}: the journal says file, it is a directory") from exc
     finally:
         os.close(parent_fd)
 
 
+def remove_file(
+    path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
+) -> None:
+    """Unlink the file or socket `path` (a symlink there is unlinked, never followed)."""
+    _unlink(path, roots, protected, directory_ok=False)
+
+
 def remove_svid(
     path: str, roots: Sequence[str] = REMOVABLE_ROOTS, protected: Sequence[str] = (SESSIONS_ROOT,)
 ) -> None:
-    """Unlink the SVID file `path` (the app's key) on its own, before any tree is removed."""
-    opened = _open_parent(path, roots, protected)
-    if opened is None:
-        return
-    parent_fd, base = opened
-    try:
-        os.unlink(base, dir_fd=parent_fd)
-    except (FileNotFoundError, IsADirectoryError):
-        return  # gone, or a directory the app put in its place: the tree removal that follows takes it
-    finally:
-        os.close(parent_fd)
+    """Unlink the SVID file `path` (the app's key) on its own, before any tree is removed; a directory the app
+    put in its place is left to the tree removal that follows."""
+    _unlink(path, roots, protected, directory_ok=True)
 
 
 def _remove_user(name: str) -> None:

@@ -2,9 +2,10 @@
 
 When the launcher's stdin, stdout or stderr is the person's terminal, the app gets the slave of a fresh
 pty instead (its controlling terminal): echo off, raw mode, window titles and TIOCSTI then reach the
-relay's pty, never the person's terminal, whose modes are saved at open and put back at close. Fds
-that are not terminals (pipes, files) are passed as they are. The core (StdioPlan, raw_modes, Channel)
-decides; PtyRelay moves the bytes when the supervisor's selector says an fd is ready.
+relay's pty, never the person's terminal, whose modes are saved at open and put back at close, its screen
+reset (launcher/policy/terminal_reset.py) before the launcher's verdict. Fds that are not terminals (pipes,
+files) are passed as they are. The core (StdioPlan, raw_modes, Channel) decides; PtyRelay moves the bytes
+when the supervisor's selector says an fd is ready, a bounded amount per round.
 """
 
 from __future__ import annotations
@@ -23,14 +24,19 @@ from types import TracebackType
 from typing import Any
 
 from launcher.policy.termfilter import TermFilter
+from launcher.policy.terminal_reset import launcher_line, reset_bytes
 
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 CHUNK = 65536
+# The app's output read in one round: the screen filter's slowest input (~1 MiB/s, docs/decisions/ptyrelay.md)
+# then costs the supervisor's loop at most ~16 ms before it serves the doors' status sockets again.
+SCREEN_READ_PER_ROUND = 16384
 BUFFER_LIMIT = 256 * 1024  # per direction: past it the relay stops reading, and the writer waits
 DRAIN_IDLE_S = 0.25  # at the end: stop passing on the app's last output once nothing moved this long
 DRAIN_MAX_S = 2.0  # ... or after this long in all (a leftover process may keep writing)
 Modes = list[Any]  # a tcgetattr list: iflag, oflag, cflag, lflag, ispeed, ospeed, cc
 WINSIZE_BYTES = 8  # struct winsize: rows, cols, xpixel, ypixel (unsigned short each)
+HELD_LINES = 100  # the launcher's lines kept while the app is on the alternate screen (shown once it leaves)
 
 
 # -- the core: what goes where, and what waits ------------------------------------------------------
@@ -77,6 +83,7 @@ class Channel:
     source_open: bool = True
     sink_open: bool = True
     screen_filter: TermFilter | None = None  # app → person: its escape sequences pass only through this
+    at_line_start: bool = True  # what was queued last ends a line (the launcher's own last line did)
 
     def wants_read(self) -> bool:
         return self.source_open and len(self.pending) < self.limit
@@ -88,10 +95,16 @@ class Channel:
         """What the source gave; b"" is its end."""
         if not data:
             self.source_open = False
-            if self.screen_filter is not None and self.sink_open:
-                self.pending += self.screen_filter.end()
+            if self.screen_filter is not None:
+                self.queue(self.screen_filter.end())
         elif self.sink_open:
-            self.pending += data if self.screen_filter is None else self.screen_filter.feed(data)
+            self.queue(data if self.screen_filter is None else self.screen_filter.feed(data))
+
+    def queue(self, shown: bytes) -> None:
+        """Bytes for the sink, already filtered (the launcher's own lines come this way too)."""
+        if shown and self.sink_open:
+            self.pending += shown
+            self.at_line_start = shown.endswith(b"\n")
 
     def sent(self, count: int) -> None:
         del self.pending[:count]
@@ -125,9 +138,9 @@ def _set_modes(fd: int, attrs: Modes, when: int = termios.TCSADRAIN) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
-def _read_into(fd: int, channel: Channel) -> None:
+def _read_into(fd: int, channel: Channel, size: int = CHUNK) -> None:
     try:
-        data = os.read(fd, CHUNK)
+        data = os.read(fd, size)
     except (BlockingIOError, InterruptedError):
         return
     except OSError:  # EIO: the other side of the pty hung up
@@ -161,7 +174,10 @@ class PtyRelay:
         self._raw = False
         self._saved_flags: dict[int, int] = {}
         self._keys = Channel(source_open=plan.keys_from is not None)  # person → app
-        self._screen = Channel(screen_filter=TermFilter())  # app → person, filtered (launcher/policy/termfilter.py)
+        self._filter = TermFilter()
+        self._screen = Channel(screen_filter=self._filter)  # app → person, filtered (launcher/policy/termfilter.py)
+        self._held_lines: list[str] = []  # the launcher's lines waiting for the app to leave the alternate screen
+        self._lines_not_held = 0
         self._closed = False
 
     @classmethod
@@ -239,7 +255,9 @@ class PtyRelay:
 
     def on_readable(self, fd: int) -> None:
         if fd == self._master:
-            _read_into(fd, self._screen)
+            _read_into(fd, self._screen, SCREEN_READ_PER_ROUND)
+            if self._held_lines and not self._filter.on_alternate_screen:
+                self._show_held_lines()
             _write_from(self._fds[self._plan.screen_to], self._screen)
         elif self._plan.keys_from is not None and fd == self._fds[self._plan.keys_from]:
             _read_into(fd, self._keys)
@@ -250,6 +268,31 @@ class PtyRelay:
             _write_from(fd, self._keys)
         if fd == self._fds[self._plan.screen_to]:
             _write_from(fd, self._screen)
+
+    def say(self, line: str) -> None:
+        """One line of the launcher's (inert text) while the app runs: on the person's terminal among the app's
+        output, on a line of its own from a clean state, when stderr is that terminal; else on stderr."""
+        if 2 not in self._plan.to_slave:
+            with contextlib.suppress(OSError):
+                os.write(self._fds[2], line.encode() + b"\n")
+            return
+        # On the alternate screen the app's next redraw would cover the line, and leaving it would take it away:
+        # it waits until the app is back on the main screen, or for the reset at close.
+        if len(self._held_lines) < HELD_LINES:
+            self._held_lines.append(line)
+        else:
+            self._lines_not_held += 1
+        if not self._filter.on_alternate_screen:
+            self._show_held_lines()
+
+    def _show_held_lines(self) -> None:
+        if self._lines_not_held:
+            self._held_lines.append(f"sharness-launch: {self._lines_not_held} more line(s) of the doors were not "
+                                    "shown (the audit log counts them)")
+        for line in self._held_lines:
+            self._screen.queue(launcher_line(line, self._screen.at_line_start))
+        self._held_lines.clear()
+        self._lines_not_held = 0
 
     def on_signal(self, signum: int) -> None:
         if signum == signal.SIGWINCH:
@@ -287,6 +330,20 @@ class PtyRelay:
             if not self.run_once(min(idle_s, left)):
                 return
 
+    def reset_screen(self, max_s: float = DRAIN_MAX_S) -> None:
+        """Put the person's screen back to its defaults (modes, character sets, attributes, scroll region) and
+        start a fresh line with nothing of the app's below it, then the launcher's lines the alternate screen held;
+        wait at most `max_s` for the terminal to take it."""
+        self._screen.queue(reset_bytes(self._screen.at_line_start, self._filter.on_alternate_screen))
+        self._screen.at_line_start = True  # the reset ends at a fresh line's start (its last step erases below)
+        self._show_held_lines()
+        screen = self._fds[self._plan.screen_to]
+        deadline = time.monotonic() + max_s
+        while self._screen.wants_write() and (left := deadline - time.monotonic()) > 0:
+            _write_from(screen, self._screen)
+            if self._screen.wants_write():
+                select.select([], [screen], [], left)
+
     def restore(self) -> None:
         """Put the person's terminal back as it was at open: its modes and its fds' flags. Idempotent."""
         if self._raw:
@@ -299,14 +356,15 @@ class PtyRelay:
         self._saved_flags.clear()
 
     def close(self) -> None:
-        """Drain, restore the person's terminal, and close the pty; safe to call on any path, more than once."""
+        """Drain, reset the person's screen, restore its modes, and close the pty; safe on any path, more than once."""
         if self._closed:
             return
         self._closed = True
         try:
-            if self._slave is None:  # the app was started: its last words are in the pty
+            if self._slave is None:  # the app was started: its last words are in the pty, then the reset
                 with contextlib.suppress(OSError):
                     self.drain()
+                    self.reset_screen()
         finally:
             self.restore()
             self.app_started()

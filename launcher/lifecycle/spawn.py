@@ -1,5 +1,6 @@
 """Fork one component, confine it in the child, and run it: a door in the pre-imported interpreter,
-the app through execve. The parent keeps only the pid, a pidfd and its end of the status socket."""
+the app through execve, as pid 2 of a pid namespace of its own whose init (app_init.py) is the launcher's
+child. The parent keeps only the pid, a pidfd and its end of the status socket (the init's report pipe)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import signal
 import socket
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NoReturn
 
+from launcher.kernel import pidns
 from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds, step_of_exit_code
+from launcher.lifecycle import app_init
 from pki.vocabulary import (
     EXIT_CONFINEMENT_FAILED,
     EXIT_DOOR_CRASHED,
@@ -27,6 +31,8 @@ class Spawned:
     pid: int
     pidfd: int
     status: socket.socket | None  # door → launcher messages; None for the app
+    diagnostics: int | None = None  # the read end of a door's stderr (non-blocking); None for the app
+    exit_report: int | None = None  # the app's init reports the app's wait status here (app_init.py)
 
 
 def _reset_signals(for_exec: bool) -> None:
@@ -43,9 +49,9 @@ def _reset_signals(for_exec: bool) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
-def _child_fail(role: str, code: int, detail: str) -> None:
+def _child_fail(role: str, code: int, detail: str, prefixed: bool = True) -> NoReturn:
     try:
-        os.write(2, f"sharness-launch: {role}: {detail}\n".encode(errors="replace"))
+        os.write(2, (f"sharness-launch: {role}: {detail}\n" if prefixed else f"{detail}\n").encode(errors="replace"))
     finally:
         os._exit(code)
 
@@ -58,30 +64,33 @@ def spawn_door(
 ) -> Spawned:
     """Fork a door: place its fd contract, confine it, run it.
 
-    This function makes the status socketpair and places the door's end at fd 3; `fds` maps each other
-    target fd of the contract (the SVID memfd, the listeners) to where it is now. 0 and 1 become
-    /dev/null, 2 stays the launcher's stderr.
+    This function makes the status socketpair (fd 3) and the stderr pipe (fd 2): a door never writes to the
+    person's terminal; the launcher reads what it writes there and shows it bounded and inert.
     """
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    mapping = {STATUS_FD: child_end.fileno(), **fds}
+    diagnostics, door_stderr = os.pipe2(os.O_CLOEXEC)
+    mapping = {2: door_stderr, STATUS_FD: child_end.fileno(), **fds}
     pid = os.fork()
     if pid == 0:  # child
         try:
             _reset_signals(for_exec=False)
             parent_end.close()
+            os.close(diagnostics)
             place_fds({0: os.open("/dev/null", os.O_RDONLY), 1: os.open("/dev/null", os.O_WRONLY), **mapping})
             apply_confinement(spec)
         except ConfinementError as exc:
-            _child_fail(role, exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
+            _child_fail(role, exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}", False)
         except BaseException as exc:
-            _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
+            _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}", False)
         try:
             run()
         except BaseException as exc:
-            _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {type(exc).__name__}: {exc}")
+            _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {type(exc).__name__}: {exc}", False)
         os._exit(0)
     child_end.close()
-    return Spawned(role=role, pid=pid, pidfd=os.pidfd_open(pid), status=parent_end)
+    os.close(door_stderr)
+    os.set_blocking(diagnostics, False)
+    return Spawned(role=role, pid=pid, pidfd=os.pidfd_open(pid), status=parent_end, diagnostics=diagnostics)
 
 
 def spawn_app(
@@ -90,29 +99,56 @@ def spawn_app(
     stdio: Mapping[int, int],
     child_setup: Callable[[], None] | None = None,
 ) -> Spawned:
-    """Fork the app, confine it, and execve its argv with the clean environment of `spec`.
+    """Fork the app's pid namespace init (launcher/lifecycle/app_init.py), which forks the app, confined by
+    `spec`, to execve its argv with the clean environment of `spec`.
 
-    `child_setup` runs in the child once it is confined, just before execve (the pty relay's TIOCSCTTY).
+    `child_setup` runs in the app once it is confined, just before execve (the pty relay's TIOCSCTTY). The
+    Spawned is the init's: its pidfd, and the pipe on which it reports the app's wait status.
     """
-    pid = os.fork()
-    if pid == 0:  # child
+    report_r, report_w = os.pipe2(os.O_CLOEXEC)
+    launcher_pidfd = os.pidfd_open(os.getpid())
+    try:
+        pid = pidns.fork_into_new_pid_namespace()
+    except OSError as exc:
+        for fd in (report_r, report_w, launcher_pidfd):
+            os.close(fd)
+        raise RuntimeError(f"the app's pid namespace cannot be made: {exc.strerror}") from exc
+    if pid == 0:  # pid 1 of the app's namespace
         try:
             _reset_signals(for_exec=True)
-            place_fds(dict(stdio))
-            apply_confinement(spec)
-            if child_setup is not None:
-                child_setup()
+            os.close(report_r)
+            app_spec = replace(spec, parent_pid=app_init.INIT_PID)
+            app_init.run_init(lambda: _run_app(argv, app_spec, stdio, child_setup),
+                              app_init.init_spec(spec, launcher_pidfd, report_w), report_w)
         except ConfinementError as exc:
-            _child_fail("app", exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
+            _child_fail("app", exc.exit_code, f"its pid namespace's init failed at step {exc.step}: {exc.detail}")
         except BaseException as exc:
-            _child_fail("app", EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
-        try:
-            os.execvpe(argv[0], list(argv), dict(spec.env))
-        except OSError as exc:
-            detail = f"cannot execute {argv[0]!r}: {exc.strerror} (check app.argv and app.files.exec)"
-            _child_fail("app", EXIT_EXEC_FAILED, detail)
-        os._exit(EXIT_EXEC_FAILED)
-    return Spawned(role="app", pid=pid, pidfd=os.pidfd_open(pid), status=None)
+            _child_fail("app", EXIT_CONFINEMENT_FAILED, f"its pid namespace's init failed: {exc!r}")
+    os.close(report_w)
+    os.close(launcher_pidfd)
+    return Spawned(role="app", pid=pid, pidfd=os.pidfd_open(pid), status=None, exit_report=report_r)
+
+
+def _run_app(
+    argv: tuple[str, ...], spec: ConfinementSpec, stdio: Mapping[int, int], child_setup: Callable[[], None] | None,
+) -> NoReturn:
+    """In the app's process (pid 2, still root): confine it and execve its argv."""
+    try:
+        _reset_signals(for_exec=True)
+        place_fds(dict(stdio))
+        apply_confinement(spec)
+        if child_setup is not None:
+            child_setup()
+    except ConfinementError as exc:
+        _child_fail("app", exc.exit_code, f"confinement failed at step {exc.step}: {exc.detail}")
+    except BaseException as exc:
+        _child_fail("app", EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}")
+    try:
+        os.execvpe(argv[0], list(argv), dict(spec.env))
+    except OSError as exc:
+        detail = f"cannot execute {argv[0]!r}: {exc.strerror} (check app.argv and app.files.exec)"
+        _child_fail("app", EXIT_EXEC_FAILED, detail)
+    os._exit(EXIT_EXEC_FAILED)
 
 
 def exit_code_of(wait_status: int) -> int:

@@ -1,6 +1,8 @@
-"""Wait on a running session: door status messages, process exits, signals and the TTL.
+"""Wait on a running session: door status messages, door diagnostics, process exits, signals and the TTL.
 
-One selector, no threads: the launcher stays single-threaded so that fork() remains safe.
+One selector, no threads: the launcher stays single-threaded so that fork() remains safe. Each round serves
+every ready fd a bounded amount: all pending status messages of a door up to STATUS_PER_ROUND, one read of
+a door's stderr, one read of the app's output through the pty relay (bounded there), so none starves another.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from launcher.lifecycle.app_init import reported_status
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
+from launcher.policy.door_diagnostics import DoorDiagnostics
 from pki.vocabulary import (
     AUDIT,
     EXIT_FAIL_CLOSED,
@@ -27,6 +31,8 @@ from pki.vocabulary import (
     decode_status,
 )
 
+STATUS_PER_ROUND = 256  # status messages read from one door in one round (a door's socket holds ~1000)
+DIAGNOSTICS_READ = 4096  # bytes of a door's stderr read in one round
 END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -45,14 +51,24 @@ class IoSource(Protocol):
     def fds_to_watch(self) -> Mapping[int, int]: ...  # fd → selectors.EVENT_READ | EVENT_WRITE, asked each step
     def on_ready(self, fd: int, events: int) -> None: ...
     def on_signal(self, signum: int) -> None: ...
+    def say(self, line: str) -> None: ...  # one line of the launcher's, inert text, where the person sees it
+
+
+def say_on_stderr(line: str) -> None:
+    """Where the launcher's lines go while no relay stands in for the person's terminal."""
+    with contextlib.suppress(OSError):
+        os.write(2, line.encode() + b"\n")
 
 
 class Supervisor:
     """Owns the selector over pidfds, status sockets and the signal wake-up pipe."""
 
-    def __init__(self, on_audit: Callable[[str, dict[str, object]], None]) -> None:
+    def __init__(self, on_audit: Callable[[str, dict[str, object]], None],
+                 say: Callable[[str], None] = say_on_stderr) -> None:
         self._selector = selectors.DefaultSelector()
         self._on_audit = on_audit
+        self._say = say
+        self._diagnostics: dict[str, tuple[int, DoorDiagnostics]] = {}  # role → (its stderr's read end, its lines)
         self._processes: dict[str, Spawned] = {}
         self._statuses: dict[str, int] = {}
         self._ready: set[str] = set()
@@ -69,12 +85,17 @@ class Supervisor:
         for sig, handler in self._old_handlers.items():
             signal.signal(sig, handler)
         self._selector.close()
+        for fd, _ in self._diagnostics.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._diagnostics.clear()
         os.close(self._signal_r)
         os.close(self._signal_w)
 
     def add_io(self, source: IoSource, signals: tuple[signal.Signals, ...] = ()) -> None:
         """Serve `source`'s fds in this loop and hand it `signals`, which wake the loop through the pipe."""
         self._io, self._io_signals = source, frozenset(int(sig) for sig in signals)
+        self._say = source.say  # the person's terminal is the relay's now: its lines go among the app's output
         for sig in signals:
             if sig not in self._old_handlers:
                 self._old_handlers[sig] = signal.signal(sig, lambda *_: None)
@@ -96,6 +117,9 @@ class Supervisor:
         self._selector.register(spawned.pidfd, selectors.EVENT_READ, ("exit", spawned.role))
         if spawned.status is not None:
             self._selector.register(spawned.status, selectors.EVENT_READ, ("status", spawned.role))
+        if spawned.diagnostics is not None:
+            self._diagnostics[spawned.role] = (spawned.diagnostics, DoorDiagnostics(spawned.role, time.monotonic()))
+            self._selector.register(spawned.diagnostics, selectors.EVENT_READ, ("diagnostics", spawned.role))
 
     def wait_ready(self, roles: tuple[str, ...], timeout_s: float) -> Ending | None:
         """Until every door in `roles` said ready; an Ending if one died, a signal came, or time ran out."""
@@ -130,7 +154,9 @@ class Supervisor:
                 if ending is not None:
                     return ending
             elif kind == "status":
-                self._read_status(role)
+                self._read_statuses(role, STATUS_PER_ROUND)
+            elif kind == "diagnostics":
+                self._read_diagnostics(role)
             elif kind == "exit":
                 return self._exit_ending(role, app_role)
             elif kind == "io" and self._io is not None:
@@ -156,19 +182,43 @@ class Supervisor:
             return Ending(describe_exit(role, status), exit_code_of(status))
         return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", EXIT_FAIL_CLOSED, role)
 
-    def _read_status(self, role: str) -> None:
+    def _read_statuses(self, role: str, at_most: int | None) -> None:
+        """What the door sent, `at_most` messages (None: all); its end unregisters it."""
         sock = self._processes[role].status
         assert sock is not None
+        count = 0
+        while at_most is None or count < at_most:
+            try:
+                message = sock.recv(MAX_STATUS_BYTES, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                message = b""
+            if not message:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(sock)
+                return
+            self._handle_status(role, message)
+            count += 1
+
+    def _read_diagnostics(self, role: str) -> None:
+        """One read of the door's stderr: its whole lines shown, bounded (launcher/policy/door_diagnostics.py)."""
+        fd, lines = self._diagnostics[role]
         try:
-            message = sock.recv(MAX_STATUS_BYTES, socket.MSG_DONTWAIT)
+            data = os.read(fd, DIAGNOSTICS_READ)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
-            message = b""
-        if not message:
-            self._selector.unregister(sock)
-            return
-        self._handle_status(role, message)
+            data = b""
+        now = time.monotonic()
+        if data:
+            shown = lines.feed(data, now)
+        else:
+            shown = lines.end(now)
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(fd)
+        for line in shown:
+            self._say(line)
 
     def _handle_status(self, role: str, message: bytes) -> None:
         decoded = decode_status(message)
@@ -188,18 +238,22 @@ class Supervisor:
             self._on_audit("door.status.unknown", {"role": role, "type": str(kind)[:40]})
 
     def drain_statuses(self) -> None:
-        """Read what doors sent before they were stopped, so their last audit events are kept."""
+        """Read what doors sent and wrote before they were stopped: their last audit events and diagnostics, then
+        one audit event per door that wrote diagnostics, with their counts."""
         for role, spawned in self._processes.items():
-            if spawned.status is None:
-                continue
-            while True:
-                try:
-                    message = spawned.status.recv(MAX_STATUS_BYTES, socket.MSG_DONTWAIT)
-                except OSError:
-                    break
-                if not message:
-                    break
-                self._handle_status(role, message)
+            if spawned.status is not None:
+                self._read_statuses(role, None)
+        for role, (fd, lines) in self._diagnostics.items():
+            with contextlib.suppress(OSError):
+                while data := os.read(fd, DIAGNOSTICS_READ):
+                    for line in lines.feed(data, time.monotonic()):
+                        self._say(line)
+            for line in lines.end(time.monotonic()):
+                self._say(line)
+            seen = lines.statistics()
+            if seen.lines:
+                self._on_audit("door.diagnostics", {"role": role, "lines": seen.lines, "shown": seen.shown,
+                                                    "held_back": seen.held_back, "bytes": seen.bytes})
 
     def reap(self, role: str) -> int:
         """Collect a process's wait status once; later calls return the recorded status."""
@@ -207,6 +261,8 @@ class Supervisor:
             return self._statuses[role]
         spawned = self._processes[role]
         _, status = os.waitpid(spawned.pid, 0)
+        if spawned.exit_report is not None:  # the app's pid namespace init: the app's status, as it reported it
+            status = reported_status(spawned.exit_report, status)
         self._statuses[role] = status
         with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(spawned.pidfd)

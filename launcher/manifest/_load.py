@@ -1,4 +1,5 @@
-"""Bytes in, a checked Manifest out: strict JSON, schema, cross checks, canonical bytes, hash. Pure."""
+"""Bytes in, a checked Manifest out: strict JSON, readable strings, schema, cross checks, canonical bytes, hash.
+Pure."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from launcher.manifest._errors import ManifestError
 from launcher.manifest._model import Manifest, build_manifest
 from launcher.manifest._schema import validate
 from launcher.manifest._strict_json import parse_strict
+from launcher.manifest._text import check_strings
 
 
 def load_manifest(raw: bytes) -> Manifest:
     """Parse, validate and check manifest bytes; raise ManifestError (with a JSON pointer) on refusal."""
     document = parse_strict(raw)
+    check_strings(document)
     validate(document)
     if not isinstance(document, dict):  # the schema already requires an object; this narrows the type
         raise ManifestError("", "the manifest is not a JSON object", "write a JSON object")

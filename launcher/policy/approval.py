@@ -13,8 +13,12 @@ from dataclasses import dataclass
 
 from launcher.policy.plan import PlanRow
 
-CONFIRM_HEX = 12
+# The whole hash: a confirmation that checks k hex digits is forged by a search of ~16^k hashes, and a
+# search of 2^48 (the 12 digits this asked for before) is hours on one GPU (docs/decisions/manifest.md).
+CONFIRM_HEX = 64
+FINGERPRINT_GROUP = 4
 NOTHING_CREATED = "nothing was created"
+_IGNORED_IN_ANSWER = str.maketrans("", "", " \t-:")
 
 
 @dataclass(frozen=True)
@@ -25,12 +29,25 @@ class Refusal:
     lines: tuple[str, ...]
 
 
+def fingerprint(sha256: str) -> str:
+    """The hash as a person compares it: `sha256: 1a2b 3c4d ...`, all 64 hex digits in groups of four."""
+    digits = sha256.removeprefix("sha256:")
+    return "sha256: " + " ".join(digits[at:at + FINGERPRINT_GROUP] for at in range(0, len(digits), FINGERPRINT_GROUP))
+
+
 @dataclass(frozen=True)
 class Confirm:
-    """No hash was given but a person is at the terminal: show them the plan and ask for the hash's start."""
+    """No hash was given but a person is at the terminal: show them the plan and the fingerprint, and ask for
+    the whole hash they approved (typed or pasted), which is then compared digit for digit."""
 
     sha256: str
-    prompt: str = f"type the first {CONFIRM_HEX} hex characters of the hash to run it: "
+    prompt: str = (f"type or paste the whole hash you approved ({CONFIRM_HEX} hex digits; spaces and "
+                   "'sha256:' are ignored) to run it: ")
+
+    @property
+    def shown(self) -> str:
+        """What the person compares with the hash they approved, before they answer."""
+        return f"manifest hash (compare every group with the one you approved):\n  {fingerprint(self.sha256)}"
 
 
 def hash_gate(expected: str | None, sha256: str, *, terminal: bool, manifest_path: str) -> Refusal | Confirm | None:
@@ -47,13 +64,16 @@ def hash_gate(expected: str | None, sha256: str, *, terminal: bool, manifest_pat
 
 
 def confirmation_gate(confirm: Confirm, typed: str | None) -> Refusal | None:
-    """Whether what the person typed (None: the terminal closed) is the start of the manifest's hash."""
-    want = confirm.sha256.removeprefix("sha256:")[:CONFIRM_HEX]
-    answer = (typed or "").strip().lower().removeprefix("sha256:")
+    """Whether what the person typed (None: the terminal closed) is the manifest's whole hash."""
+    want = confirm.sha256.removeprefix("sha256:")
+    answer = (typed or "").strip().lower().removeprefix("sha256:").translate(_IGNORED_IN_ANSWER)
     # Bytes: compare_digest refuses str with non-ASCII characters, and a person may type anything.
     if typed is not None and hmac.compare_digest(answer.encode(), want.encode()):
         return None
-    return Refusal("hash", (f"the typed characters do not match the manifest hash; {NOTHING_CREATED}",))
+    if typed is not None and 0 < len(answer) < CONFIRM_HEX and want.startswith(answer):
+        return Refusal("hash", (f"only {len(answer)} of the hash's {CONFIRM_HEX} hex digits were typed: the whole "
+                                f"hash is asked for, since a shorter match can be forged; {NOTHING_CREATED}",))
+    return Refusal("hash", (f"the typed characters are not the manifest hash; {NOTHING_CREATED}",))
 
 
 def unheld_rows(rows: Sequence[PlanRow]) -> tuple[PlanRow, ...]:

@@ -23,7 +23,7 @@ from pki.vocabulary import BOUNDARY, SETTING
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env", "ipc",
+    "memory", "pids", "proxy_env", "ipc", "app:pidns",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -87,6 +87,7 @@ class Plan:
     trust_domain: str
     ttl_s: int
     workspace: str
+    argv: tuple[str, ...]  # the app's command, exactly as exec gets it
     components: tuple[ComponentPlan, ...]
     rows: tuple[PlanRow, ...]
     # Path lists the text names by a label instead of repeating them for every component.
@@ -102,7 +103,7 @@ class Plan:
         """The whole plan as JSON-ready data (the `check --json` shape)."""
         return {
             "sha256": self.sha256, "session": self.session, "trust_domain": self.trust_domain,
-            "ttl_s": self.ttl_s, "workspace": self.workspace,
+            "ttl_s": self.ttl_s, "workspace": self.workspace, "argv": list(self.argv),
             "components": [component.as_dict() for component in self.components],
             "rows": [row.as_dict() for row in self.rows],
             "row_count": len(self.rows), "unheld_count": self.unheld_count,
@@ -199,6 +200,8 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
                     f"{kernel} (network namespace)", _netns)
     yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", _root)
+    if role == "app":  # its init dies with the launcher, and the namespace with it (launcher/lifecycle/app_init.py)
+        yield _Spec("pidns", "own pid namespace: sees no host process", BOUNDARY, f"{kernel} (pid namespace)", _root)
     yield _Spec("landlock.fs", "files: only what this plan lists for it", BOUNDARY,
                 f"{kernel} (Landlock)", _landlock_fs("file rules"))
     yield _Spec("landlock.tcp", "TCP: binds nothing, connects only to the ports its rows need", BOUNDARY,
@@ -226,8 +229,10 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
 
 def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
     door = "the fs door (its own user)"
-    yield _Spec("fs.within_root", f"every path resolves beneath {workspace}; no escape by '..' or symlink",
-                BOUNDARY, f"{door}, openat2 RESOLVE_BENEATH", _openat2)
+    yield _Spec("fs.within_root", f"every path resolves beneath {workspace}; no escape by '..' or symlink; names "
+                "with controls, bidi, zero-width or line-separator characters refused (row path); rows compare "
+                "names folding case where the file system folds", BOUNDARY, f"{door}, openat2 RESOLVE_BENEATH",
+                _openat2)
     listed = {"read_only": "read, never written, renamed or deleted",
               "append_only": "only grow: no truncate, replace, delete or rename",
               "hidden": "neither read nor listed"}
@@ -345,7 +350,7 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
         specs.extend((role, spec) for spec in _door_rows(manifest, role))
     return Plan(
         sha256=manifest.sha256, session=manifest.session.name, trust_domain=manifest.session.trust_domain,
-        ttl_s=manifest.session.ttl_s, workspace=manifest.workspace,
+        ttl_s=manifest.session.ttl_s, workspace=manifest.workspace, argv=manifest.app.argv,
         components=tuple(_component(manifest, role, python) for role in manifest.roles),
         rows=tuple(_judge(component, spec, facts) for component, spec in specs),
         path_groups=tuple((label, paths) for label, paths in
@@ -363,49 +368,3 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
     if "net" in manifest.roles:
         gaps += fronting_notes(manifest.door_rows("net").get("allow", {}))
     return tuple(gaps)
-
-
-def _named(paths: tuple[str, ...], groups: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
-    """`paths` with each group that is wholly present replaced by its label, where its first member was."""
-    shown = list(paths)
-    for label, members in groups:
-        if members and set(members) <= set(shown):
-            first = min(shown.index(member) for member in members)
-            shown = [path for path in shown if path not in members]
-            shown.insert(first, label)
-    return ", ".join(shown) or "-"
-
-
-def _ports(component: ComponentPlan) -> str:
-    tcp = f"TCP {', '.join(map(str, component.tcp_connect))}" if component.tcp_connect else ""
-    udp = "UDP (its resolver)" if component.udp else ""
-    return "; ".join(part for part in (tcp, udp) if part) or "-"
-
-
-def render_plan(plan: Plan) -> str:
-    """The plan as plain text for a person (no colour, no terminal codes)."""
-    lines = [f"session {plan.session} (trust domain {plan.trust_domain}, ttl {plan.ttl_s} s)",
-             f"workspace {plan.workspace}", f"manifest {plan.sha256}", ""]
-    if plan.path_groups:
-        lines.append("path lists named below (each component gets exactly these from the kernel):")
-        lines += [f"  {label:<12} {', '.join(paths)}" for label, paths in plan.path_groups]
-        lines.append("")
-    for component in plan.components:
-        lines.append(f"{component.role}: memory {component.max_memory_mb} MB, {component.max_pids} pids")
-        for label, items in (("reads", component.reads), ("writes", component.writes),
-                             ("executes", component.executes)):
-            lines.append(f"  {label:<12} {_named(items, plan.path_groups)}")
-        lines.append(f"  {'ports':<12} {_ports(component)}")
-        for label, items in (("connects to", component.connects), ("edges out", component.edges_out),
-                             ("edges in", component.edges_in)):
-            lines.append(f"  {label:<12} {', '.join(items) or '-'}")
-    lines += ["", "rows:"]
-    width = max((len(row.row_id) for row in plan.rows), default=0)
-    for row in plan.rows:
-        state = "held" if row.held else "UNHELD"
-        lines.append(f"  {row.component:<8} {row.row_id:<{width}} {row.kind:<11} {state:<7} {row.meaning}")
-        lines.append(f"  {'':<8} {'':<{width}} {'':<11} {'':<7} by {row.held_by}"
-                     + ("" if row.held else f"; unheld: {row.why_unheld}"))
-    lines += ["", f"{plan.unheld_count} of {len(plan.rows)} rows unheld on this machine"]
-    lines += [f"not covered: {gap}" for gap in plan.not_covered]
-    return "\n".join(lines)

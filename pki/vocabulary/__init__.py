@@ -1,6 +1,7 @@
 """The project's vocabulary, declared once: roles, barrier kinds, the door fd contract and status codec, the
-session id, the host paths and the exit codes. Pure, and imports nothing of the project (tests/test_fence.py),
-so the launcher, every door and pki share it without importing each other.
+session id, the host paths, the exit codes, and the characters a person cannot read (legible). Pure, and
+imports nothing of the project (tests/test_fence.py), so the launcher, every door and pki share it without
+importing each other.
 """
 
 from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
@@ -29,6 +30,7 @@ from pki.vocabulary.exits import (
     exit_codes_help,
 )
 from pki.vocabulary.fds import DOOR_LISTENER, FIRST_LISTENER_FD, PROXY_LISTENER_PREFIX, STATUS_FD, SVID_FD
+from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
 from pki.vocabulary.paths import (
     AUDIT_ROOT,
     HELLO_ROOT,
@@ -104,13 +106,17 @@ __all__ = [
     "SVID_FD",
     "UNHELD",
     "ExitMeaning",
+    "Unreadable",
     "audit_message",
     "child_exit_meaning",
     "decode_status",
     "encode_status",
+    "escaped",
     "exit_codes_help",
     "fatal_message",
     "new_sid",
     "ready_message",
+    "unreadable",
+    "unreadable_char",
     "valid_sid",
 ]

@@ -18,7 +18,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attack_app import attempt, connect_unix, open_read, open_write, report, run_status, socket_families, write_text
+from attack_app import (
+    attempt,
+    connect_unix,
+    open_read,
+    open_write,
+    report,
+    run_status,
+    socket_families,
+    steal_fd,
+    write_text,
+)
 
 from launcher.kernel.landlock import LandlockRules, apply_landlock
 from launcher.kernel.probe import landlock_abi
@@ -42,6 +52,7 @@ def door_paths(doors_dir: str, other_sid: str, door_pids: dict[str, int], tmp: s
         attempt(f"door.proc_root.{role}", connect_unix(f"/proc/{pid}/root{doors_dir}/keys.sock"))
         attempt(f"door.proc_cwd.{role}", functools.partial(os.listdir, f"/proc/{pid}/cwd"))
         attempt(f"door.proc_svid_memfd.{role}", open_read(f"/proc/{pid}/fd/4"))
+        attempt(f"door.pidfd_getfd.{role}", functools.partial(steal_fd, pid, 5))
     attempt("netns.open_door_ns", open_read(f"/proc/{door_pids['keys']}/ns/net"))
 
 
@@ -78,6 +89,7 @@ def landlocked(targets: dict[str, Any]) -> None:
         attempt(f"cgroup.raise_{controller}", functools.partial(write_text, path, value))
     attempt("cgroup.join_fs_door", lambda: write_text(f"/sys/fs/cgroup/pids/sharness/{sid}/fs/cgroup.procs",
                                                       str(os.getpid())))
+    attempt("proc.sysctl_write", lambda: write_text("/proc/sys/kernel/hostname", "sh-attack"))
     attempt("tty.open_dev_tty", open_read("/dev/tty"))
     attempt("tty.open_person_tty", lambda: os.close(os.open(targets["person_tty"], os.O_RDWR)))
     attempt("netns.open_run_netns", open_read(f"/run/netns/sh-{sid}-keys"))

@@ -190,7 +190,7 @@ def steal_fd(pid: int, fd: int) -> int:
 
 
 def signal_attacks(targets: dict[str, Any]) -> None:
-    launcher = os.getppid()
+    launcher = targets["launcher"]  # by its host pid: the app's parent is its pid namespace's init
     attempt("signal.launcher_kill", lambda: os.kill(launcher, signal.SIGTERM), target=launcher)
     attempt("signal.fs_door_kill", lambda: os.kill(targets["pids"]["fs"], signal.SIGKILL))
 
@@ -320,8 +320,8 @@ def file_attacks(targets: dict[str, Any], sid: str) -> None:
         attempt(f"cgroup.raise_{controller}", functools.partial(write_text, path, value))
     attempt("cgroup.join_fs_door", lambda: write_text(f"/sys/fs/cgroup/pids/sharness/{sid}/fs/cgroup.procs",
                                                       str(os.getpid())))
-    attempt("proc.launcher_root", lambda: os.listdir(f"/proc/{os.getppid()}/root"))
-    attempt("proc.launcher_mem", open_read(f"/proc/{os.getppid()}/mem"))
+    attempt("proc.launcher_root", lambda: os.listdir(f"/proc/{targets['launcher']}/root"))
+    attempt("proc.launcher_mem", open_read(f"/proc/{targets['launcher']}/mem"))
     attempt("proc.sysctl_write", lambda: write_text("/proc/sys/kernel/hostname", "sh-attack"))
     report("workspace.exec_door_written", **run_status([f"{targets['workspace']}/bin/tool.sh"]))
 
@@ -424,7 +424,7 @@ def linger() -> None:
             time.sleep(3600)
         os._exit(0)
     os.close(write_end)
-    report("linger.daemon", pid=int(os.read(read_end, 32)), uid=os.getuid())
+    report("linger.daemon", pid=int(os.read(read_end, 32)), uid=os.getuid(), pid_ns=os.readlink("/proc/self/ns/pid"))
 
 
 def main() -> int:

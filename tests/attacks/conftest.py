@@ -230,7 +230,8 @@ def _drive(run: AttackRun, manifest_a: Path, shared: Path) -> None:
     var_lib_socket, read_path_socket = run.root / "host-service.sock", shared / "dev-db.sock"
     with (_abstract_listener_in(f"sh-{run.sid_a}-app", abstract), _host_listener(run.host_socket),
           _host_listener(var_lib_socket), _host_listener(read_path_socket)):
-        targets = {"pids": run.door_pids_a, "other_sid": run.sid_b, "other_svid": str(other_svid),
+        targets = {"pids": run.door_pids_a, "launcher": a.proc.pid, "other_sid": run.sid_b,
+                   "other_svid": str(other_svid),
                    "abstract": abstract, "audit_root": str(run.audit_root), "workspace": str(run.workspace_a),
                    "host_socket": str(run.host_socket), "var_lib_socket": str(var_lib_socket),
                    "read_path_socket": str(read_path_socket),

@@ -45,8 +45,9 @@ def ipc_attacks(targets: dict[str, object]) -> None:
     host = sysv_ipc.Objects(**targets["host_ipc"])  # type: ignore[arg-type]
     for way, seen in sysv_ipc.reach(host).items():
         report(f"ipc.host_{way}", errno=None if seen == "reached" else seen)
-    listed = {kind: [int(row["key"]) for row in sysv_ipc.listed(kind)] for kind in ("shm", "msg", "sem")}
+    listed = {kind: sysv_ipc.listed_by_index(kind) for kind in ("shm", "msg", "sem")}
     report("ipc.listed", listed=listed, ns=os.readlink("/proc/self/ns/ipc"))
+    attempt("ipc.proc_sysvipc", lambda: sysv_ipc.listed("shm"))  # its proc has subset=pid: no sysvipc/
 
 
 def _with_socket(family: int, action: Callable[[socket.socket], object]) -> Callable[[], object]:
@@ -78,8 +79,7 @@ def fast_open_attacks(port: int) -> None:
             _with_socket(socket.AF_INET, lambda s: s.sendmsg([b"x"], [], socket.MSG_FASTOPEN, target)))
     attempt("net.fastopen_connect_option",
             _with_socket(socket.AF_INET, lambda s: s.setsockopt(socket.IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1)))
-    with open("/proc/sys/net/ipv4/tcp_fastopen") as f:
-        report("net.fastopen_sysctl", value=f.read().strip())
+    attempt("net.fastopen_sysctl", lambda: open("/proc/sys/net/ipv4/tcp_fastopen").close())
 
 
 def _pair(family: int, kind: int) -> Callable[[], object]:
@@ -115,7 +115,7 @@ def leave_ipc_behind(key: int, queue: str) -> None:
     msqid = sysv_ipc.msg_get(key, sysv_ipc.IPC_CREAT | 0o600)
     semid = sysv_ipc.sem_get(key, 1, sysv_ipc.IPC_CREAT | 0o600)
     attempt("ipc.own_mq_create", lambda: sysv_ipc.mq_close(sysv_ipc.mq_open(queue, os.O_CREAT | os.O_RDWR)))
-    report("ipc.made", shmid=shmid, msqid=msqid, semid=semid, listed=[int(r["key"]) for r in sysv_ipc.listed("shm")])
+    report("ipc.made", shmid=shmid, msqid=msqid, semid=semid, listed=sysv_ipc.listed_by_index("shm"))
 
 
 def main() -> int:

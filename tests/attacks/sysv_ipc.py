@@ -112,6 +112,30 @@ def listed(kind: str) -> list[dict[str, str]]:
     return [dict(zip(names, row.split(), strict=False)) for row in rows]
 
 
+# (ctl call, *_INFO: the highest index in use, *_STAT_ANY: an index's object without read permission)
+_ENUMERATE = {"shm": ("shmctl", 14, 15), "msg": ("msgctl", 12, 13), "sem": ("semctl", 19, 20)}
+
+
+def _ctl(kind: str, index: int, command: int, buffer: ctypes.Array[ctypes.c_char]) -> int:
+    if kind == "sem":
+        return int(LIBC.semctl(index, 0, command, buffer))
+    return int(getattr(LIBC, _ENUMERATE[kind][0])(index, command, buffer))
+
+
+def listed_by_index(kind: str) -> list[int]:
+    """The keys of the caller's IPC namespace's objects of `kind`, by index as ipcs does without
+    /proc/sysvipc (*_INFO, then *_STAT_ANY: each struct begins with its ipc_perm, whose first field is the
+    key)."""
+    _, info, stat_any = _ENUMERATE[kind]
+    buffer = ctypes.create_string_buffer(_STAT_BUFFER)
+    highest = _check(_ctl(kind, 0, info, buffer), f"{kind} info")
+    keys = []
+    for index in range(highest + 1):
+        if _ctl(kind, index, stat_any, buffer) >= 0:  # a free index: EINVAL
+            keys.append(int.from_bytes(buffer.raw[:4], "little", signed=True))
+    return keys
+
+
 @dataclass(frozen=True)
 class Objects:
     """One SysV segment, queue and semaphore set under one key, and a POSIX queue."""

@@ -27,8 +27,8 @@ def test_the_layer_behind_ran_with_the_apps_uid_and_edge_group(attacks: AttackRu
 @pytest.mark.parametrize("door", DOORS)
 @pytest.mark.parametrize("way", PROC_WAYS)
 def test_a_doors_proc_entries_are_not_even_visible_to_the_app(attacks: AttackRun, way: str, door: str) -> None:
-    """/proc/<door>/fd/5 (its listener), /root, /cwd, fd/4 (its SVID memfd): ENOENT, proc hidepid=invisible
-    (the door is another uid's process)."""
+    """/proc/<door>/fd/5 (its listener), /root, /cwd, fd/4 (its SVID memfd): ENOENT, the app's proc is its
+    own pid namespace's, where the door is not (and hidepid=invisible: the door is another uid's process)."""
     assert attacks.a.probes[f"door.{way}.{door}"]["errno"] == "ENOENT"
 
 
@@ -42,9 +42,11 @@ def test_behind_hidepid_a_doors_proc_entries_refuse_the_apps_uid(attacks: Attack
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_door_listener_cannot_be_copied_with_pidfd_getfd(attacks: AttackRun, door: str) -> None:
-    """pidfd_open takes a pid number, not a /proc path (hidepid does not hide it), so pidfd_getfd(door, 5)
-    reaches the kernel's ptrace attach check: EPERM (pidfd_getfd is not in the seccomp list)."""
-    assert attacks.a.probes[f"door.pidfd_getfd.{door}"]["errno"] == "EPERM"
+    """pidfd_open takes a pid number, not a /proc path (hidepid does not hide it): in the app's pid namespace
+    the door's pid does not exist (ESRCH). Outside it, as the app's uid, pidfd_getfd(door, 5) reaches the
+    kernel's ptrace attach check: EPERM (pidfd_getfd is not in the seccomp list)."""
+    assert attacks.a.probes[f"door.pidfd_getfd.{door}"]["errno"] == "ESRCH"
+    assert attacks.outside_as_app[f"door.pidfd_getfd.{door}"]["errno"] == "EPERM"
 
 
 @pytest.mark.parametrize("way", ["keys_absolute", "keys_relative_cwd", "keys_symlink"])

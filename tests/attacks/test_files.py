@@ -66,12 +66,14 @@ def test_the_app_cannot_raise_its_limits_or_change_cgroup(attacks: AttackRun, pr
 
 @pytest.mark.parametrize("probe", ["proc.launcher_root", "proc.launcher_mem"])
 def test_proc_of_the_launcher_is_not_even_visible(attacks: AttackRun, probe: str) -> None:
-    """/proc/<launcher>/root and /mem: ENOENT, proc hidepid=invisible (the launcher is root's process); in
-    the host's /proc as the app's uid, EACCES from the ptrace access check."""
+    """/proc/<launcher>/root and /mem: ENOENT, the app's proc is its own pid namespace's (and hidepid=invisible:
+    the launcher is root's process); in the host's /proc as the app's uid, EACCES from the ptrace check."""
     assert attacks.a.probes[probe]["errno"] == "ENOENT"
     assert attacks.outside_as_app[probe]["errno"] == "EACCES"
 
 
 def test_a_sysctl_write_is_refused(attacks: AttackRun) -> None:
-    """/proc/sys/kernel/hostname: EACCES (Landlock: /proc is read-only to the app; root's 0644 file besides)."""
-    assert attacks.a.probes["proc.sysctl_write"]["errno"] == "EACCES"
+    """/proc/sys/kernel/hostname: ENOENT, the app's proc has subset=pid (no sys/); in the host's /proc inside
+    the app's Landlock rules: EACCES (/proc is read-only to the app; root's 0644 file besides)."""
+    assert attacks.a.probes["proc.sysctl_write"]["errno"] == "ENOENT"
+    assert attacks.outside_landlocked["proc.sysctl_write"]["errno"] == "EACCES"

@@ -38,9 +38,9 @@ def test_a_socket_inside_a_read_path_is_refused(attacks: AttackRun) -> None:
 
 
 def test_other_users_processes_are_invisible(attacks: AttackRun) -> None:
-    """nobody's process holds a secret on its command line: in the app's proc (hidepid=invisible) its
-    /proc/<pid> is ENOENT and every visible process is the app's own uid; the app's uid reads the secret in
-    the host's /proc, so hidepid is what holds it."""
+    """nobody's process holds a secret on its command line: in the app's proc (its own pid namespace's,
+    hidepid=invisible) its /proc/<pid> is ENOENT and every visible process is the app's own uid; the app's
+    uid reads the secret in the host's /proc, so the pid namespace and hidepid are what hold it."""
     uid = attacks.a.probes["inherited"]["uid"]
     seen = attacks.a.probes["host.other_users_cmdline"]
     assert seen["found"] == [] and seen["visible_uids"] == [uid], seen

@@ -55,6 +55,7 @@ class GapsRun:
     shm_in_app_ns: list[dict[str, str]] = field(default_factory=list)  # while it ran, from inside its ns
     shm_on_host_during: list[dict[str, str]] = field(default_factory=list)
     fastopen_unconfined: str = ""  # the test's own Fast Open connect inside the app's netns
+    fastopen_sysctl: str = ""  # net.ipv4.tcp_fastopen of the app's netns, read by the test
     host_after: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     queue_after: str = ""
 
@@ -121,6 +122,8 @@ def _drive(live: LiveSession, run: GapsRun, host: sysv_ipc.Objects) -> None:
         run.shm_in_app_ns = _shm_inside(pid)
         run.shm_on_host_during = sysv_ipc.listed("shm")
         run.fastopen_unconfined = _fast_open_in(app_netns, port)
+        with netns.entered(app_netns), open("/proc/sys/net/ipv4/tcp_fastopen") as sysctl:
+            run.fastopen_sysctl = sysctl.read().strip()
     live.send("end")
     run.summary = live.finish()
     run.probes = live.probes
@@ -179,8 +182,10 @@ def test_posix_queues_are_outside_every_landlock_path(gaps: GapsRun) -> None:
 
 
 def test_the_app_lists_no_ipc_object_but_its_own(gaps: GapsRun) -> None:
+    """By index, as ipcs does (its proc has subset=pid: /proc/sysvipc is ENOENT), in a namespace of its own."""
     listed = gaps.probes["ipc.listed"]
     assert listed["listed"] == {"shm": [], "msg": [], "sem": []}
+    assert gaps.probes["ipc.proc_sysvipc"]["errno"] == "ENOENT"
     assert listed["ns"] != os.readlink("/proc/self/ns/ipc")
     assert gaps.probes["ipc.made"]["listed"] == [gaps.own_key]
 
@@ -217,12 +222,13 @@ def test_listen_on_an_unbound_socket_is_refused_by_seccomp(gaps: GapsRun) -> Non
 def test_fast_open_is_refused_by_seccomp_and_off_in_the_apps_netns(gaps: GapsRun) -> None:
     """The test listens inside the app's netns on a port Landlock does not grant (connect: EACCES), while
     the proxy port connects. sendto/sendmsg(MSG_FASTOPEN) and TCP_FASTOPEN_CONNECT: EPERM, seccomp. Behind
-    it tcp_fastopen=0, so the same sendto unconfined in that netns gets the kernel's EOPNOTSUPP."""
+    it tcp_fastopen=0 (read by the test: the app's proc has no sys/), so the same sendto unconfined in that
+    netns gets the kernel's EOPNOTSUPP."""
     assert gaps.probes["control.connect_test_port"]["errno"] == "EACCES"
     assert gaps.probes["control.connect_proxy"]["errno"] is None
     for probe in ("net.fastopen_sendto", "net.fastopen_sendmsg", "net.fastopen_connect_option"):
         assert gaps.probes[probe]["errno"] == "EPERM", gaps.probes[probe]
-    assert gaps.probes["net.fastopen_sysctl"]["value"] == "0"
+    assert gaps.fastopen_sysctl == "0" and gaps.probes["net.fastopen_sysctl"]["errno"] == "ENOENT"
     assert gaps.fastopen_unconfined == errno.errorcode[errno.EOPNOTSUPP]
 
 

@@ -116,3 +116,32 @@ def new_leftovers(before: dict[str, list[str]]) -> dict[str, list[str]]:
     now = leftovers()
     fresh = {kind: [name for name in names if name not in before.get(kind, [])] for kind, names in now.items()}
     return {kind: names for kind, names in fresh.items() if names}
+
+
+def in_pid_namespace(namespace: str) -> list[int]:
+    """Host pids whose pid namespace is `namespace` (what /proc/<pid>/ns/pid reads, e.g. "pid:[4026532]")."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                found.append(int(entry))
+        except OSError:
+            continue  # gone meanwhile
+    return found
+
+
+def init_waits(init: int) -> bool:
+    """The app's pid namespace init (launcher/lifecycle/app_init.py) is confined and idle: back in
+    sigwaitinfo with no signal pending (so it handled whatever it was sent), or already exited."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{init}/status").read_text().splitlines())
+    if status["State"].split()[0] == "Z":
+        return True
+    pending = int(status["ShdPnd"], 16) | int(status["SigPnd"], 16)
+    return not pending and Path(f"/proc/{init}/wchan").read_text().startswith("do_sigtimedwait")
+
+
+def until_init_waits(init: int, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not init_waits(init):
+        assert time.monotonic() < deadline, f"the app's init {init} never went back to waiting"
+        time.sleep(0.01)

@@ -15,9 +15,9 @@ pytestmark = pytest.mark.root
 # probe → a word the verdict must name: held by THIS mechanism, not by an accident of the setup.
 MECHANISM = {
     "workspace.write": "Landlock", "etc.write": "DAC", "other_dir.write": "mount namespace",
-    "key.read": "hidepid", "launcher_state.read": "mount namespace", "environ.read": "hidepid",
-"egress.public": "seccomp", "door.off_edge": "mount namespace",
-    "door.signal": "another uid",
+    "key.read": "pid namespace", "launcher_state.read": "mount namespace", "environ.read": "pid namespace",
+    "egress.public": "seccomp", "door.off_edge": "mount namespace",
+    "door.signal": "pid namespace",
     "door.ptrace": "seccomp", "socket.inet": "seccomp", "socket.udp": "seccomp", "socket.packet": "seccomp",
     "io_uring": "seccomp",
     "userns": "seccomp", "setuid.root": "capability", "memory.limit": "memory cgroup",

@@ -215,13 +215,13 @@ def _wait_for_app(sid: str, timeout_s: float = 20) -> int:
 
 
 @pytest.mark.parametrize("typed_right", [True, False])
-def test_on_a_terminal_the_person_types_the_hash_prefix(tmp_path: Path, workspace: Path, audit_dir: Path,
-                                                         typed_right: bool) -> None:
+def test_on_a_terminal_the_person_types_the_whole_hash(tmp_path: Path, workspace: Path, audit_dir: Path,
+                                                       typed_right: bool) -> None:
     import pty
 
     manifest = write_manifest(tmp_path, basic_manifest(workspace, ["/bin/true"]))
     digest = manifest_hash(manifest).removeprefix("sha256:")
-    typed = digest[:12] if typed_right else ("0" * 12 if not digest.startswith("0" * 12) else "1" * 12)
+    typed = digest if typed_right else digest[:-1] + ("1" if digest.endswith("0") else "0")
     main_fd, child_fd = pty.openpty()
     launcher = subprocess.Popen([*LAUNCHER, "run", str(manifest), "--audit-dir", str(audit_dir)],
                                 stdin=child_fd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -234,11 +234,11 @@ def test_on_a_terminal_the_person_types_the_hash_prefix(tmp_path: Path, workspac
         if launcher.poll() is None:
             launcher.kill()
             launcher.wait()
-    assert "manifest hash: sha256:" + digest in err
+    assert "sha256: " + " ".join(digest[at:at + 4] for at in range(0, 64, 4)) in err  # the fingerprint, grouped
     if typed_right:
         assert launcher.returncode == 0, err
     else:
-        assert launcher.returncode == 125 and "do not match" in err
+        assert launcher.returncode == 125 and "are not the manifest hash" in err
         assert list(audit_dir.iterdir()) == []
 
 

@@ -139,6 +139,7 @@ def mk(**kw):
             cur = cur.setdefault(k, {})
         cur[keys[-1]] = v
     return m
+def argv(*args): return mk(app={"argv": list(args), "process": {"max_memory_mb": 16, "max_pids": 1}})
 accept("manifest-minimal", "manifest", json.dumps(MIN, indent=1), "the app alone: no door, no edge, smallest limits")
 accept("manifest-empty-edges", "manifest", json.dumps(mk(doors={"fs": {"refuse_secrets": False, "max_file_bytes": 0,
        "max_total_bytes": 0, "max_files": 0}}, edges=[])),
@@ -150,6 +151,8 @@ accept("manifest-non-ascii-argv", "manifest",
        json.dumps(mk(app={"argv": ["/opt/agent/bin/agent", "--greet", "Grüße \U0001F600", "\u65e5\u672c"],
                           "process": {"max_memory_mb": 64, "max_pids": 8}}), ensure_ascii=True),
        "non-ASCII and astral argv written as \\u escapes: canonical bytes hold raw UTF-8")
+accept("manifest-script-argument", "manifest", json.dumps(argv("/bin/sh", "-c", "echo one\n\techo two")),
+       "a tab and a newline in an argument after the program: allowed, and shown escaped in the plan")
 accept("manifest-max-integers", "manifest", json.dumps(mk(doors={"fs": {"refuse_secrets": True,
        "max_file_bytes": 9007199254740991, "max_total_bytes": 9007199254740991, "max_files": 9007199254740991}})),
        "2^53-1 in every size row")
@@ -237,6 +240,43 @@ refuse("refuse-ip-literal-not-allowed", j(mk(doors={"net": {"allow": {"app": ["1
        "/doors/net/allow/app/0", "an IP literal without allow_ip_literals")
 refuse("refuse-wildcard-tld", j(mk(doors={"net": {"allow": {"app": ["*.com:443"]}}})),
        "/doors/net/allow/app/0", "a wildcard over a whole top-level domain")
+# Strings a person cannot read for what they are (pki/vocabulary/legible.py): refused in keys and values alike.
+refuse("refuse-bidi-override-in-read-path", j(mk(app={"argv": ["true"],
+       "files": {"read": ["/srv/invoice-\u202egnp.sh"]}, "process": {"max_memory_mb": 16, "max_pids": 1}})),
+       "/app/files/read/0",
+       "U+202E RIGHT-TO-LEFT OVERRIDE: the path shows as /srv/invoice-hs.png")
+refuse("refuse-raw-bidi-isolate-in-workspace", json.dumps(mk(workspace="/srv/sh-\u2067min"), ensure_ascii=False),
+       "/workspace", "U+2067 RIGHT-TO-LEFT ISOLATE written as raw UTF-8, not as an escape")
+refuse("refuse-zero-width-in-fs-row", j(mk(doors={"fs": {**FS, "read_only": [".git\u200b"]}})),
+       "/doors/fs/read_only/0", "U+200B ZERO WIDTH SPACE: '.git\u200b' looks like '.git' and is another name")
+refuse("refuse-word-joiner-in-hidden", j(mk(doors={"fs": {**FS, "hidden": [".e\u2060nv"]}})),
+       "/doors/fs/hidden/0", "U+2060 WORD JOINER, another zero-width character")
+refuse("refuse-bom-inside-string", j(mk(workspace="/srv/\ufeffsh-min")), "/workspace",
+       "U+FEFF ZERO WIDTH NO-BREAK SPACE inside a string (a BOM anywhere but the start is zero-width)")
+refuse("refuse-variation-selector-in-fs-row", j(mk(doors={"fs": {**FS, "append_only": ["log\ufe0f"]}})),
+       "/doors/fs/append_only/0", "U+FE0F VARIATION SELECTOR-16: default-ignorable, nothing is drawn")
+refuse("refuse-c1-in-session-name", j(mk(session={"name": "min\u0085", "trust_domain": "min.test", "ttl_s": 60})),
+       "/session/name", "U+0085 NEXT LINE, a C1 control")
+refuse("refuse-csi-in-session-name", j(mk(session={"name": "min\u009b2J", "trust_domain": "min.test", "ttl_s": 60})),
+       "/session/name", "U+009B, the C1 control sequence introducer (a terminal reads it as ESC [)")
+refuse("refuse-escape-in-argument", j(argv("true", "\u001b[2K\u001b[1Gok")), "/app/argv/1",
+       "ESC (U+001B) in an argument: a terminal control sequence that erases what the plan showed")
+refuse("refuse-carriage-return-in-argument", j(argv("/bin/sh", "-c", "rm -rf ~\recho hello")), "/app/argv/2",
+       "a carriage return, which overwrites the line shown before it (tab and newline are allowed in argv[1:])")
+refuse("refuse-tab-in-program", j(argv("tr\tue")), "/app/argv/0", "a tab in the program name (argv[0])")
+refuse("refuse-line-separator-in-argument", j(argv("true", "a\u2028b")), "/app/argv/1", "U+2028 LINE SEPARATOR")
+refuse("refuse-paragraph-separator-in-host", j(mk(doors={"net": {"allow": {"app": ["pypi.org:443\u2029"]}}})),
+       "/doors/net/allow/app/0", "U+2029 PARAGRAPH SEPARATOR")
+refuse("refuse-tag-characters-in-argument", j(argv("true", "ok\U000e0069\U000e0067\U000e006e")),
+       "/app/argv/1", "Unicode tag characters (U+E0069...): invisible text smuggled after 'ok'")
+refuse("refuse-private-use-in-workspace", j(mk(workspace="/srv/sh-\ue000")), "/workspace",
+       "U+E000, private use: how it looks depends on the font")
+refuse("refuse-unassigned-in-workspace", j(mk(workspace="/srv/sh-\u0378")), "/workspace",
+       "U+0378, unassigned: no one can tell how it will look")
+refuse("refuse-bidi-in-key", j(mk(doors={"keys": {"secrets": {"k\u202e": SECRET}}})), "/doors/keys/secrets",
+       "a bidi control in a key: named at the object holding it, so the pointer carries no such character")
+refuse("refuse-zero-width-in-unknown-key", j({**MIN, "sharness\u200d": "x"}), "",
+       "U+200D ZERO WIDTH JOINER in a top-level key: refused before the schema would quote it")
 refuse("refuse-too-deep", GOOD.replace('["true"]', '["true", ' + "[" * 31 + "]" * 31 + "]"),
        "/app/argv/1" + "/0" * 29, "the first list at level 33 (the root object is level 1)")
 

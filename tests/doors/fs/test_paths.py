@@ -118,3 +118,33 @@ def test_normalised_paths_are_stable(parts: list[str]) -> None:
         again = parse_path(parsed.text)
         assert again == parsed
         assert ".." not in parsed.parts and "." not in parsed.parts and "" not in parsed.parts
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    ("invoice-\u202egnp.sh", "U+202E"),  # lists as invoice-hs.png
+    ("src/a\u2066.py", "U+2066"),
+    ("a\u200e", "U+200E"),
+    ("a\u061c", "U+061C"),
+    (".git\u200b/config", "U+200B"),  # looks like read_only .git/config
+    (".gi\u200dt", "U+200D"),
+    (".en\u2060v", "U+2060"),
+    ("\ufeffsrc", "U+FEFF"),
+    ("lo\u00adg", "U+00AD"),
+    ("log\ufe0f", "U+FE0F"),
+    ("a\U000e0041", "U+E0041"),
+    ("notes\u2028.txt", "U+2028"),
+    ("docs\u2029", "U+2029"),
+    ("a\x85b", "U+0085"),
+    ("a\x1b[2Jb", "U+001B"),
+])
+def test_names_a_person_would_misread_are_refused_naming_the_code_point(raw: str, code: str) -> None:
+    refused = _refused(raw)
+    assert (refused.status, refused.row) == (400, "path")
+    assert code in refused.detail and "bidi" in refused.hint
+    assert all(char.isprintable() for char in refused.detail)  # the refusal never carries the character
+
+
+@pytest.mark.parametrize("raw", ["\ue000icon", "new-\U0001fae8.txt", "e\u0301t\u00e9", "Grüße", "\u00a0space"])
+def test_private_use_unassigned_and_combining_names_stay_usable(raw: str) -> None:
+    # Names on disk may hold these (Samba maps ':' to private use; an emoji newer than this Python's Unicode).
+    assert _ok(raw).parts == (raw,)

@@ -24,6 +24,7 @@ from launcher.kernel.confine import (
     ConfinementError,
     ConfinementSpec,
     apply_confinement,
+    arm_parent_death_signal,
     place_fds,
     step_of_exit_code,
 )
@@ -279,3 +280,27 @@ def test_listen_is_refused_where_tcp_may_be_made_but_no_port_bound() -> None:
         assert confined(unix_only, lambda: _listen(socket.AF_UNIX)).report == {"value": 0}
         bind_row = make_spec(user, seccomp_deny_inet=False, landlock=rules(read=("/",), tcp_bind=(8080,)))
         assert confined(bind_row, lambda: _listen(socket.AF_INET)).report == {"value": 0}
+
+
+def _exited_pidfd() -> int:
+    """A pidfd of a process that has exited (and been reaped): always readable."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        os._exit(0)
+    pidfd = os.pidfd_open(pid)
+    os.waitpid(pid, 0)
+    return pidfd
+
+
+def test_in_a_pid_namespace_the_launchers_pidfd_says_it_is_gone() -> None:
+    """A namespace's init has getppid() 0 whether the launcher lives or not: with parent_pidfd, a readable
+    pidfd (the launcher exited) makes the child leave with 199; an open one lets it go on."""
+    gone, alive = _exited_pidfd(), os.pidfd_open(os.getpid())
+    try:
+        orphan = run_child(lambda _fd: arm_parent_death_signal(None, gone), lambda: "went on")
+        assert os.WIFEXITED(orphan.status) and os.WEXITSTATUS(orphan.status) == 199 and orphan.report == {}
+        control = run_child(lambda _fd: arm_parent_death_signal(None, alive), lambda: "went on")
+        assert control.report == {"value": "went on"}
+    finally:
+        os.close(gone)
+        os.close(alive)

@@ -52,15 +52,17 @@ def test_a_host_socket_is_hidden_but_a_kept_path_stays_and_other_uids_vanish_fro
                 result["socket"] = errno.errorcode[exc.errno or 0]
             result["victim_visible"] = os.path.exists(f"/proc/{victim}")
             result["self_visible"] = os.path.exists("/proc/self/status")
+            result["host_wide_files"] = [os.path.exists(f"/proc/{name}") for name in ("interrupts", "key-users")]
             return result
 
         try:
             control = run_child(lambda _wfd: None, probe)
             assert control.report["value"]["socket"] == "connected"
             assert control.report["value"]["victim_visible"] is True
+            assert control.report["value"]["host_wide_files"] == [True, True]  # absent below: subset=pid
             confined = run_child(setup, probe)
             assert confined.report["value"] == {"note": "visible", "socket": "ENOENT", "victim_visible": False,
-                                                "self_visible": True}
+                                                "self_visible": True, "host_wide_files": [False, False]}
         finally:
             os.kill(victim, 9)
             os.waitpid(victim, 0)

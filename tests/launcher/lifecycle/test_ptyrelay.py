@@ -25,7 +25,9 @@ from typing import Any
 import pytest
 
 from launcher.kernel.confine import place_fds
-from launcher.lifecycle.ptyrelay import Channel, PtyRelay, StdioPlan, plan_stdio, raw_modes
+from launcher.lifecycle.ptyrelay import SCREEN_READ_PER_ROUND, Channel, PtyRelay, StdioPlan, plan_stdio, raw_modes
+from launcher.policy.terminal_reset import reset_bytes
+from tests._terminal import judged
 from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, write_manifest
 
 WAIT_S = 60.0  # a guard against hanging, never a measure: every wait below ends on what it waits for
@@ -273,6 +275,96 @@ def test_the_terminal_is_restored_when_the_launcher_fails(person: tuple[int, int
         raise RuntimeError("the launcher failed")
     assert termios.tcgetattr(slave) == saved
     assert fcntl.fcntl(slave, fcntl.F_GETFL) == flags
+
+
+def test_one_round_reads_a_bounded_amount_of_the_apps_output() -> None:
+    """However much the app wrote, one round filters at most SCREEN_READ_PER_ROUND bytes of it, so the
+    supervisor's loop comes back to the doors' status sockets soon (docs/decisions/ptyrelay.md)."""
+    app_r, app_w = os.pipe()  # stands for the pty's master: 64 KiB waiting to be read
+    screen_r, screen_w = os.pipe()  # the person's screen
+    os.write(app_w, b"a" * 65536)
+    relay = PtyRelay(StdioPlan((1,), terminal=1, keys_from=None, screen_to=1), (-1, screen_w, -1), app_r, -1, [])
+    try:
+        relay.on_readable(app_r)
+        assert len(os.read(screen_r, 1 << 20)) == SCREEN_READ_PER_ROUND < 65536
+    finally:
+        for fd in (app_r, app_w, screen_r, screen_w):
+            os.close(fd)
+
+
+LEFT_BEHIND = (b"\x1b[?1049h\x1b[?1000h\x1b[?1006h\x1b[?2004h\x1b[?25l\x1b[5;10r\x1b)0\x1b(0\x1b[8;30;40m"
+               b"\x1b[?1h\x1b[4hlqqk")
+
+
+def test_at_close_the_persons_screen_is_reset_after_the_apps_last_words(person: tuple[int, int]) -> None:
+    master, slave = person
+    relay = PtyRelay.open((slave, slave, slave))
+    assert relay is not None
+    screen = Screen(master)
+    pid = _fork_app(relay, f"import os; os.write(1, {LEFT_BEHIND!r} + b'app: last words')")
+    assert os.WEXITSTATUS(_end(relay, screen, pid)) == 0
+    _screen_until(screen, reset_bytes(at_line_start=False, on_alternate_screen=True))
+    assert screen.text.endswith(b"app: last words" + reset_bytes(at_line_start=False, on_alternate_screen=True))
+    state = judged(screen.text + b"sharness-launch: the verdict\r\n").clean()
+    assert not any(state.values()), {name for name, left in state.items() if left}
+
+
+def test_the_launchers_lines_go_among_the_apps_output_on_lines_of_their_own(person: tuple[int, int]) -> None:
+    master, slave = person
+    relay = PtyRelay.open((slave, slave, slave))
+    assert relay is not None
+    screen = Screen(master)
+    pid = _fork_app(relay, "import os, sys; os.write(1, b'\\x1b[8mapp: half a line'); sys.stdin.readline()")
+    _relay_until(relay, screen, b"app: half a line")
+    relay.say("sharness-launch: fs door: something failed")
+    _relay_until(relay, screen, b"something failed")
+    screen.type(b"\n")
+    _end(relay, screen, pid)
+    drawn = [piece for piece in judged(screen.text).drawn if "fs door" in piece.text]
+    assert drawn and drawn[0].column == 0 and not drawn[0].concealed
+
+
+def test_the_launchers_lines_wait_while_the_app_is_on_the_alternate_screen(person: tuple[int, int]) -> None:
+    """A TUI's next redraw would cover them and its exit take them away: they show when it is back on the main
+    screen, or after the reset at close."""
+    master, slave = person
+    relay = PtyRelay.open((slave, slave, slave))
+    assert relay is not None
+    screen = Screen(master)
+    code = ("import os, sys\n"
+            "os.write(1, b'\\x1b[?1049happ: on the alternate screen\\n'); sys.stdin.readline()\n"
+            "os.write(1, b'\\x1b[?1049lapp: back\\n'); sys.stdin.readline()\n"
+            "os.write(1, b'\\x1b[?1049happ: there again\\n'); sys.stdin.readline()")
+    pid = _fork_app(relay, code)
+    _relay_until(relay, screen, b"app: on the alternate screen")
+    relay.say("sharness-launch: fs door: first")
+    screen.type(b"\n")
+    _relay_until(relay, screen, b"app: back")
+    _relay_until(relay, screen, b"fs door: first")
+    assert screen.text.index(b"fs door: first") > screen.text.index(b"app: back")
+    screen.type(b"\n")
+    _relay_until(relay, screen, b"app: there again")
+    relay.say("sharness-launch: fs door: second")
+    screen.type(b"\n")
+    _end(relay, screen, pid)
+    reset = reset_bytes(at_line_start=True, on_alternate_screen=True)
+    assert screen.text.index(b"fs door: second") > screen.text.index(reset)
+    final = [line.rstrip() for line in judged(screen.text).display]
+    assert "sharness-launch: fs door: second" in final
+
+
+def test_the_launchers_lines_go_to_its_stderr_when_that_is_not_the_terminal(person: tuple[int, int]) -> None:
+    _, slave = person
+    stderr_r, stderr_w = os.pipe()
+    relay = PtyRelay.open((slave, slave, stderr_w))
+    assert relay is not None
+    try:
+        relay.say("sharness-launch: net door: resolver failed")
+        assert os.read(stderr_r, 4096) == b"sharness-launch: net door: resolver failed\n"
+    finally:
+        relay.close()
+        os.close(stderr_r)
+        os.close(stderr_w)
 
 
 # -- real sessions --------------------------------------------------------------------------------

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import selectors
 import signal
 import socket
 import time
 
 from launcher.lifecycle.spawn import Spawned
-from launcher.lifecycle.supervise import Supervisor
+from launcher.lifecycle.supervise import STATUS_PER_ROUND, Supervisor
 
 
 def _child(status: socket.socket | None, messages: list[bytes], then_sleep: float, code: int = 0) -> Spawned:
@@ -103,3 +105,111 @@ def test_a_status_nested_past_the_parser_is_audited_malformed_and_the_loop_goes_
         supervisor.stop("fs", 1)
     finally:
         supervisor.close()
+
+
+class AlwaysReady:
+    """A relay whose fd is always readable and never drained, as a flood of the app's output would be."""
+
+    def __init__(self) -> None:
+        self.read_end, self.write_end = os.pipe()
+        os.write(self.write_end, b"x")
+        self.rounds = 0
+        self.said: list[str] = []
+
+    def fds_to_watch(self) -> dict[int, int]:
+        return {self.read_end: selectors.EVENT_READ}
+
+    def on_ready(self, fd: int, events: int) -> None:
+        self.rounds += 1
+
+    def on_signal(self, signum: int) -> None:
+        pass
+
+    def say(self, line: str) -> None:
+        self.said.append(line)
+
+    def close(self) -> None:
+        os.close(self.read_end)
+        os.close(self.write_end)
+
+
+def test_each_round_reads_a_doors_pending_status_messages_beside_a_busy_relay() -> None:
+    """One round serves the relay once and up to STATUS_PER_ROUND messages of a door: a relay that is always
+    ready cannot starve the doors' audit (with one message a round, 270 would take 270 rounds)."""
+    events: list[str] = []
+    supervisor = Supervisor(lambda event, fields: events.append(event))
+    relay = AlwaysReady()
+    sent_r, sent_w = os.pipe()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    audit = json.dumps({"type": "audit", "event": {"op": "stat"}}).encode()
+    pending = 270  # more than one round takes, fewer than the socket holds (278 of these)
+    pid = os.fork()
+    if pid == 0:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for _ in range(pending):
+            theirs.send(audit)
+        os.write(sent_w, b"s")
+        time.sleep(30)
+        os._exit(0)
+    theirs.close()
+    try:
+        supervisor.add_io(relay)
+        supervisor.watch(Spawned(role="fs", pid=pid, pidfd=os.pidfd_open(pid), status=ours))
+        assert select.select([sent_r], [], [], 30)[0] and os.read(sent_r, 1) == b"s"  # all are waiting now
+        supervisor._step(1)
+        assert events.count("door.event") == STATUS_PER_ROUND and relay.rounds == 1
+        supervisor._step(1)
+        assert events.count("door.event") == pending and relay.rounds == 2
+        supervisor.stop("fs", 1)
+    finally:
+        supervisor.close()
+        relay.close()
+        os.close(sent_r)
+        os.close(sent_w)
+
+
+def _door_writing(role: str, stderr: bytes) -> Spawned:
+    """A door process whose stderr is a pipe the supervisor reads, as spawn_door makes it."""
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        os.write(write_end, stderr)
+        os._exit(0)
+    os.close(write_end)
+    os.set_blocking(read_end, False)
+    return Spawned(role=role, pid=pid, pidfd=os.pidfd_open(pid), status=None, diagnostics=read_end)
+
+
+def test_a_doors_stderr_is_shown_as_inert_lines_with_its_role_and_counted_in_the_audit() -> None:
+    events: list[tuple[str, dict[str, object]]] = []
+    said: list[str] = []
+    supervisor = Supervisor(lambda event, fields: events.append((event, dict(fields))), say=said.append)
+    try:
+        written = b"handler for GET /v0/fs/files/\x1b[2J\x1b]0;t\x07 failed\n" + b"spam\n" * 30 + b"unfinished"
+        supervisor.watch(_door_writing("fs", written))
+        supervisor.reap("fs")
+        supervisor.drain_statuses()
+    finally:
+        supervisor.close()
+    assert said[0] == "sharness-launch: fs door: handler for GET /v0/fs/files/\\x1b[2J\\x1b]0;t\\x07 failed"
+    assert all(line.startswith("sharness-launch: fs door: ") and "\x1b" not in line for line in said)
+    assert len(said) <= 12  # a burst, a notice: the other lines are counted, not shown
+    counted = [fields for event, fields in events if event == "door.diagnostics"]
+    assert counted == [{"role": "fs", "lines": 32, "shown": 10, "held_back": 22, "bytes": len(written)}]
+
+
+def test_a_relay_takes_over_the_launchers_lines() -> None:
+    said: list[str] = []
+    supervisor = Supervisor(lambda event, fields: None, say=said.append)
+    relay = AlwaysReady()
+    try:
+        supervisor.add_io(relay)
+        supervisor.watch(_door_writing("net", b"resolver failed\n"))
+        supervisor.reap("net")
+        supervisor.drain_statuses()
+    finally:
+        supervisor.close()
+        relay.close()
+    assert said == [] and relay.said == ["sharness-launch: net door: resolver failed"]

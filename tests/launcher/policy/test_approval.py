@@ -9,6 +9,7 @@ from launcher.policy.approval import (
     Confirm,
     Refusal,
     confirmation_gate,
+    fingerprint,
     hash_gate,
     row_names,
     rows_gate,
@@ -42,31 +43,54 @@ def test_a_hash_that_differs_in_its_last_character_is_refused() -> None:
     assert isinstance(hash_gate(SHA[:-1] + "0", SHA, terminal=True, manifest_path="m"), Refusal)
 
 
+HEX = SHA.removeprefix("sha256:")
+GROUPED = " ".join(HEX[at:at + 4] for at in range(0, 64, 4))
+
+
 @pytest.mark.parametrize(("typed", "runs"), [
-    ("ab12ab12ab12", True),
-    ("ab12ab12ab12\n", True),
-    ("  AB12AB12AB12  ", True),
-    ("sha256:ab12ab12ab12", True),
-    ("SHA256:AB12AB12AB12", True),
-    ("ab12ab12ab1", False),  # one short
-    ("ab12ab12ab12a", False),  # one long
-    (SHA, False),  # the whole hash is not what was asked
-    ("cd34cd34cd34", False),
+    (HEX, True),
+    (HEX + "\n", True),
+    ("  " + HEX.upper() + "  ", True),
+    (SHA, True),
+    (SHA.upper(), True),
+    ("sha256: " + GROUPED, True),  # the fingerprint as shown, pasted back
+    (GROUPED.replace(" ", "-"), True),
+    (HEX + "a", False),  # one long
+    (HEX[:-1] + "0", False),  # the last digit differs: a ground collision on 63 digits is refused
+    ("0" + HEX[1:], False),
+    (OTHER, False),
     ("", False),
     (None, False),  # the terminal closed
-    ("ab12ab12ab1é", False),  # non-ASCII: refused, not a TypeError from compare_digest
-    ("ab12ab12ab12\x00", False),
+    (HEX[:-1] + "é", False),  # non-ASCII: refused, not a TypeError from compare_digest
+    (HEX + "\x00", False),
 ])
-def test_the_confirmation_gate(typed: str | None, runs: bool) -> None:
+def test_the_confirmation_gate_wants_the_whole_hash(typed: str | None, runs: bool) -> None:
     verdict = confirmation_gate(Confirm(SHA), typed)
     if runs:
         assert verdict is None
     else:
-        assert verdict == Refusal("hash", ("the typed characters do not match the manifest hash; nothing was created",))
+        assert verdict == Refusal("hash", ("the typed characters are not the manifest hash; nothing was created",))
+
+
+@pytest.mark.parametrize("typed", [HEX[:12], "sha256:" + HEX[:12], HEX[:16], HEX[:32], HEX[:63]])
+def test_a_prefix_of_the_hash_is_not_enough_and_the_refusal_says_so(typed: str) -> None:
+    # The attack: a forged manifest whose hash starts like the approved one (2^48 hashes for 12 digits).
+    # The person types the digits they compared; the gate wants all 64.
+    verdict = confirmation_gate(Confirm(SHA), typed)
+    assert isinstance(verdict, Refusal) and verdict.gate == "hash"
+    digits = len(typed.removeprefix("sha256:"))
+    assert verdict.lines == (f"only {digits} of the hash's 64 hex digits were typed: the whole hash is asked for, "
+                             "since a shorter match can be forged; nothing was created",)
+
+
+def test_the_fingerprint_shows_all_64_digits_in_groups_of_four() -> None:
+    assert fingerprint(SHA) == "sha256: " + GROUPED
+    assert len(GROUPED.split()) == 16 and "".join(GROUPED.split()) == HEX
+    assert fingerprint(SHA) in Confirm(SHA).shown
 
 
 def test_the_prompt_asks_for_as_many_characters_as_are_checked() -> None:
-    assert f"first {CONFIRM_HEX} hex characters" in Confirm(SHA).prompt and CONFIRM_HEX == 12
+    assert f"whole hash you approved ({CONFIRM_HEX} hex digits" in Confirm(SHA).prompt and CONFIRM_HEX == 64
 
 
 HELD = _row("app", "uid", held=True)

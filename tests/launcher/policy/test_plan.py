@@ -10,7 +10,8 @@ from manifests.samples import DROP, FULL, load, sample
 
 from launcher.kernel.probe_facts import FULL_KERNEL, KernelFacts
 from launcher.policy import plan as plan_module
-from launcher.policy.plan import IMPLEMENTED_ROWS, build_plan, render_plan
+from launcher.policy.plan import IMPLEMENTED_ROWS, build_plan
+from launcher.policy.plan_render import render_plan
 from pki.vocabulary import BOUNDARY, SETTING
 
 CONFINEMENT = ("uid", "ipc", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs", "memory",
@@ -43,6 +44,7 @@ def test_every_started_component_has_the_confinement_rows() -> None:
     for role in ("app", "fs", "net", "keys", "shell", "model"):
         assert set(CONFINEMENT) <= set(_ids(plan, role)), role
     assert "netns" in _ids(plan, "app") and "netns" in _ids(plan, "fs") and "netns" not in _ids(plan, "net")
+    assert "pidns" in _ids(plan, "app") and not any("pidns" in _ids(plan, door) for door in ("fs", "net", "keys"))
     assert _ids(plan, "session") == ["session.ttl"]
 
 

@@ -12,7 +12,8 @@ from launcher.lifecycle.session import Session
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import covers
 from launcher.policy.layout import PLAN_PATHS
-from launcher.policy.plan import ComponentPlan, Plan, build_plan, render_plan
+from launcher.policy.plan import ComponentPlan, Plan, build_plan
+from launcher.policy.plan_render import render_plan
 from pki.vocabulary import DOOR_ORDER, ROLES
 
 RESOURCES = Resources(uids={role: 61000 + index for index, role in enumerate(ROLES)},

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from launcher.lifecycle.ptyrelay import Channel
-from launcher.policy.termfilter import CSI_MAX, REPLACEMENT, State, TermFilter, csi_allowed
+from launcher.policy.termfilter import CSI_MAX, REPLACEMENT, State, TermFilter, screen_csi
 
 ESC = b"\x1b"
 BEL = b"\x07"
@@ -56,8 +56,12 @@ CASES = [
     # CSI: colours, cursor, erase, modes
     (b"\x1b[31mred\x1b[0m \x1b[1;38;5;208mX\x1b[38;2;1;2;3mY\x1b[m",
      b"\x1b[31mred\x1b[0m \x1b[1;38;5;208mX\x1b[38;2;1;2;3mY\x1b[m"),
-    (b"\x1b[H\x1b[2J\x1b[3J\x1b[10;5H\x1b[K\x1b[2A\x1b[?25l\x1b[?1049h\x1b[?2004h\x1b[6n\x1b[c\x1b[2 q",
-     b"\x1b[H\x1b[2J\x1b[3J\x1b[10;5H\x1b[K\x1b[2A\x1b[?25l\x1b[?1049h\x1b[?2004h\x1b[6n\x1b[c\x1b[2 q"),
+    (b"\x1b[H\x1b[2J\x1b[10;5H\x1b[K\x1b[2A\x1b[?25l\x1b[?1049h\x1b[?2004h\x1b[6n\x1b[c\x1b[2 q",
+     b"\x1b[H\x1b[2J\x1b[10;5H\x1b[K\x1b[2A\x1b[?25l\x1b[?1049h\x1b[?2004h\x1b[6n\x1b[c\x1b[2 q"),
+    # what erases the scrollback, reconfigures the terminal past the session or makes it report the screen
+    (b"a\x1b[3Jb\x1b[?3;5;6hc\x1b[12l\x1b[2h\x1b[20hd\x1b[>1u\x1b[>4;2m\x1b[3ge\x1b[1;1;1;1*yf\x1b[61\"pg",
+     b"abcdefg"),
+    (b"\x1b[?1049;5;1000h\x1b[4;12h\x1b[?25;3l", b"\x1b[?1049;1000h\x1b[4h\x1b[?25l"),  # the kept modes only
     (b"a\x1b[21tb\x1b[8;100;200tc\x1b[5id\x1b[?5ie\x1b[22;0tf", b"abcdef"),  # window ops, title report, print
     (b"a\x1b[1$2mb\x1b[1\x1b[31mc", b"ab\x1b[31mc"),  # malformed (parameter after intermediate), abandoned
     (b"\x1b[3\r\n1mx", b"\r\n\x1b[31mx"),  # a control inside a CSI is executed where it stands
@@ -108,9 +112,9 @@ def test_the_attack_suites_title_and_clipboard_write_do_not_pass() -> None:
 
 def test_a_csi_is_kept_up_to_its_cap_and_dropped_past_it() -> None:
     at_cap = b"\x1b[" + b"1;" * ((CSI_MAX - 3) // 2) + b"1" * ((CSI_MAX - 3) % 2) + b"m"
-    assert len(at_cap) == CSI_MAX and csi_allowed(at_cap)
+    assert len(at_cap) == CSI_MAX and screen_csi(at_cap) == at_cap
     over = at_cap[:-1] + b"1m"
-    assert not csi_allowed(over)
+    assert screen_csi(over) is None
     assert_every_split(at_cap + b"x", at_cap + b"x")
     assert whole(over + b"x") == b"x"
     assert in_pieces([over[:CSI_MAX - 1], over[CSI_MAX - 1:] + b"x"]) == b"x"
@@ -137,17 +141,25 @@ def test_end_drops_what_is_unfinished_and_starts_afresh() -> None:
     assert term.feed(b"y\x1b[1m") == b"y\x1b[1m"
 
 
-def test_csi_allowed_judges_whole_sequences() -> None:
-    assert csi_allowed(b"\x1b[0m") and csi_allowed(b"\x1b[?1049h") and csi_allowed(b"\x1b[2 q")
-    assert csi_allowed(b"\x1b[1$t")  # DECRARA: t with an intermediate is not a window operation
-    assert not csi_allowed(b"\x1b[21t") and not csi_allowed(b"\x1b[5i") and not csi_allowed(b"\x1b[1 2m")
-    assert not csi_allowed(b"\x1b]0m") and not csi_allowed(b"\x1b[1m\x1b[2m")
+def test_the_filter_follows_the_alternate_screen() -> None:
+    term = TermFilter()
+    assert not term.on_alternate_screen
+    term.feed(b"text\x1b[?1049h\x1b[2J")
+    assert term.on_alternate_screen
+    term.feed(b"\x1b[?1049l\x1b[?47h\x1b[?47l\x1b[?1047;1000h\r\n")
+    assert term.on_alternate_screen
+    term.feed(b"\x1b[?1047")
+    term.feed(b"l")  # split anywhere
+    assert not term.on_alternate_screen
+    term.feed(b"\x1b[?3;1049h")  # DECCOLM is dropped, the switch kept
+    assert term.on_alternate_screen
 
 
 # -- properties -----------------------------------------------------------------------------------
 
 INTERESTING = [b"\x1b", b"[", b"]", b"P", b"_", b"^", b"X", b"\\", b"\x07", b"\x18", b"\x9b", b"\x9c", b"\x9d",
                b"\x90", b"\xc2", b"\xe2\x80", b"\x9c", b"0", b";", b"1", b"?", b" ", b"$", b"(", b"m", b"t", b"a",
+               b"h", b"l", b"J", b"3", b"1049", b">", b"u", b"\xc2\x85", b"\x85", b"\xff", b"c",
                b"\r\n", b"\x00", b"\xf0\x9f\x99\x82", b"\xe2\x80\x94", b"52;c;", b"\x1b[31m", b"\x1b]0;t\x07",
                b"\x1b\\"]
 STREAMS = st.one_of(st.binary(max_size=200), st.lists(st.sampled_from(INTERESTING), max_size=60).map(b"".join))
@@ -174,6 +186,8 @@ def test_whatever_the_app_writes_only_kept_pieces_reach_the_terminal(data: bytes
     shown = whole(data)
     assert KEPT_STREAM.fullmatch(shown), shown
     shown.decode("utf-8")  # never an ill-formed character, never a raw C1 byte
+    for csi in re.findall(rb"\x1b\[[\x20-\x3f]*[\x40-\x7e]", shown):
+        assert screen_csi(csi) == csi, csi  # each CSI shown is one the policy passes as it is
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"))))
