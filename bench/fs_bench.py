@@ -1,4 +1,5 @@
-"""fs door figures: small-file writes/s and large-file MB/s through the door against direct local writes.
+"""fs door figures: small-file writes/s and large-file MB/s through the door against direct local writes,
+and stats/s of four kept-alive loops with every request audited as in a session against the same unaudited.
 
 The door runs in its own process (mutual TLS over a Unix socket, the real routes and dispatch); the client
 is the app's blocking DoorClient on one kept-alive connection. Direct baselines run in this process on the
@@ -23,11 +24,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench import _fs_audited
+
 RATIOS = (
     ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_atomic"),
     ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_plain"),
     ("fs_large_write_mb_per_s_door", "fs_large_write_mb_per_s_direct"),
     ("fs_large_read_mb_per_s_door", "fs_large_read_mb_per_s_direct"),
+    ("fs_stat_per_s_audited", "fs_stat_per_s_unaudited"),
 )
 SMALL_BYTES = 4096
 MB = 1024 * 1024
@@ -82,6 +86,7 @@ class _DoorProcess:
             time.sleep(0.02)
         self.client = DoorClient.from_files("fs", socket_path, app_svid, bundle, pki.trust_domain,
                                             pki.session_id, client_role="app", timeout_s=300)
+        self.address = _fs_audited.DoorAddress(socket_path, app_svid, bundle, pki.trust_domain, pki.session_id)
 
     def close(self) -> None:
         self.client.close()
@@ -187,6 +192,25 @@ def _small(root: str, door: _DoorProcess, count: int, rounds: int) -> dict[str, 
     return {name: round(_median(values)) for name, values in rates.items()}
 
 
+def _stat_rates(root: str, door: _DoorProcess, per_loop: int) -> dict[str, Any]:
+    """Stats/s of four loops: audited as in a session (the real door, Supervisor, AuditLog), and unaudited."""
+    for workspace in (os.path.join(root, "workspace"), os.path.join(root, "audited", "workspace")):
+        os.makedirs(workspace, exist_ok=True)
+        with open(os.path.join(workspace, "seed"), "wb") as out:
+            out.write(b"seed\n")
+    unaudited = _fs_audited.unaudited_rate(door.address, per_loop)
+    audited = _fs_audited.audited(os.path.join(root, "audited"), os.path.join(root, "audited", "workspace"), per_loop)
+    return {
+        "fs_stat_loops": _fs_audited.LOOPS,
+        "fs_stat_per_loop": per_loop,
+        "fs_stat_per_s_unaudited": round(unaudited),
+        "fs_stat_per_s_audited": round(audited["rate"]),
+        "fs_stat_audited_503": audited["refused_503"],
+        "fs_stat_audited_lost": audited["lost"],
+        "fs_audit_lines_per_commit": round(audited["lines_per_commit"], 1),
+    }
+
+
 def run(quick: bool) -> dict[str, Any]:
     """The fs figures (flat keys, `fs_` prefix), with ratios door/direct."""
     small_count, rounds = (300, 3) if quick else (3000, 5)
@@ -202,6 +226,7 @@ def run(quick: bool) -> dict[str, Any]:
         figures.update(_small(root, door, small_count, rounds))
         large = [_large(root, door, large_size) for _ in range(rounds)]
         figures.update({key: _median([sample[key] for sample in large]) for key in large[0]})
+        figures.update(_stat_rates(root, door, 1000 if quick else 5000))
         for figure, baseline in RATIOS:
             name = f"{figure}_over_{baseline.rsplit('_', 1)[-1]}_ratio"
             figures[name] = round(figures[figure] / figures[baseline], 3)

@@ -9,12 +9,13 @@ import contextlib
 import functools
 import os
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
+from doors._audit_queue import AuditBackpressure, AuditQueue
 from doors._contract import DoorContract
 from doors._http import Limits, Request, Response, Route, Router, TakeoverRoute, json_response
 from doors._status import StatusSender
@@ -34,22 +35,25 @@ AUDIT_QUEUE = 1024
 
 @dataclass
 class DoorRuntime:
-    """What a door's own routes may use: who it is, its contexts, and its audit channel."""
+    """What a door's own routes may use: who it is, its contexts, and its audit queue."""
 
     contract: DoorContract
     identity: SessionIdentity
     edge_policy: EdgePolicy
     server_ctx: TlsContext
     client_ctx: TlsContext
-    audit_channel: trio.MemorySendChannel[dict[str, Any]]
-    dropped: int = 0
+    audit_queue: AuditQueue
 
     def audit(self, event: dict[str, Any]) -> None:
-        """Queue one audit event for the launcher; never blocks (a full queue counts as dropped)."""
-        try:
-            self.audit_channel.send_nowait(event)
-        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-            self.dropped += 1
+        """Queue the event of an act, before the act; AuditBackpressure (a 503 refusal) when it cannot be
+        queued: the caller must then not act. Never blocks."""
+        if not self.audit_queue.put_act(event):
+            raise AuditBackpressure(self.contract.role)
+
+    def report(self, event: dict[str, Any]) -> None:
+        """Queue an event about what already happened (a refusal, an exchange answered); counted as lost
+        (and the launcher told) when it cannot be queued. Never blocks, never raises."""
+        self.audit_queue.put_report(event)
 
 
 DoorRoutes = Iterable[Route | TakeoverRoute]
@@ -90,10 +94,17 @@ def _contexts(contract: DoorContract) -> tuple[TlsContext, TlsContext]:
     return server_ctx, client_ctx
 
 
-async def _pump(status: StatusSender, receive: trio.MemoryReceiveChannel[dict[str, Any]]) -> None:
-    async with receive:
-        async for event in receive:
-            await status.send(audit_message(event))
+async def _pump(status: StatusSender, queue: AuditQueue) -> None:
+    """Send every queued event, in order, waiting for the launcher; then what was lost, if anything."""
+    while (event := await queue.get()) is not None:
+        status.note_lost(queue.take_lost())
+        await status.send(audit_message(event))
+        status.note_lost(queue.take_lost())
+        if not queue.statistics().queued and status.owes_count:
+            await status.send_lost()
+    status.note_lost(queue.take_lost())
+    if status.owes_count:
+        await status.send_lost()
 
 
 async def _until_signal(cancel_scope: trio.CancelScope) -> None:
@@ -103,22 +114,36 @@ async def _until_signal(cancel_scope: trio.CancelScope) -> None:
             return
 
 
+Background = Callable[[DoorRuntime], Iterable[Callable[[], Awaitable[None]]]]
+
+
 async def serve_door(contract: DoorContract, status: StatusSender, routes: RoutesArg = None, *,
-                     held_rows: frozenset[str] = frozenset(), limits: Limits | None = None) -> None:
-    """Serve the door until SIGTERM/SIGINT/SIGHUP; report ready once listening."""
+                     held_rows: frozenset[str] = frozenset(), limits: Limits | None = None,
+                     background: Background | None = None) -> None:
+    """Serve the door until SIGTERM/SIGINT/SIGHUP; report ready once listening.
+
+    `background` gives tasks (a proxy's own listeners) that serve beside the mTLS listener and stop with it.
+    On a signal, serving stops first; every event queued by then still reaches the launcher, then the count
+    of any lost.
+    """
     server_ctx, client_ctx = _contexts(contract)
-    send, receive = trio.open_memory_channel[dict[str, Any]](AUDIT_QUEUE)
     identity = SessionIdentity(contract.trust_domain, contract.session_id, contract.role)
-    runtime = DoorRuntime(contract, identity, EdgePolicy(frozenset(contract.edges)), server_ctx, client_ctx,
-                          send)
+    queue = AuditQueue(AUDIT_QUEUE)
+    runtime = DoorRuntime(contract, identity, EdgePolicy(frozenset(contract.edges)), server_ctx, client_ctx, queue)
     listener = listener_from_fd(contract.listen_fds[DOOR_LISTENER])
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_pump, status, receive)
-        nursery.start_soon(_until_signal, nursery.cancel_scope)
-        await nursery.start(functools.partial(serve_mtls, listener, server_ctx, identity, runtime.edge_policy,
-                                              _router(runtime, routes, held_rows), runtime.audit,
-                                              limits=limits))
-        status.ready()
+        nursery.start_soon(_pump, status, queue)
+        try:
+            async with trio.open_nursery() as serving:
+                serving.start_soon(_until_signal, serving.cancel_scope)
+                await serving.start(functools.partial(serve_mtls, listener, server_ctx, identity,
+                                                      runtime.edge_policy, _router(runtime, routes, held_rows),
+                                                      runtime.report, limits=limits))
+                for task in background(runtime) if background is not None else ():
+                    serving.start_soon(task)
+                status.ready()
+        finally:
+            queue.close()  # the pump drains what the handlers queued, then ends
 
 
 def run_door(contract: DoorContract, routes: RoutesArg = None, *, held_rows: frozenset[str] = frozenset(),

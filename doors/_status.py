@@ -1,20 +1,22 @@
 """The door's status fd: one JSON object per SOCK_SEQPACKET message to the launcher, never blocking forever.
 
-ready / audit / fatal, in the codec of pki.vocabulary.status (each at most MAX_STATUS_BYTES; an audit event
-too large is replaced by a marker that says so).
-If the launcher stops reading, a send waits `send_timeout_s` and is then counted as dropped; the count
-rides on the next message that goes through.
+ready / audit / lost / forbid / fatal, in the codec of pki.vocabulary.status (each at most MAX_STATUS_BYTES;
+an audit event too large is replaced by a marker that says so). An audit event waits for the launcher to
+make room (the door's bounded queue is the backpressure); a message that could not go out, and each event
+the door counted as lost, is counted, and the count rides on the next message that goes through as
+`dropped_before` (the launcher writes it as `audit.lost`).
 """
 
 from __future__ import annotations
 
+import math
 import socket
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from pki.vocabulary import encode_status, fatal_message, ready_message
+from pki.vocabulary import encode_status, fatal_message, forbid_message, lost_message, ready_message
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,7 @@ class StatusStatistics:
 class StatusSender:
     """Sends status messages on an inherited SOCK_SEQPACKET fd (the door owns and closes it)."""
 
-    def __init__(self, fd: int, *, send_timeout_s: float = 2.0) -> None:
+    def __init__(self, fd: int, *, send_timeout_s: float | None = None) -> None:
         self._sock = socket.socket(fileno=fd)
         self._sock.setblocking(False)
         self.send_timeout_s = send_timeout_s
@@ -55,6 +57,15 @@ class StatusSender:
         self._dropped = 0
         return True
 
+    def note_lost(self, count: int) -> None:
+        """Count `count` events that never reached this sender: the next message tells the launcher."""
+        self._dropped += count
+
+    @property
+    def owes_count(self) -> bool:
+        """Whether a count of lost messages waits for the next message to carry it."""
+        return self._dropped > 0
+
     def send_nowait(self, message: dict[str, Any]) -> bool:
         """Send without waiting (ready, fatal); False when it could not go out now."""
         sent = self._try_send(self._payload(message))
@@ -62,19 +73,31 @@ class StatusSender:
             self._dropped += 1
         return bool(sent)
 
-    async def send(self, message: dict[str, Any]) -> bool:
-        """Send, waiting at most `send_timeout_s` for the launcher to make room."""
-        data = self._payload(message)
-        with trio.move_on_after(self.send_timeout_s):
+    async def _send_waiting(self, data: bytes) -> bool:
+        with trio.move_on_after(math.inf if self.send_timeout_s is None else self.send_timeout_s):
             while (sent := self._try_send(data)) is None:
                 await trio.lowlevel.wait_writable(self._sock)
-            if sent:
-                return True
+            return sent
+        return False
+
+    async def send(self, message: dict[str, Any]) -> bool:
+        """Send, waiting for the launcher to make room (at most `send_timeout_s` when set)."""
+        if await self._send_waiting(self._payload(message)):
+            return True
         self._dropped += 1
         return False
 
     def ready(self) -> bool:
         return self.send_nowait(ready_message())
+
+    async def send_lost(self) -> bool:
+        """A message with nothing but the count of what was lost (when no event is there to carry it)."""
+        return await self._send_waiting(self._payload(lost_message()))
+
+    async def forbid(self, name: str, value: str) -> bool:
+        """Tell the launcher's audit log to redact `value` (a kept secret called `name`) from now on; only the
+        keys door is heard. Send it before `ready`, so no line can hold the value before the log knows it."""
+        return await self.send(forbid_message(name, value))
 
     def fatal(self, detail: str) -> bool:
         return self.send_nowait(fatal_message(detail))

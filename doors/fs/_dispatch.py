@@ -1,9 +1,11 @@
 """The one chokepoint: every fs operation is decided, audited, and only then acted on.
 
 `Dispatcher.conclude` is the only place an allowed operation touches the workspace: it takes the facts
-gathered for a call, asks the pure core for the verdict (reserving quota atomically), emits the audit
-event, and runs the act. Refusals found earlier (bad path, names, declared size, the kernel refusing to
-resolve) go through `Dispatcher.refused`, which emits the same event.
+gathered for a call, asks the pure core for the verdict (reserving quota atomically), queues the audit
+event, and runs the act only once the event is queued (a full queue: 503 `audit_backpressure`, nothing
+done). Refusals found earlier (bad path, names, declared size, the kernel refusing to resolve) go through
+`Dispatcher.refused`, which reports the same event (a refusal is no act: its event is reported, or counted
+as lost when even that cannot be queued).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from doors._audit_queue import AuditBackpressure
 from doors._http import Response, error_response
 from doors._refusal import DoorRefused, Refusal
 from doors.fs._decide import decide, decide_arriving, decide_upload_slot
@@ -136,7 +139,8 @@ class Dispatcher:
     """Rows, usage and the audit sink of one fs door."""
 
     rows: FsRows
-    audit: Audit
+    audit: Audit  # queues the event of an act, or raises AuditBackpressure
+    report: Audit | None = None  # queues the event of a refusal or a failure; default `audit`
     meter: UsageMeter = field(default_factory=UsageMeter)
 
     def event(
@@ -168,9 +172,11 @@ class Dispatcher:
             event["outcome"] = outcome
         return event
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _report(self, event: dict[str, Any]) -> None:
         try:
-            self.audit(event)
+            (self.report or self.audit)(event)
+        except AuditBackpressure:
+            pass  # counted as lost by the queue; a refusal or a failure did nothing to audit first
         except Exception:  # the audit sink failing must not pass silently, nor crash the door
             log.exception("fs door could not emit an audit event")
             raise
@@ -185,23 +191,29 @@ class Dispatcher:
         role: str = "app",
         byte_count: int = 0,
     ) -> Response:
-        """Audit and answer a refusal found before the final decision."""
-        self._emit(self.event(call, refusal, raw_path=raw_path, op=op, role=role, byte_count=byte_count))
+        """Report and answer a refusal found before the final decision."""
+        self._report(self.event(call, refusal, raw_path=raw_path, op=op, role=role, byte_count=byte_count))
         return error_response(refusal)
 
     def conclude(self, call: Call, facts: Facts, act: Callable[[], Response], upload: Upload | None = None) -> Response:
-        """Decide (reserving quota; an upload's bytes become the call's), audit, then act; a kernel failure of
-        the act is audited too."""
+        """Decide (reserving quota; an upload's bytes become the call's), queue the event, then act; no act when
+        the event cannot be queued (503, the reservation given back). A kernel failure of the act is reported."""
         refusal = self.meter.decide_and_reserve(self.rows, call, facts, upload)
-        self._emit(self.event(call, refusal, byte_count=facts.body_bytes))
+        event = self.event(call, refusal, byte_count=facts.body_bytes)
         if refusal is not None:
+            self._report(event)
             return error_response(refusal)
+        try:
+            self.audit(event)
+        except AuditBackpressure as unaudited:
+            self.meter.release(call, facts)
+            return error_response(unaudited.refusal)
         try:
             return act()
         except (OSError, DoorRefused) as err:
             self.meter.release(call, facts)
             failed = err.refusal if isinstance(err, DoorRefused) else kernel_refusal(err, call.path)
-            self._emit(self.event(call, failed, byte_count=facts.body_bytes, outcome="failed"))
+            self._report(self.event(call, failed, byte_count=facts.body_bytes, outcome="failed"))
             return error_response(failed)
         except BaseException:
             self.meter.release(call, facts)

@@ -53,15 +53,16 @@ def open_workspace(rows: Mapping[str, Any]) -> int:
     return os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
-def build(rows: Mapping[str, Any], audit: Audit, *, workspace_fd: int | None = None,
+def build(rows: Mapping[str, Any], audit: Audit, *, report: Audit | None = None, workspace_fd: int | None = None,
           chown_to: tuple[int, int] | None = None) -> FsApi:
-    """The door's handlers over the workspace, judging with `rows` and auditing to `audit`."""
+    """The door's handlers over the workspace, judging with `rows`, queueing each act's event with `audit`
+    (AuditBackpressure: no act) and each refusal's with `report` (default `audit`)."""
     fs_rows = FsRows.from_rows(rows)
     root_fd = open_workspace(rows) if workspace_fd is None else workspace_fd
     prefixes = (*fs_rows.read_only, *fs_rows.append_only, *fs_rows.hidden, *fs_rows.exec)
     fs_rows = replace(fs_rows, casefold_dirs=casefold_dirs(root_fd, prefixes))
     workspace = Workspace(root_fd, no_symlinks=fs_rows.no_symlinks, chown_to=chown_to)
-    return FsApi(workspace, Dispatcher(fs_rows, audit))
+    return FsApi(workspace, Dispatcher(fs_rows, audit, report))
 
 
 def routes(rows: Mapping[str, Any], audit: Audit) -> list[Route]:
@@ -78,5 +79,5 @@ def serve(contract: DoorContract) -> None:
     """Run the fs door process from its contract (what the launcher calls in the forked child)."""
     from doors._door import run_door
 
-    run_door(contract, lambda runtime: build(contract.rows, thread_safe(runtime.audit)).routes(),
-             held_rows=HELD_ROWS)
+    run_door(contract, lambda runtime: build(contract.rows, thread_safe(runtime.audit),
+                                             report=thread_safe(runtime.report)).routes(), held_rows=HELD_ROWS)

@@ -1,4 +1,5 @@
-"""One audit event per proxied request: who asked for what, what was decided, how much flowed. Pure."""
+"""The audit events of a proxied request: `net.open` before the door resolves and dials (an allowed request),
+and `net.request` at its end (every request): who asked for what, what was decided, how much flowed. Pure."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ class Exchange:
     def refuse(self, status: int, reason: str, row: str) -> None:
         """Mark the request refused."""
         self.decision, self.status, self.reason, self.row = "refuse", status, reason, row
+
+    def open_event(self, row: str) -> dict[str, Any]:
+        """The event queued before the door acts on an allowed request (resolve, dial): what, for whom, which row."""
+        return {"door": "net", "kind": "net.open", "client_role": self.role, "method": self.method,
+                "requested": self.requested[:MAX_REQUESTED], "host": self.host, "port": self.port, "row": row}
 
     def event(self, now: float) -> dict[str, Any]:
         """The audit event (JSON-ready)."""

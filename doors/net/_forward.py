@@ -132,6 +132,9 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
     if not proxy.try_open(role):
         return refusal.too_many(f"role {role!r} has {config.max_tunnels} requests open", config.retry_after_s)
     try:
+        unaudited = proxy.announce(exchange, target.rule.row)
+        if unaudited is not None:
+            return unaudited
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
                                        config.resolve_timeout_s, config.connect_timeout_s)
         if isinstance(upstream, ProxyRefusal):
@@ -153,7 +156,8 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
 
 async def forward(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                   role: str) -> bytes | None:
-    """One plain-HTTP request, one audit event; the bytes of the next request, or None to close."""
+    """One plain-HTTP request (`net.open` before acting when allowed, `net.request` at the end); the bytes of
+    the next request, or None to close."""
     exchange = proxy.exchange(role, request.method, _authority_only(request.target))
     try:
         verdict = await _exchange(proxy, stream, conn, request, role, exchange)

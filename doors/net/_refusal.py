@@ -77,6 +77,11 @@ def too_many(detail: str, retry_after_s: int = 1) -> ProxyRefusal:
     return _refused(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)
 
 
+def audit_backpressure(refused: Refusal) -> ProxyRefusal:
+    """503: the door could not queue the request's `net.open` event, so it neither resolved nor dialled."""
+    return ProxyRefusal(refused, "audit-backpressure", 1)
+
+
 def upstream_failed(status: int, reason: str, detail: str) -> ProxyRefusal:
     """502 (resolution or connection failed) or 504 (dial timed out)."""
     return _refused(status, reason, ROW_UPSTREAM, detail, "check the host name and that it is reachable")

@@ -61,7 +61,7 @@ async def _refuse(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, e
 
 async def tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                  role: str) -> None:
-    """Handle one CONNECT request to its end, with exactly one audit event."""
+    """Handle one CONNECT request to its end: `net.open` before acting (when allowed), `net.request` at the end."""
     exchange = proxy.exchange(role, request.method, request.target)
     try:
         await _tunnel(proxy, stream, conn, request, role, exchange)
@@ -80,6 +80,9 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
         verdict = refusal.too_many(f"role {role!r} has {config.max_tunnels} tunnels open", config.retry_after_s)
         return await _refuse(proxy, stream, conn, exchange, verdict)
     try:
+        unaudited = proxy.announce(exchange, target.rule.row)
+        if unaudited is not None:
+            return await _refuse(proxy, stream, conn, exchange, unaudited)
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
                                        config.resolve_timeout_s, config.connect_timeout_s)
         if isinstance(upstream, ProxyRefusal):

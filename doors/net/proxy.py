@@ -1,9 +1,10 @@
 """The egress proxy: CONNECT tunnels and absolute-form plain HTTP on listeners handed over by fd.
 
-Each request, in order: framing → host and allowlist → the role's tunnel limit → resolve once and check
-every answer → dial a checked address → for CONNECT, 200 and then the ClientHello → relay. Each check is a
-pure core's verdict and a refusal ends the request there; its one audit event is emitted when it ends,
-with the verdict and the bytes relayed (`proxy.finish`, in a `finally`).
+Each request, in order: framing → host and allowlist → the role's tunnel limit → `net.open` queued (or 503)
+→ resolve once and check every answer → dial a checked address → for CONNECT, 200 and then the ClientHello →
+relay. Each check is a pure core's verdict and a refusal ends the request there. The door acts (resolves,
+dials) only once `net.open` is queued; the closing `net.request` event, with the verdict and the bytes
+relayed, is reported when the request ends (`proxy.finish`, in a `finally`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import trio
 
+from doors._audit_queue import AuditBackpressure
 from doors.net import _refusal as refusal
 from doors.net._addr import AddressPolicy
 from doors.net._audit import AuditSink, Exchange
@@ -23,6 +25,7 @@ from doors.net._clienthello import DEFAULT_MAX_HELLO
 from doors.net._forward import forward
 from doors.net._framing import FramingError, start_request
 from doors.net._policy import Allowlist
+from doors.net._refusal import ProxyRefusal
 from doors.net._resolve import Resolver, SystemResolver
 from doors.net._respond import send_refusal
 from doors.net._tunnel import tunnel
@@ -60,10 +63,14 @@ class ProxyStatistics:
 class Proxy:
     """Serves proxy listeners, one role per listener."""
 
-    def __init__(self, config: ProxyConfig, audit: AuditSink, resolver: Resolver | None = None) -> None:
+    def __init__(self, config: ProxyConfig, audit: AuditSink, resolver: Resolver | None = None, *,
+                 report: AuditSink | None = None) -> None:
+        """`audit` queues the event of an act or raises AuditBackpressure; `report` (default: `audit`) an
+        event about what already happened, never raising."""
         self.config = config
         self.resolver: Resolver = resolver or SystemResolver()
         self._audit = audit
+        self._report = report or audit
         self._open: Counter[str] = Counter()
         self._requests = 0
         self._refused = 0
@@ -150,11 +157,19 @@ class Proxy:
         return Exchange(role=role, started=trio.current_time(), method=method.decode("ascii", "replace"),
                         requested=requested.decode("utf-8", "replace"))
 
+    def announce(self, exchange: Exchange, row: str) -> ProxyRefusal | None:
+        """Queue `net.open` before the door resolves and dials; the 503 to answer when it cannot be queued."""
+        try:
+            self._audit(exchange.open_event(row))
+        except AuditBackpressure as refused:
+            return refusal.audit_backpressure(refused.refusal)
+        return None
+
     def finish(self, exchange: Exchange) -> None:
-        """Emit the one audit event of this request."""
+        """Report the closing `net.request` event of this request."""
         if exchange.decision != "allow":
             self._refused += 1
-        self._audit(exchange.event(trio.current_time()))
+        self._report(exchange.event(trio.current_time()))
 
     def _refuse_unparsed(self, role: str, error: FramingError) -> None:
         exchange = self.exchange(role, b"", b"")

@@ -4,9 +4,10 @@ the hello plus the same proxy for doors on its edges (their role is their SVID's
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import socket
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import trio
@@ -17,7 +18,6 @@ from doors._http import Request, TakeoverRoute
 from doors._status import StatusSender
 from doors._transport import TlsFailure, listener_from_fd
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
-from doors.net._audit import AuditSink
 from doors.net._policy import Allowlist
 from doors.net._resolve import Resolver
 from doors.net.proxy import Proxy, ProxyConfig
@@ -79,41 +79,26 @@ def proxy_routes(proxy: Proxy) -> list[TakeoverRoute]:
     return [TakeoverRoute(method, take_over) for method in PROXY_METHODS]
 
 
-class _LateAudit:
-    """The proxy's audit sink until the door runtime (and its status channel) exists."""
-
-    def __init__(self) -> None:
-        self.sink: AuditSink | None = None
-        self.ready = trio.Event()
-        self.proxy: Proxy | None = None
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        if self.sink is not None:
-            self.sink(event)
-
-    def routes(self, runtime: DoorRuntime) -> list[TakeoverRoute]:
-        self.sink = runtime.audit
-        self.ready.set()
-        return proxy_routes(self.proxy) if self.proxy is not None else []
-
-
 async def serve_net(contract: DoorContract, status: StatusSender, resolver: Resolver | None = None,
                     test_internet: tuple[IPNetwork, ...] = ()) -> None:
     """The door on mTLS (hello, and the proxy for doors on its edges) plus one proxy loop per `proxy.<role>`."""
     listeners = proxy_listeners(contract.listen_fds)
-    late = _LateAudit()
-    proxy = Proxy(config_from_rows(contract.rows, own_addresses(listeners), test_internet), late, resolver)
-    late.proxy = proxy
+    config = config_from_rows(contract.rows, own_addresses(listeners), test_internet)
+    proxy: Proxy | None = None
 
-    async def serve_after_runtime(listener: trio.SocketListener, role: str) -> None:
-        await late.ready.wait()
-        await proxy.serve(listener, role)
+    def proxy_of(runtime: DoorRuntime) -> Proxy:  # one proxy, made once the runtime (its audit queue) exists
+        nonlocal proxy
+        if proxy is None:
+            proxy = Proxy(config, runtime.audit, resolver, report=runtime.report)
+        return proxy
 
-    async with trio.open_nursery() as nursery:
-        for role, listener in listeners:
-            nursery.start_soon(serve_after_runtime, listener, role)
-        await serve_door(contract, status, late.routes, held_rows=HELD_ROWS)
-        nursery.cancel_scope.cancel()
+    def routes(runtime: DoorRuntime) -> list[TakeoverRoute]:
+        return proxy_routes(proxy_of(runtime))
+
+    def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
+        return [functools.partial(proxy_of(runtime).serve, listener, role) for role, listener in listeners]
+
+    await serve_door(contract, status, routes, held_rows=HELD_ROWS, background=background)
 
 
 def serve(contract: DoorContract) -> None:

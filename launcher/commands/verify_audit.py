@@ -1,4 +1,5 @@
-"""`sharness-launch verify-audit DIR`: says whether a session's audit log is intact, or where it breaks."""
+"""`sharness-launch verify-audit DIR`: says whether a session's audit log is intact (and how many events its
+`audit.lost` lines count), or where it breaks."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pki.vocabulary import EXIT_FAILED, EXIT_NO_INPUT, EXIT_OK
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `verify-audit` subcommand."""
-    parser = subparsers.add_parser("verify-audit", help="check an audit log: intact, or broken at line N")
+    parser = subparsers.add_parser("verify-audit",
+                                   help="check an audit log: intact (N events lost), or broken at line N")
     parser.add_argument("directory", metavar="DIR", help=f"the audit dir ({LOG_NAME}, {SIG_NAME}, {PUB_NAME})")
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     parser.add_argument(

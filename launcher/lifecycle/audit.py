@@ -1,13 +1,19 @@
 """The session's audit log: structlog JSON lines, hash-chained, the head signed by a key that lives only for
-the session. The launcher is the only writer; no secret enters a line (the guard refuses the event).
+the session. The launcher is the only writer; no secret enters a line: the guard replaces each with a
+fingerprint keyed by a second key that also lives only for the session, and keeps the rest of the event.
+Lines are written as they come and fsynced in groups (`commit`, once per supervisor round).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
+import hmac
 import json
 import os
+import re
+import secrets
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from launcher.lifecycle.audit_verify import (
     CLOSE_EVENT,
+    FORBID_EVENT,
     FORMAT,
     LOG_NAME,
     OPEN_EVENT,
@@ -28,10 +35,16 @@ from launcher.lifecycle.audit_verify import (
     key_fingerprint,
     line_hash,
 )
-from launcher.policy.audit_guard import refusal_of
+from launcher.policy.audit_guard import (
+    MIN_KEPT_CHARS,
+    kept_pattern,
+    redact_event,
+    reserved_refusal,
+)
 from pki.vocabulary import AUDIT_ROOT, valid_sid
 
 MAX_LINE_BYTES = 256 * 1024
+FINGERPRINT_HEX = 12  # 48 bits of HMAC-SHA256: ties lines together within a session, proves nothing outside it
 
 
 class AuditError(Exception):
@@ -39,7 +52,7 @@ class AuditError(Exception):
 
 
 class AuditRefused(AuditError, ValueError):
-    """An event that would put a secret (or a reserved field) into the log; the value is never repeated."""
+    """An event the log cannot hold as it is (no name, a field the log writes itself, a key not a string)."""
 
     def __init__(self, event: object, where: str, rule: str) -> None:
         super().__init__(
@@ -47,13 +60,6 @@ class AuditRefused(AuditError, ValueError):
         )
         self.where = where
         self.rule = rule
-
-
-def check_event(event: Mapping[str, object], known: frozenset[str] = frozenset()) -> None:
-    """AuditRefused when a field is reserved, named like a secret, or holds what looks like a secret."""
-    refused = refusal_of(event, known)
-    if refused is not None:
-        raise AuditRefused(refused.event, refused.where, refused.rule)
 
 
 # --- the writer ---------------------------------------------------------------------------------------
@@ -88,11 +94,36 @@ class _LineSink:
         self._chain.head = line_hash(line)
 
 
-def _build_logger(fd: int, chain: _Chain, known: set[str]) -> Any:
-    def guard(_logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
-        check_event(event_dict, frozenset(known))
-        return event_dict
+class _Guard:
+    """The structlog processor that redacts: its fingerprint key (in memory only, for this session) and the
+    values the log keeps."""
 
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+        self._kept: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+
+    def fingerprint(self, text: str) -> str:
+        """HMAC-SHA256 of `text` under the session's key, truncated: the same value, the same fingerprint."""
+        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()[:FINGERPRINT_HEX]
+
+    def keep(self, value: str) -> None:
+        self._kept.add(value)
+        self._pattern = kept_pattern(self._kept)
+
+    def forget(self) -> None:
+        """Drop the key and the kept values (the log is closed)."""
+        self._key, self._kept, self._pattern = b"", set(), None
+
+    def __call__(self, _logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
+        redacted = redact_event(event_dict, self.fingerprint, self._pattern)
+        refused = reserved_refusal(redacted)
+        if refused is not None:
+            raise AuditRefused(refused.event, refused.where, refused.rule)
+        return redacted
+
+
+def _build_logger(fd: int, chain: _Chain, guard: _Guard) -> Any:
     def link(_logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
         ts, event = event_dict.pop("ts"), event_dict.pop("event")
         return {"seq": chain.seq + 1, "ts": ts, "event": event, **event_dict, "prev": chain.head}
@@ -100,7 +131,7 @@ def _build_logger(fd: int, chain: _Chain, known: set[str]) -> Any:
     return structlog.wrap_logger(
         _LineSink(fd, chain),
         processors=[
-            guard,
+            guard,  # first: it refuses a door's own `ts`, `seq` or `prev` before the log adds its own
             structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
             link,
             structlog.processors.JSONRenderer(
@@ -141,8 +172,14 @@ def _write_file(path: str, data: bytes, mode: int) -> None:
     os.rename(tmp, path)
 
 
+@dataclass(frozen=True)
+class AuditStatistics:
+    lines: int
+    commits: int  # fsyncs of the log (one per group of lines, and the close)
+
+
 class AuditLog:
-    """One session's audit log: `create`, `append` events, `close` to sign the head."""
+    """One session's audit log: `create`, `append` events, `commit` groups of them, `close` to sign the head."""
 
     def __init__(self, directory: str, sid: str, fd: int, *, durable: bool) -> None:
         self.directory = directory
@@ -150,9 +187,11 @@ class AuditLog:
         self.path = os.path.join(directory, LOG_NAME)
         self._fd = fd
         self._durable = durable
+        self._uncommitted = 0
+        self._commits = 0
         self._chain = _Chain(sid, head=genesis_hash(sid))
-        self._known: set[str] = set()
-        self._logger = _build_logger(fd, self._chain, self._known)
+        self._guard = _Guard()
+        self._logger = _build_logger(fd, self._chain, self._guard)
         self._key: Ed25519PrivateKey | None = Ed25519PrivateKey.generate()  # in memory only, for this session
         public_key = self._key.public_key()
         self.fingerprint = key_fingerprint(public_key)
@@ -165,7 +204,7 @@ class AuditLog:
     def create(cls, directory: str | None, sid: str, *, durable: bool = True) -> AuditLog:
         """A new log in `directory` (default `/var/lib/sharness/sessions/<sid>/`, 0700), first line written.
 
-        `durable` fsyncs every line, so a crash loses no event that was appended.
+        `durable`: `commit` fsyncs what was appended since the last commit (without it only `close` does).
         """
         if not valid_sid(sid):
             raise AuditError(f"session id must be 8 lowercase hex characters, got {sid!r}")
@@ -180,28 +219,55 @@ class AuditLog:
         _write_file(os.path.join(directory, PUB_NAME), log.public_key_pem.encode(), 0o644)
         log.append({"event": OPEN_EVENT, "sid": sid, "format": FORMAT, "alg": "Ed25519",
                     "key": log.fingerprint})
+        log.commit()
         return log
 
     @property
     def lines(self) -> int:
         return self._chain.seq
 
+    def statistics(self) -> AuditStatistics:
+        return AuditStatistics(self._chain.seq, self._commits)
+
     def forbid(self, secret: str) -> None:
-        """Refuse, from now on, any event holding this exact value (at least 8 characters)."""
-        if len(secret) < 8:
-            raise AuditError("a value to forbid must be at least 8 characters (shorter ones match too much)")
-        self._known.add(secret)
+        """Redact, from now on, this exact value wherever it appears (`[redacted:kept:<fp>]`); at least 8
+        characters, since shorter ones would match ordinary words."""
+        if len(secret) < MIN_KEPT_CHARS:
+            raise AuditError(f"a value to forbid must be at least {MIN_KEPT_CHARS} characters "
+                             "(shorter ones match too much)")
+        self._guard.keep(secret)
 
     def append(self, event: Mapping[str, object]) -> None:
-        """Write one event (`{"event": "<what>", ...}`); AuditRefused if it would put a secret in the log."""
+        """Write one event (`{"event": "<what>", ...}`), each secret in it replaced by its fingerprint.
+
+        An `audit.forbid` event (`name`, `value`) first registers its value (`forbid`), so its own line shows
+        only the fingerprint a later line holding the value will show too. AuditRefused when the event has
+        no name, a field the log writes itself (`seq`, `ts`, `prev`) or a key that is not a string.
+        """
         if self._closed is not None:
             raise AuditError(f"audit log {self.path} is closed and signed; nothing more can be appended")
         bad_keys = [key for key in event if not isinstance(key, str)]
         if bad_keys:
             raise AuditRefused(event.get("event"), f"the key {bad_keys[0]!r}", "is not a string")
+        if event.get("event") == FORBID_EVENT:
+            event = self._registered(event)
         self._logger.bind(**event).msg()
-        if self._durable:
+        self._uncommitted += 1
+
+    def _registered(self, event: Mapping[str, object]) -> Mapping[str, object]:
+        value = event.get("value")
+        if not isinstance(value, str) or len(value) < MIN_KEPT_CHARS:
+            return {**event, "value": None, "kept": False,
+                    "why": f"a value to keep is a string of at least {MIN_KEPT_CHARS} characters"}
+        self.forbid(value)
+        return {**event, "kept": True}
+
+    def commit(self) -> None:
+        """fsync the lines appended since the last commit (one fsync for the group); nothing to do, nothing done."""
+        if self._durable and self._uncommitted:
             os.fsync(self._fd)
+            self._commits += 1
+        self._uncommitted = 0
 
     def close(self) -> tuple[str, str]:
         """Write the close line, sign the head, write audit.sig; return (signature path, public key PEM)."""
@@ -210,7 +276,9 @@ class AuditLog:
         assert self._key is not None
         self.append({"event": CLOSE_EVENT, "lines": self._chain.seq + 1})
         os.fsync(self._fd)
+        self._commits += 1
         os.close(self._fd)
+        self._guard.forget()
         chain = self._chain
         signature = self._key.sign(head_message(chain.sid, chain.seq, chain.head))
         self._key = None  # the private key is never written anywhere; drop it as soon as it has signed

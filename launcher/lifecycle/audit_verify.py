@@ -2,7 +2,8 @@
 
 Line i (1-based) is one JSON object with `seq` = i and `prev` = sha256 hex of line i-1's bytes (without its
 newline); line 1's `prev` is the hash of a genesis value naming the session. `audit.sig` signs the head
-(session, number of lines, hash of the last line) with the session's Ed25519 key.
+(session, number of lines, hash of the last line) with the session's Ed25519 key. An intact log also says how
+many events its `audit.lost` lines count (events a door could not queue or send): intact is not complete.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import rfc8785
 from cryptography.exceptions import InvalidSignature
@@ -21,6 +22,8 @@ FORMAT = "sharness-audit-v1"
 LOG_NAME, SIG_NAME, PUB_NAME = "audit.jsonl", "audit.sig", "audit.pub"
 OPEN_EVENT = "audit.open"
 CLOSE_EVENT = "audit.close"
+LOST_EVENT = "audit.lost"  # `role`, `count`: events of that role that never reached the log
+FORBID_EVENT = "audit.forbid"  # `role`, `name`, `value`: a value to redact from then on (its own line included)
 
 
 def genesis_hash(sid: str) -> str:
@@ -51,11 +54,15 @@ class AuditVerdict:
     reason: str
     lines: int = 0
     signer: str | None = None
+    lost: int = 0  # events the `audit.lost` lines of an intact log count
+    lost_by_role: dict[str, int] = field(default_factory=dict)
 
     def describe(self) -> str:
-        """`intact (N lines, signed by <fingerprint>)` or `broken at line N: <reason>`."""
+        """`intact, N events lost (L lines, signed by <fingerprint>)` or `broken at line N: <reason>`."""
         if self.intact:
-            return f"intact ({self.lines} lines, signed by {self.signer})"
+            by_role = ", ".join(f"{role} {count}" for role, count in sorted(self.lost_by_role.items()))
+            lost = f"{self.lost} event{'' if self.lost == 1 else 's'} lost" + (f": {by_role}" if by_role else "")
+            return f"intact, {lost} ({self.lines} lines, signed by {self.signer})"
         return f"broken at line {self.broken_at}: {self.reason}"
 
 
@@ -70,16 +77,19 @@ def verify_audit(
     log_bytes: bytes, sig_bytes: bytes | None, pub_pem: bytes | None, *, trusted_pub_pem: bytes | None = None
 ) -> AuditVerdict:
     """Check the chain, then the signed head; `trusted_pub_pem` (the session record's) must sign."""
+    lost: dict[str, int] = {}
     try:
-        sid, lines = _walk_chain(log_bytes)
+        sid, lines = _walk_chain(log_bytes, lost)
         signer = _check_signature(sid, lines, sig_bytes, pub_pem, trusted_pub_pem)
     except _Broken as broken:
         return AuditVerdict(False, broken.line, broken.reason)
-    return AuditVerdict(True, None, "intact", lines=len(lines), signer=signer)
+    return AuditVerdict(True, None, "intact", lines=len(lines), signer=signer, lost=sum(lost.values()),
+                        lost_by_role=lost)
 
 
-def _walk_chain(log_bytes: bytes) -> tuple[str, list[bytes]]:
-    """(session id, lines) of a log whose every line chains to the one before."""
+def _walk_chain(log_bytes: bytes, lost: dict[str, int]) -> tuple[str, list[bytes]]:
+    """(session id, lines) of a log whose every line chains to the one before; `lost` gets each role's count
+    of lost events."""
     if not log_bytes:
         raise _Broken(1, "the log is empty (the launcher writes an audit.open line first)")
     lines = log_bytes.split(b"\n")
@@ -101,7 +111,15 @@ def _walk_chain(log_bytes: bytes) -> tuple[str, list[bytes]]:
                 f"its hash is not the prev that line {number} recorded (line {number - 1} was edited)",
             )
         expected_prev = line_hash(line)
+        _count_lost(record, lost)
     return sid, lines
+
+
+def _count_lost(record: dict[str, object], lost: dict[str, int]) -> None:
+    count = record.get("count")
+    if record.get("event") == LOST_EVENT and isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        role = str(record.get("role", ""))
+        lost[role] = lost.get(role, 0) + count
 
 
 def _parse_line(number: int, line: bytes) -> dict[str, object]:

@@ -149,6 +149,10 @@ class Session:
             self._audit_log.append({"event": "audit.refused", "role": role,
                                     "where": "event", "rule": type(exc).__name__})
 
+    def _commit_audit(self) -> None:
+        if self._audit_log is not None:
+            self._audit_log.commit()  # once per supervisor round: one fsync for the round's lines
+
     def _progress(self, text: str) -> None:
         if self.options.progress is not None:
             self.options.progress(text)
@@ -180,7 +184,7 @@ class Session:
                                          "roles": list(self.manifest.roles)})
             resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids).build()
             self._mark("created")
-            supervisor = Supervisor(self.audit)
+            supervisor = Supervisor(self.audit, on_round_end=self._commit_audit)
             ending = self._start(resources, supervisor, journal)
         except BaseException as exc:
             ending = Ending(f"the launcher failed: {type(exc).__name__}: {exc}", EXIT_FAIL_CLOSED)

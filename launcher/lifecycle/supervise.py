@@ -3,6 +3,7 @@
 One selector, no threads: the launcher stays single-threaded so that fork() remains safe. Each round serves
 every ready fd a bounded amount: all pending status messages of a door up to STATUS_PER_ROUND, one read of
 a door's stderr, one read of the app's output through the pty relay (bounded there), so none starves another.
+The round ends with `on_round_end` (the session commits the round's audit lines: one fsync for the group).
 """
 
 from __future__ import annotations
@@ -18,20 +19,28 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from launcher.lifecycle.app_init import reported_status
+from launcher.lifecycle.audit_verify import FORBID_EVENT, LOST_EVENT
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
 from launcher.policy.door_diagnostics import DoorDiagnostics
 from pki.vocabulary import (
     AUDIT,
+    DROPPED_BEFORE,
     EXIT_FAIL_CLOSED,
     EXIT_SIGNAL_BASE,
     EXIT_TTL,
     FATAL,
+    FORBID,
+    LOST,
     MAX_STATUS_BYTES,
     READY,
     decode_status,
 )
 
-STATUS_PER_ROUND = 256  # status messages read from one door in one round (a door's socket holds ~1000)
+# Status messages read from one door in one round: more than its socket holds of audit events (167 of 208
+# bytes in the default 208 KiB, ~1.3 KiB of kernel memory each), so every event pending when the round
+# began; a bound still, since a door with a full queue refills the socket as fast as it is read.
+STATUS_PER_ROUND = 256
+KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log an exact value to redact
 DIAGNOSTICS_READ = 4096  # bytes of a door's stderr read in one round
 END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -64,9 +73,11 @@ class Supervisor:
     """Owns the selector over pidfds, status sockets and the signal wake-up pipe."""
 
     def __init__(self, on_audit: Callable[[str, dict[str, object]], None],
-                 say: Callable[[str], None] = say_on_stderr) -> None:
+                 say: Callable[[str], None] = say_on_stderr, *,
+                 on_round_end: Callable[[], None] | None = None) -> None:
         self._selector = selectors.DefaultSelector()
         self._on_audit = on_audit
+        self._on_round_end = on_round_end or (lambda: None)
         self._say = say
         self._diagnostics: dict[str, tuple[int, DoorDiagnostics]] = {}  # role → (its stderr's read end, its lines)
         self._processes: dict[str, Spawned] = {}
@@ -147,7 +158,13 @@ class Supervisor:
 
     def _step(self, timeout: float, app_role: str | None = None) -> Ending | None:
         self._sync_io()
-        for key, events in self._selector.select(timeout):
+        try:
+            return self._serve_ready(self._selector.select(timeout), app_role)
+        finally:
+            self._on_round_end()
+
+    def _serve_ready(self, ready: list[tuple[selectors.SelectorKey, int]], app_role: str | None) -> Ending | None:
+        for key, events in ready:
             kind, role = key.data
             if kind == "signal":
                 ending = self._signal_ending()
@@ -182,8 +199,8 @@ class Supervisor:
             return Ending(describe_exit(role, status), exit_code_of(status))
         return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", EXIT_FAIL_CLOSED, role)
 
-    def _read_statuses(self, role: str, at_most: int | None) -> None:
-        """What the door sent, `at_most` messages (None: all); its end unregisters it."""
+    def _read_statuses(self, role: str, at_most: int | None) -> bool:
+        """What the door sent, `at_most` messages (None: all); at its end, unregister it and return False."""
         sock = self._processes[role].status
         assert sock is not None
         count = 0
@@ -191,15 +208,16 @@ class Supervisor:
             try:
                 message = sock.recv(MAX_STATUS_BYTES, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
-                return
+                return True
             except OSError:
                 message = b""
             if not message:
                 with contextlib.suppress(KeyError, ValueError):
                     self._selector.unregister(sock)
-                return
+                return False
             self._handle_status(role, message)
             count += 1
+        return True
 
     def _read_diagnostics(self, role: str) -> None:
         """One read of the door's stderr: its whole lines shown, bounded (launcher/policy/door_diagnostics.py)."""
@@ -225,17 +243,39 @@ class Supervisor:
         if decoded is None:
             self._on_audit("door.status.malformed", {"role": role, "bytes": len(message)})
             return
+        lost = decoded.get(DROPPED_BEFORE)
+        if isinstance(lost, int) and not isinstance(lost, bool) and lost > 0:
+            # What the door could not queue or send: said in the log where it happened, never silent.
+            self._on_audit(LOST_EVENT, {"role": role, "count": lost})
+        self._dispatch_status(role, decoded)
+
+    def _dispatch_status(self, role: str, decoded: dict[str, object]) -> None:
         kind = decoded.get("type")
+        event = decoded.get("event")
         if kind == READY:
             self._ready.add(role)
             self._on_audit("door.ready", {"role": role, "pid": self._processes[role].pid})
-        elif kind == AUDIT and isinstance(decoded.get("event"), dict):
+        elif kind == AUDIT and isinstance(event, dict):
             # The door's fields first: it may not overwrite which role the launcher says sent them.
-            self._on_audit("door.event", {**decoded["event"], "role": role})
+            self._on_audit("door.event", {**event, "role": role})
+        elif kind == LOST:
+            pass  # it carried only `dropped_before`
+        elif kind == FORBID:
+            self._forbid(role, decoded)
         elif kind == FATAL:
             self._on_audit("door.fatal", {"role": role, "detail": str(decoded.get("detail", ""))[:500]})
         else:
             self._on_audit("door.status.unknown", {"role": role, "type": str(kind)[:40]})
+
+    def _forbid(self, role: str, decoded: dict[str, object]) -> None:
+        """A kept secret the keys door tells the log to redact from now on (its value never logged)."""
+        value, name = decoded.get("value"), str(decoded.get("name", ""))[:100]
+        if role not in KEPT_SECRET_ROLES or not isinstance(value, str):
+            why = "only the keys door keeps secrets" if role not in KEPT_SECRET_ROLES else "the value is not a string"
+            self._on_audit("door.status.refused", {"role": role, "type": FORBID, "name": name, "why": why})
+            return
+        # The log registers the value first, so its own line shows only the fingerprint.
+        self._on_audit(FORBID_EVENT, {"role": role, "name": name, "value": value})
 
     def drain_statuses(self) -> None:
         """Read what doors sent and wrote before they were stopped: their last audit events and diagnostics, then
@@ -254,6 +294,7 @@ class Supervisor:
             if seen.lines:
                 self._on_audit("door.diagnostics", {"role": role, "lines": seen.lines, "shown": seen.shown,
                                                     "held_back": seen.held_back, "bytes": seen.bytes})
+        self._on_round_end()
 
     def reap(self, role: str) -> int:
         """Collect a process's wait status once; later calls return the recorded status."""
@@ -270,19 +311,36 @@ class Supervisor:
         return status
 
     def stop(self, role: str, grace_s: float) -> int:
-        """SIGTERM, then SIGKILL after `grace_s`; returns the wait status."""
+        """SIGTERM, then SIGKILL after `grace_s`; returns the wait status. Meanwhile the role's status messages
+        are read, so a door sending what it had queued is not blocked until the SIGKILL."""
         if role in self._statuses:
             return self._statuses[role]
         spawned = self._processes[role]
         with contextlib.suppress(ProcessLookupError):
             signal.pidfd_send_signal(spawned.pidfd, signal.SIGTERM)
-        ready = selectors.DefaultSelector()
-        ready.register(spawned.pidfd, selectors.EVENT_READ)
-        if not ready.select(grace_s):
+        deadline = time.monotonic() + grace_s
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(spawned.pidfd, selectors.EVENT_READ, "exit")
+            status = spawned.status
+            if status is not None:
+                waiting.register(status, selectors.EVENT_READ, "status")
+            while not self._exited_or_killed(spawned, waiting, deadline):
+                if status is not None and not self._read_statuses(role, STATUS_PER_ROUND):
+                    waiting.unregister(status)  # its end was read
+                self._on_round_end()
+        return self.reap(role)
+
+    def _exited_or_killed(self, spawned: Spawned, waiting: selectors.BaseSelector, deadline: float) -> bool:
+        """True once `spawned` exited, or was sent SIGKILL at the deadline; False when a status message waits."""
+        remaining = deadline - time.monotonic()
+        ready = waiting.select(remaining) if remaining > 0 else []
+        if any(key.data == "exit" for key, _ in ready):
+            return True
+        if not ready:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(spawned.pidfd, signal.SIGKILL)
-        ready.close()
-        return self.reap(role)
+            return True
+        return False
 
     @property
     def roles(self) -> tuple[str, ...]:

@@ -1,16 +1,27 @@
-"""What never enters an audit line: a secret's value, a field named like one, a field the log writes itself.
-Pure: an event in, the first refusal (or None) out; launcher/lifecycle/audit.py raises it.
+"""What never enters an audit line: a secret's value. Redact, never delete: an event keeps every field, and
+only the substring that looks like a secret (or is one the session keeps) becomes `[redacted:<rule>:<fp>]`,
+where fp is a keyed fingerprint, so two lines about the same secret can be tied together without showing it.
+A field named like a secret has its whole value replaced the same way. Fields the log writes itself are
+refused. Pure: an event in, the redacted event (or the refusal) out; the key behind `fingerprint` is the
+caller's (launcher/lifecycle/audit.py).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 RESERVED_KEYS = frozenset({"seq", "ts", "prev"})
-NOT_SHOWN = "<not shown>"
+KEPT_RULE = "kept"  # an exact value the session keeps (the keys door's secrets, the launcher's literals)
+NAMED_RULE = "named"  # the value of a field named like a secret
+MIN_KEPT_CHARS = 8  # a shorter kept value would redact ordinary words
+
+Fingerprint = Callable[[str], str]
 
 # Key names that hold a secret's value. A key ending in one of _METADATA names or describes a secret instead.
 _SECRET_WORDS = frozenset({
@@ -23,21 +34,33 @@ _SECRET_PAIRS = frozenset({
 })
 _METADATA = frozenset({"name", "names", "id", "ids", "ref", "fingerprint", "len", "length", "bytes", "count",
                        "kind", "type", "host", "hosts", "role", "roles", "path", "label", "source"})
-_SECRET_VALUES = {  # group name: (what it looks like, pattern)
-    "pem": ("a PEM private key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"),
-    "anthropic": ("an Anthropic API key", r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
-    "openai": ("an OpenAI API key", r"\bsk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{32,}"),
-    "aws": ("an AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    "github": ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
-    "slack": ("a Slack token", r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),
-    "google": ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}"),
-    "stripe": ("a Stripe live key", r"\b[rs]k_live_[0-9A-Za-z]{20,}"),
-    "jwt": ("a JSON web token", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    "bearer": ("a bearer credential", r"\b(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}"),
-    "url_password": ("a password in a URL", r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"),
+# A token starts where no letter or digit comes before it: `backup_ghp_…` and `x-sk-ant-…` are found, while
+# `risk-assessment-…` is not an OpenAI key. (`\b` would miss the first two: `_` is a word character.)
+_START = "(?<![A-Za-z0-9])"
+# rule → what is replaced. The rule is what a placeholder names: a PEM private key, an Anthropic, OpenAI or
+# Google API key, an AWS access key id, a GitHub, Slack or Stripe live token, a JSON web token, a bearer
+# credential, a password in a URL.
+_SECRET_VALUES = {
+    # the header through its END line (or to the end of the text when cut short): the body is the key
+    "pem": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*)",
+    "anthropic": r"sk-ant-[A-Za-z0-9_-]{16,}",
+    "openai": r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{32,}",
+    "aws": r"(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "github": r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})",
+    "slack": r"xox[abprs]-[A-Za-z0-9-]{10,}",
+    "google": r"AIza[0-9A-Za-z_-]{35}",
+    "stripe": r"[rs]k_live_[0-9A-Za-z]{20,}",
+    "jwt": r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    "bearer": r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}",
+    # a scheme is short: bounded, so `a.a.a.…` (each letter a start) costs linear, not quadratic, time
+    "url_password": r"[a-z][a-z0-9+.-]{0,31}://[^/\s:@]+:[^/\s@]+@",
 }
-# One alternation: a single scan per string, whatever the number of patterns.
-_SECRET_VALUE = re.compile("|".join(f"(?P<{group}>{pattern})" for group, (_, pattern) in _SECRET_VALUES.items()))
+# One alternation: a single scan per string, whatever the number of patterns; a PEM header starts anywhere.
+# A JWT starts where no base64url character precedes it: its segments may be long, and a start inside
+# another's run (`-eyJ-eyJ…`) would rescan that run from each start (quadratic time on a 64 KiB value).
+_STARTS = {"pem": "", "jwt": "(?<![A-Za-z0-9_-])"}
+_SECRET_VALUE = re.compile("|".join(f"(?P<{rule}>{_STARTS.get(rule, _START)}{pattern})"
+                                    for rule, pattern in _SECRET_VALUES.items()), re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -49,11 +72,17 @@ class Refused:
     rule: str
 
 
+def placeholder(rule: str, fingerprint: str) -> str:
+    """What a line shows instead of a secret."""
+    return f"[redacted:{rule}:{fingerprint}]"
+
+
 def _segments(key: str) -> list[str]:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
     return [part for part in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if part]
 
 
+@functools.lru_cache(maxsize=4096)  # an event's keys repeat line after line
 def secret_key_rule(key: str) -> str | None:
     """Why a field named `key` would hold a secret's value, or None."""
     parts = _segments(key)
@@ -66,48 +95,65 @@ def secret_key_rule(key: str) -> str | None:
     return None
 
 
-def secret_value_rule(text: str, known: frozenset[str] = frozenset()) -> str | None:
-    """Why `text` looks like (or contains) a secret, or None."""
-    match = _SECRET_VALUE.search(text)
-    if match and match.lastgroup:
-        return f"holds what looks like {_SECRET_VALUES[match.lastgroup][0]}"
-    if any(secret in text for secret in known):
-        return "holds a secret this session registered"
-    return None
+def kept_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
+    """One pattern finding any of the kept values (the longest first, so one inside another is not cut)."""
+    ordered = sorted({value for value in values if len(value) >= MIN_KEPT_CHARS}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(value) for value in ordered)) if ordered else None
 
 
-def _walk(value: object, where: str) -> Iterator[tuple[str, str, bool]]:
-    """Every (where, text, is_key) inside a JSON-shaped value; a key is yielded (with its parent's path)
-    before anything whose path names it, so a refused key never appears in a path."""
-    if isinstance(value, str):
-        yield where, value, False
-    elif isinstance(value, Mapping):
+def redact_text(text: str, fingerprint: Fingerprint, kept: re.Pattern[str] | None = None) -> str:
+    """`text` with each kept value, then each secret-shaped substring, replaced by its placeholder."""
+    if kept is not None:
+        text = kept.sub(lambda found: placeholder(KEPT_RULE, fingerprint(found.group())), text)
+    if _SECRET_VALUE.search(text) is None:
+        return text
+    return _SECRET_VALUE.sub(lambda found: placeholder(str(found.lastgroup), fingerprint(found.group())), text)
+
+
+class _Redactor:
+    def __init__(self, fingerprint: Fingerprint, kept: re.Pattern[str] | None) -> None:
+        self.fingerprint = fingerprint
+        self.kept = kept
+
+    def value(self, value: object) -> object:
+        if isinstance(value, str):
+            return redact_text(value, self.fingerprint, self.kept)
+        if isinstance(value, Mapping):
+            return self.mapping(value)
+        if isinstance(value, list | tuple):
+            return [self.value(item) for item in value]
+        return value  # numbers, booleans, None; anything else the renderer refuses
+
+    def whole(self, value: object) -> str:
+        """A named secret's whole value, of any JSON type, as one placeholder."""
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=repr)
+        return placeholder(NAMED_RULE, self.fingerprint(text))
+
+    def mapping(self, value: Mapping[Any, object]) -> dict[object, object]:
+        out: dict[object, object] = {}
         for key, item in value.items():
-            yield where, str(key), True
-            yield from _walk(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _walk(item, f"{where}[{index}]")
+            shown = redact_text(key, self.fingerprint, self.kept) if isinstance(key, str) else key
+            while shown in out:  # two keys that redact alike stay two fields
+                shown = f"{shown}'"
+            named = isinstance(shown, str) and secret_key_rule(shown) is not None
+            out[shown] = self.whole(item) if named else self.value(item)
+        return out
 
 
-def refusal_of(event: Mapping[str, object], known: frozenset[str] = frozenset()) -> Refused | None:
-    """The first reason `event` may not be logged: a reserved field, a key named like a secret, or a key or
-    value holding what looks like one (or one of `known`); None when it may be logged."""
+def redact_event(event: Mapping[str, object], fingerprint: Fingerprint,
+                 kept: re.Pattern[str] | None = None) -> dict[str, object]:
+    """The event with every secret (shaped like one, kept, or in a field named like one) replaced by its
+    placeholder; every other field, the event name included, as it was."""
+    redacted = _Redactor(fingerprint, kept).mapping(event)
+    return {str(key): value for key, value in redacted.items()}
+
+
+def reserved_refusal(event: Mapping[str, object]) -> Refused | None:
+    """Why the (redacted) event may not be logged at all: no event name, or a field the log writes itself."""
     name = event.get("event")
     if not isinstance(name, str) or not name:
         return Refused(type(name).__name__, "the field 'event'", "must be a non-empty string naming what happened")
-    rule = secret_value_rule(name, known)
-    if rule:
-        return Refused(NOT_SHOWN, "the event name", rule)
     for key in event:
         if key in RESERVED_KEYS:
             return Refused(name, f"the field {key!r}", "is written by the log itself")
-    for where, text, is_key in _walk(event, ""):
-        rule = secret_value_rule(text, known)
-        if rule:
-            place = f"a key in {where or 'the event'!r}" if is_key else f"the value of {where!r}"
-            return Refused(name, place, rule)
-        rule = secret_key_rule(text) if is_key else None
-        if rule:
-            return Refused(name, f"the key {f'{where}.{text}' if where else text!r}", rule)
     return None

@@ -44,7 +44,10 @@ from pki.vocabulary.roles import DEFAULT_EDGES, DOOR_ORDER, ROLES
 from pki.vocabulary.sid import SID_BYTES, SID_LENGTH, SID_PATTERN, new_sid, valid_sid
 from pki.vocabulary.status import (
     AUDIT,
+    DROPPED_BEFORE,
     FATAL,
+    FORBID,
+    LOST,
     MAX_FATAL_DETAIL_CHARS,
     MAX_STATUS_BYTES,
     READY,
@@ -53,6 +56,8 @@ from pki.vocabulary.status import (
     decode_status,
     encode_status,
     fatal_message,
+    forbid_message,
+    lost_message,
     ready_message,
 )
 
@@ -65,6 +70,7 @@ __all__ = [
     "DEFAULT_EDGES",
     "DOOR_LISTENER",
     "DOOR_ORDER",
+    "DROPPED_BEFORE",
     "EXIT_BAD_MANIFEST",
     "EXIT_CONFINEMENT_FAILED",
     "EXIT_DOOR_CRASHED",
@@ -85,8 +91,10 @@ __all__ = [
     "EXPECTATION",
     "FATAL",
     "FIRST_LISTENER_FD",
+    "FORBID",
     "HELLO_ROOT",
     "LAUNCHER_EXITS",
+    "LOST",
     "MAX_FATAL_DETAIL_CHARS",
     "MAX_STATUS_BYTES",
     "NETNS_ROOT",
@@ -114,6 +122,8 @@ __all__ = [
     "escaped",
     "exit_codes_help",
     "fatal_message",
+    "forbid_message",
+    "lost_message",
     "new_sid",
     "ready_message",
     "unreadable",

@@ -1,7 +1,9 @@
 """The status fd's messages, door → launcher: one compact JSON object per SOCK_SEQPACKET message.
 
-`{"type": "ready"}`, `{"type": "audit", "event": {...}}`, `{"type": "fatal", "detail": "..."}`, each at most
-MAX_STATUS_BYTES. Pure: the sender (doors/_status.py) and the reader (launcher/lifecycle/supervise.py) share it.
+`{"type": "ready"}`, `{"type": "audit", "event": {...}}`, `{"type": "lost"}`, `{"type": "fatal", "detail": "..."}`,
+and from the keys door `{"type": "forbid", "name", "value"}`, each at most MAX_STATUS_BYTES; any of them may
+carry `"dropped_before": N` (events of the door that never reached the launcher since its last message).
+Pure: the sender (doors/_status.py) and the reader (launcher/lifecycle/supervise.py) share it.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from typing import Any
 
 MAX_STATUS_BYTES = 64 * 1024
 MAX_FATAL_DETAIL_CHARS = 4096
-READY, AUDIT, FATAL = "ready", "audit", "fatal"
-STATUS_TYPES: tuple[str, ...] = (READY, AUDIT, FATAL)
+READY, AUDIT, LOST, FORBID, FATAL = "ready", "audit", "lost", "forbid", "fatal"
+STATUS_TYPES: tuple[str, ...] = (READY, AUDIT, LOST, FORBID, FATAL)
+DROPPED_BEFORE = "dropped_before"
 
 
 def encode_status(message: dict[str, Any]) -> bytes:
@@ -48,3 +51,13 @@ def audit_message(event: dict[str, Any]) -> dict[str, Any]:
 def fatal_message(detail: str) -> dict[str, Any]:
     """The door is about to exit because of `detail` (cut to MAX_FATAL_DETAIL_CHARS)."""
     return {"type": FATAL, "detail": detail[:MAX_FATAL_DETAIL_CHARS]}
+
+
+def lost_message() -> dict[str, Any]:
+    """Nothing but the count of what was lost (`dropped_before`), when no event is there to carry it."""
+    return {"type": LOST}
+
+
+def forbid_message(name: str, value: str) -> dict[str, Any]:
+    """A value the keys door keeps, for the audit log to redact from now on."""
+    return {"type": FORBID, "name": name, "value": value}

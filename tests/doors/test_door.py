@@ -152,6 +152,24 @@ def test_sigterm_ends_the_door_cleanly(door: DoorProcess) -> None:
     assert door.process.wait(timeout=30) == 0
 
 
+def test_what_was_queued_when_sigterm_came_still_reaches_the_launcher(door: DoorProcess) -> None:
+    """The launcher reads nothing while 600 requests are answered (its socket fills, the rest waits in the
+    door's queue); after SIGTERM the door sends every event before it exits, and nothing is counted lost."""
+    assert door.message() == {"type": "ready"}
+    with door.client("app") as fs:
+        for _ in range(600):
+            fs.hello()
+    door.process.send_signal(signal.SIGTERM)
+    messages = []
+    door.status.settimeout(30)
+    while data := door.status.recv(MAX_STATUS_BYTES):  # until the door's end closes
+        messages.append(json.loads(data))
+    assert door.process.wait(timeout=30) == 0
+    kinds = [m["event"]["kind"] for m in messages if m["type"] == "audit"]  # type: ignore[index]
+    assert kinds == ["http.request"] * 600
+    assert not [m for m in messages if "dropped_before" in m or m["type"] == "lost"]
+
+
 def test_a_bad_svid_is_reported_fatal() -> None:
     with scratch_dir() as directory:
         running = _start(SessionPKI.create(), directory, b"not a key")

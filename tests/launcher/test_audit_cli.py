@@ -34,8 +34,19 @@ def audit_dir(tmp_path: Path) -> tuple[Path, AuditLog]:
 def test_intact_exits_0(audit_dir: tuple[Path, AuditLog], capsys: pytest.CaptureFixture[str]) -> None:
     directory, log = audit_dir
     assert _cli(str(directory)) == 0
-    assert capsys.readouterr().out == f"intact (3 lines, signed by {log.fingerprint})\n"
+    assert capsys.readouterr().out == f"intact, 0 events lost (3 lines, signed by {log.fingerprint})\n"
     assert _cli(str(directory), "--pubkey", str(directory.parent / "session.pub")) == 0
+
+
+def test_lost_events_are_said_in_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = AuditLog.create(str(tmp_path / "audit"), "0badc0de")
+    log.append({"event": "audit.lost", "role": "fs", "count": 7})
+    log.close()
+    assert _cli(str(tmp_path / "audit")) == 0
+    assert capsys.readouterr().out.startswith("intact, 7 events lost: fs 7 (")
+    assert _cli(str(tmp_path / "audit"), "--json") == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert (verdict["intact"], verdict["lost"], verdict["lost_by_role"]) == (True, 7, {"fs": 7})
 
 
 def test_an_edited_line_exits_1_naming_it(audit_dir: tuple[Path, AuditLog], capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,7 +130,8 @@ class TestNet:
     resolver: TestDnsResolver
     nursery: trio.Nursery
     logs: dict[str, Log] = field(default_factory=dict)
-    audit: list[dict[str, Any]] = field(default_factory=list)
+    audit: list[dict[str, Any]] = field(default_factory=list)  # each request's closing net.request
+    opened: list[dict[str, Any]] = field(default_factory=list)  # net.open, queued before the door resolves
     proxy: Proxy | None = None
     proxy_port: int = PROXY_PORT
     _next_port: int = PROXY_PORT + 1
@@ -147,7 +148,7 @@ class TestNet:
     async def start_proxy(self, role: str = "app", **overrides: Any) -> tuple[Proxy, int]:
         """Another proxy with a changed config, on its own port in the app ns."""
         port, self._next_port = self._next_port, self._next_port + 1
-        proxy = Proxy(self.config(**overrides), self.audit.append, self.resolver)
+        proxy = Proxy(self.config(**overrides), self.opened.append, self.resolver, report=self.audit.append)
         listener = trio.SocketListener(listen_in(self.names.app, "127.0.0.1", port))
         await self.nursery.start(proxy.serve, listener, role)
         return proxy, port
@@ -191,7 +192,7 @@ async def net(namespaces: Names, nursery: trio.Nursery) -> AsyncIterator[TestNet
     test_net = TestNet(namespaces, trustme.CA(), zone, TestDnsResolver((WAN_V4, 53)), nursery)
     with netns.entered(namespaces.door):
         await _start_hosts(test_net, namespaces.wan)
-        proxy = Proxy(test_net.config(), test_net.audit.append, test_net.resolver)
+        proxy = Proxy(test_net.config(), test_net.opened.append, test_net.resolver, report=test_net.audit.append)
         test_net.proxy = proxy
         app_listener = trio.SocketListener(listen_in(namespaces.app, "127.0.0.1", PROXY_PORT))
         own_listener = trio.SocketListener(listen_in(namespaces.door, DOOR_V4, PROXY_PORT))

@@ -142,7 +142,7 @@ async def test_plain_http_over_mtls_keeps_the_connection(net: TestNet, door: Mtl
 
 
 async def test_tunnel_limit_per_role_over_mtls_is_429(net: TestNet) -> None:
-    proxy = Proxy(net.config(max_tunnels=1), net.audit.append, net.resolver)
+    proxy = Proxy(net.config(max_tunnels=1), net.opened.append, net.resolver, report=net.audit.append)
     async with session(EDGES) as s:
         door = await _start(net, s, proxy, name="net-limited")
         held = await door.client("shell")
@@ -187,9 +187,9 @@ async def test_serve_net_proxies_for_a_door_on_its_edge(net: TestNet) -> None:
             assert (await proxy_connect(stream, "ok.sharness.test:443")).status == 200
             assert (await https_get(stream, net.tls_context(), "ok.sharness.test")).status == 200
             await stream.aclose()
-            events = [m["event"] for m in await _status_messages(status, 2)]
-            assert [e["kind"] for e in events] == ["http.request", "net.request"]
-            assert events[1]["client_role"] == "shell" and events[1]["decision"] == "allow"
+            events = [m["event"] for m in await _status_messages(status, 3)]
+            assert [e["kind"] for e in events] == ["http.request", "net.open", "net.request"]
+            assert events[2]["client_role"] == "shell" and events[2]["decision"] == "allow"
             nursery.cancel_scope.cancel()
 
 

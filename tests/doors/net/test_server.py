@@ -125,10 +125,11 @@ async def test_door_process_with_the_system_resolver(net: TestNet, resolv_conf: 
             assert verdicts == ["private; row=doors.net.public_addresses",
                                 "documentation; row=doors.net.public_addresses",  # no test internet here
                                 "resolution-failed; row=doors.net.upstream"]
-            audit = await _messages(status, 3)
-            assert [m["type"] for m in audit] == ["audit"] * 3
-            assert [m["event"]["answers"] for m in audit] == [["10.77.0.2"], [WAN_V4], []]
-            assert {m["event"]["kind"] for m in audit} == {"net.request"}
+            audit = await _messages(status, 6)
+            assert [m["type"] for m in audit] == ["audit"] * 6
+            # Each was allowlisted: net.open was queued before the door resolved, net.request says how it ended.
+            assert [m["event"]["kind"] for m in audit] == ["net.open", "net.request"] * 3
+            assert [m["event"]["answers"] for m in audit[1::2]] == [["10.77.0.2"], [WAN_V4], []]
         finally:
             process.send_signal(signal.SIGTERM)
             assert await process.wait() == 0
@@ -152,6 +153,9 @@ async def test_serve_net_allows_through_the_whole_door(net: TestNet) -> None:
             assert (await connect(stream, "ok.sharness.test:443")).status == 200
             assert (await https_get(stream, net.tls_context(), "ok.sharness.test")).status == 200
             await stream.aclose()
-            [message] = await _messages(status, 1)
+            opened, message = await _messages(status, 2)
+            assert opened["event"] == {"door": "net", "kind": "net.open", "client_role": "app", "method": "CONNECT",
+                                       "requested": "ok.sharness.test:443", "host": "ok.sharness.test", "port": 443,
+                                       "row": "doors.net.allow.app[0]"}
             assert message["event"]["decision"] == "allow" and message["event"]["address"] == WAN_V4
             nursery.cancel_scope.cancel()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from launcher.lifecycle.audit import AuditError, AuditLog, AuditRefused, check_event
+from launcher.lifecycle.audit import AuditError, AuditLog, AuditRefused, AuditStatistics
 from launcher.lifecycle.audit_verify import genesis_hash, line_hash, verify_audit
 from pki.vocabulary import AUDIT_ROOT
 
@@ -91,77 +93,70 @@ def test_the_default_place_is_var_lib_sharness() -> None:
                 os.rmdir(path)
 
 
-@pytest.mark.parametrize(
-    "key",
-    ["password", "api_key", "apiKey", "APIKey", "Authorization", "x-api-key", "github_token", "token",
-     "client_secret", "privateKey", "private_key_pem", "Set-Cookie", "secret", "db.passwd"],
-)
-def test_keys_named_like_secrets_are_refused(key: str) -> None:
-    with pytest.raises(AuditRefused, match="named like a secret"):
-        check_event({"event": "x", key: "anything"})
-    with pytest.raises(AuditRefused, match="named like a secret"):
-        check_event({"event": "x", "request": {"headers": [{key: "v"}]}})
+GITHUB = "ghp_" + "T0ken" * 7 + "x"  # 36 characters after the prefix
 
 
-@pytest.mark.parametrize(
-    "key",
-    ["input_tokens", "tokens", "max_tokens", "token_count", "secret_name", "api_key_id", "key",
-     "private_key_path", "role", "session", "keys", "cookie_count"],
-)
-def test_keys_that_name_or_count_secrets_are_allowed(key: str) -> None:
-    check_event({"event": "x", key: "anthropic"})
-
-
-@pytest.mark.parametrize(
-    ("value", "what"),
-    [
-        (PEM_KEY, "PEM private key"),
-        ("-----BEGIN EC PRIVATE KEY-----", "PEM private key"),
-        ("-----BEGIN OPENSSH PRIVATE KEY-----", "PEM private key"),
-        ("sk-ant-api03-" + "A" * 40, "Anthropic API key"),
-        ("sk-proj-" + "b" * 40, "OpenAI API key"),
-        ("AKIAIOSFODNN7EXAMPLE", "AWS access key id"),
-        ("ghp_" + "x" * 36, "GitHub token"),
-        ("xoxb-1234567890-abcdef", "Slack token"),
-        ("AIza" + "S" * 35, "Google API key"),
-        ("sk_live_" + "4" * 24, "Stripe live key"),
-        ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlX19f", "JSON web token"),
-        ("Authorization: Bearer abcdefghijklmnop0123", "bearer credential"),
-        ("https://user:hunter2@example.com/x", "password in a URL"),
-    ],
-)
-def test_values_that_look_secret_are_refused_and_never_repeated(value: str, what: str) -> None:
-    for event in ({"event": "x", "detail": value}, {"event": "x", "args": ["ok", {"deep": value}]}, {"event": value}):
-        with pytest.raises(AuditRefused, match=what) as refused:
-            check_event(event)
-        assert value not in str(refused.value)
-
-
-@pytest.mark.parametrize(
-    "value",
-    ["-----BEGIN PUBLIC KEY-----", "-----BEGIN CERTIFICATE-----", "sk-short", "ask-anthropic", "bearer of news",
-     "https://example.com/path", "sha256:" + "a" * 64],
-)
-def test_ordinary_values_pass(value: str) -> None:
-    check_event({"event": "x", "detail": value})
-
-
-def test_a_secret_used_as_a_key_is_refused_without_naming_it() -> None:
-    secret = "sk-ant-api03-" + "Q" * 30
-    with pytest.raises(AuditRefused, match="a key in 'map' holds what looks like an Anthropic") as refused:
-        check_event({"event": "x", "map": {secret: 1}})
-    assert secret not in str(refused.value)
-    with pytest.raises(AuditRefused, match=r"the key 'request\.api_key' is named like a secret"):
-        check_event({"event": "x", "request": {"api_key": 1}})
-
-
-def test_refused_events_write_nothing_and_the_chain_stays_intact(tmp_path: Path) -> None:
+def test_a_secret_is_redacted_in_place_and_the_event_kept(tmp_path: Path) -> None:
     log = AuditLog.create(str(tmp_path), SID)
+    log.append({"event": "door.event", "door": "fs", "op": "write", "path": f"{GITHUB}.txt", "decision": "allow",
+                "status": 200, "row": "", "role": "fs"})
+    log.append({"event": "door.event", "door": "fs", "op": "rename", "path": f"{GITHUB}.txt",
+                "dest": f"renamed-{GITHUB}.txt", "decision": "allow", "status": 200, "row": "", "role": "fs"})
+    log.append({"event": "door.status", "detail": PEM_KEY, "password": "hunter2-hunter2"})
+    sig_path, pem = log.close()
+    raw = Path(log.path).read_bytes()
+    for secret in (GITHUB.encode(), b"MC4CAQAwBQYDK2VwBCIEIP3x", b"hunter2"):
+        assert secret not in raw
+    write, rename, status = _lines(log)[1:4]
+    assert {k: write[k] for k in ("op", "decision", "status", "row", "role")} == \
+        {"op": "write", "decision": "allow", "status": 200, "row": "", "role": "fs"}
+    mark = str(write["path"]).removesuffix(".txt")
+    assert re.fullmatch(r"\[redacted:github:[0-9a-f]{12}\]", mark)
+    assert (rename["path"], rename["dest"]) == (f"{mark}.txt", f"renamed-{mark}.txt")  # one fingerprint, tied
+    assert str(status["detail"]).startswith("[redacted:pem:") and str(status["password"]).startswith("[redacted:named:")
+    assert verify_audit(raw, Path(sig_path).read_bytes(), pem.encode()).intact
+
+
+def test_the_fingerprint_is_keyed_per_session_and_its_key_never_written(tmp_path: Path) -> None:
+    marks = []
+    for name in ("a", "b"):
+        log = AuditLog.create(str(tmp_path / name), SID)
+        log.append({"event": "x", "path": GITHUB})
+        key = log._guard._key
+        log.close()
+        marks.append(str(_lines(log)[1]["path"]))
+        for file in (tmp_path / name).iterdir():
+            assert key not in file.read_bytes() and key.hex().encode() not in file.read_bytes()
+    assert marks[0] != marks[1]  # the same token, two sessions: nothing ties them
+    assert hashlib.sha256(GITHUB.encode()).hexdigest()[:12] not in marks[0]  # not a bare hash one could try
+
+
+def test_a_kept_value_is_redacted_everywhere_from_then_on(tmp_path: Path) -> None:
+    log = AuditLog.create(str(tmp_path), SID)
+    log.append({"event": "keys.used", "note": "the value is correct-horse-battery!"})  # not kept yet
     log.forbid("correct-horse-battery")
+    log.append({"event": "keys.used", "note": "the value is correct-horse-battery!",
+                "map": {"correct-horse-battery": 1}})
+    log.append({"event": "audit.forbid", "role": "keys", "name": "db", "value": "tr0ub4dor&3-long"})
+    log.append({"event": "net.request", "requested": "https://h.example/?q=tr0ub4dor&3-long"})
+    log.append({"event": "audit.forbid", "role": "keys", "name": "pin", "value": "1234"})
+    log.close()
+    first, kept, forbid, later, short = _lines(log)[1:6]
+    assert first["note"] == "the value is correct-horse-battery!"
+    mark = str(kept["note"]).removeprefix("the value is ").removesuffix("!")
+    assert mark.startswith("[redacted:kept:") and kept["map"] == {mark: 1}
+    assert forbid == {**forbid, "event": "audit.forbid", "name": "db", "kept": True}
+    assert str(forbid["value"]).startswith("[redacted:kept:")
+    assert later["requested"] == f"https://h.example/?q={forbid['value']}"  # the same fingerprint as its forbid
+    assert short == {**short, "name": "pin", "value": None, "kept": False}
+    assert b"tr0ub4dor" not in Path(log.path).read_bytes() and b"1234" not in Path(log.path).read_bytes()
+    with pytest.raises(AuditError, match="at least 8"):
+        log.forbid("short")
+
+
+def test_only_what_the_log_cannot_hold_is_refused_and_the_chain_stays_intact(tmp_path: Path) -> None:
+    log = AuditLog.create(str(tmp_path), SID)
     refused: list[dict[Any, object]] = [
-        {"event": "keys.get", "api_key": "x"},
-        {"event": "door.status", "detail": PEM_KEY},
-        {"event": "keys.get", "note": "the value is correct-horse-battery!"},
         {"event": "x", "seq": 99},
         {"event": "x", "prev": "0" * 64},
         {"event": "x", "ts": "yesterday"},
@@ -169,9 +164,8 @@ def test_refused_events_write_nothing_and_the_chain_stays_intact(tmp_path: Path)
         {"event": "x", 7: "non-string key"},
     ]
     for event in refused:
-        with pytest.raises(AuditRefused) as caught:
+        with pytest.raises(AuditRefused):
             log.append(event)
-        assert "correct-horse-battery" not in str(caught.value)
     with pytest.raises(TypeError, match="must be JSON"):
         log.append({"event": "x", "blob": b"bytes"})
     with pytest.raises(ValueError, match="not JSON compliant"):
@@ -180,5 +174,23 @@ def test_refused_events_write_nothing_and_the_chain_stays_intact(tmp_path: Path)
     sig_path, pem = log.close()
     assert [line["event"] for line in _lines(log)] == ["audit.open", "keys.get", "audit.close"]
     assert verify_audit(Path(log.path).read_bytes(), Path(sig_path).read_bytes(), pem.encode()).intact
-    with pytest.raises(AuditError, match="at least 8"):
-        log.forbid("short")
+
+
+def test_lines_are_committed_in_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    log = AuditLog.create(str(tmp_path / "durable"), SID)
+    opened = len(fsyncs)  # the pub file and the first line
+    for number in range(100):
+        log.append({"event": "door.event", "n": number})
+    assert len(fsyncs) == opened and log.statistics() == AuditStatistics(lines=101, commits=1)
+    log.commit()
+    log.commit()  # nothing new: nothing to sync
+    assert len(fsyncs) == opened + 1 and log.statistics().commits == 2
+    log.close()
+    assert log.statistics().commits == 3
+    lazy = AuditLog.create(str(tmp_path / "lazy"), SID, durable=False)
+    lazy.append({"event": "x"})
+    lazy.commit()
+    assert lazy.statistics().commits == 0

@@ -79,8 +79,25 @@ def _pem(key: Ed25519PrivateKey) -> bytes:
 def test_an_untouched_log_is_intact(signed: Signed) -> None:
     verdict = signed.verify()
     assert verdict == AuditVerdict(True, None, "intact", lines=8, signer=signed.fingerprint)
-    assert verdict.describe() == f"intact (8 lines, signed by {signed.fingerprint})"
+    assert verdict.describe() == f"intact, 0 events lost (8 lines, signed by {signed.fingerprint})"
     assert signed.verify(pub=None, trusted=signed.pub).intact
+
+
+def test_an_intact_log_counts_what_its_audit_lost_lines_say_was_lost(tmp_path: Path) -> None:
+    log = AuditLog.create(str(tmp_path), SID)
+    log.append({"event": "door.event", "role": "fs", "op": "stat"})
+    log.append({"event": "audit.lost", "role": "fs", "count": 12})
+    log.append({"event": "audit.lost", "role": "net", "count": 1})
+    log.append({"event": "audit.lost", "role": "fs", "count": 3})
+    log.append({"event": "door.event", "role": "fs", "count": 99})  # another event's count is no loss
+    sig_path, pem = log.close()
+    raw = Path(log.path).read_bytes()
+    verdict = verify_audit(raw, Path(sig_path).read_bytes(), pem.encode())
+    assert (verdict.intact, verdict.lost, verdict.lost_by_role) == (True, 16, {"fs": 15, "net": 1})
+    assert verdict.describe() == f"intact, 16 events lost: fs 15, net 1 (7 lines, signed by {log.fingerprint})"
+    # The count is inside the chain: lowering it is an edit like any other.
+    edited = raw.replace(b'"count":12', b'"count":0')
+    assert verify_audit(edited, Path(sig_path).read_bytes(), pem.encode()).broken_at == 3
 
 
 def test_an_edited_line_is_named(signed: Signed) -> None:

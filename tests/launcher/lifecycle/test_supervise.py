@@ -9,7 +9,9 @@ import selectors
 import signal
 import socket
 import time
+from pathlib import Path
 
+from launcher.lifecycle.audit import AuditLog
 from launcher.lifecycle.spawn import Spawned
 from launcher.lifecycle.supervise import STATUS_PER_ROUND, Supervisor
 
@@ -213,3 +215,125 @@ def test_a_relay_takes_over_the_launchers_lines() -> None:
         supervisor.close()
         relay.close()
     assert said == [] and relay.said == ["sharness-launch: net door: resolver failed"]
+
+
+def _recording() -> tuple[Supervisor, list[tuple[str, dict[str, object]]], list[int]]:
+    events: list[tuple[str, dict[str, object]]] = []
+    rounds: list[int] = []
+    supervisor = Supervisor(lambda event, fields: events.append((event, dict(fields))),
+                            on_round_end=lambda: rounds.append(len(events)))
+    return supervisor, events, rounds
+
+
+def _audit(n: int) -> bytes:
+    return json.dumps({"type": "audit", "event": {"op": "stat", "n": n}}).encode()
+
+
+def test_one_round_reads_every_pending_message_then_ends_once() -> None:
+    supervisor, events, rounds = _recording()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    for message in (json.dumps({"type": "ready"}).encode(), *(_audit(n) for n in range(50))):
+        theirs.send(message)  # all pending before the first round
+    sleeper = _child(None, [], 30)
+    try:
+        supervisor.watch(Spawned("fs", sleeper.pid, sleeper.pidfd, ours))
+        assert supervisor._step(10) is None
+        assert [fields["n"] for event, fields in events if event == "door.event"] == list(range(50))
+        assert rounds == [51]  # one round, one commit for the 51 lines
+        supervisor.stop("fs", 1)
+    finally:
+        theirs.close()
+        supervisor.close()
+
+
+def test_what_a_door_lost_becomes_an_audit_lost_event_before_its_next_message() -> None:
+    supervisor, events, _ = _recording()
+    try:
+        messages = [json.dumps({"type": "ready"}).encode(),
+                    json.dumps({"type": "audit", "event": {"op": "write"}, "dropped_before": 7}).encode(),
+                    json.dumps({"type": "lost", "dropped_before": 2}).encode(),
+                    json.dumps({"type": "lost", "dropped_before": True}).encode(),  # not a count
+                    json.dumps({"type": "lost", "dropped_before": -3}).encode()]
+        supervisor.watch(_door("fs", messages, 30))
+        assert supervisor.wait_ready(("fs",), 10) is None
+        while len(events) < 4:
+            supervisor._step(10)
+        assert events[1:] == [("audit.lost", {"role": "fs", "count": 7}), ("door.event", {"op": "write", "role": "fs"}),
+                              ("audit.lost", {"role": "fs", "count": 2})]
+        supervisor.stop("fs", 1)
+    finally:
+        supervisor.close()
+
+
+def test_only_the_keys_door_may_name_a_value_to_keep() -> None:
+    supervisor, events, _ = _recording()
+    try:
+        forbid = json.dumps({"type": "forbid", "name": "db", "value": "correct-horse-battery"}).encode()
+        supervisor.watch(_door("keys", [forbid], 30))
+        supervisor.watch(_door("net", [forbid], 30))
+        while len(events) < 2:
+            supervisor._step(10)
+        assert ("audit.forbid", {"role": "keys", "name": "db", "value": "correct-horse-battery"}) in events
+        refused = [fields for event, fields in events if event == "door.status.refused"]
+        assert refused == [{"role": "net", "type": "forbid", "name": "db", "why": "only the keys door keeps secrets"}]
+        for role in ("keys", "net"):
+            supervisor.stop(role, 1)
+    finally:
+        supervisor.close()
+
+
+def _sends_on_sigterm(status: socket.socket, count: int) -> None:
+    """In the child: on SIGTERM, send `count` messages (blocking: more than the socket holds), then exit 0."""
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(1))
+    status.send(json.dumps({"type": "ready"}).encode())  # only now may the parent send SIGTERM
+    while not stopping:
+        signal.pause()
+    status.setblocking(True)
+    for n in range(count):
+        status.send(_audit(n))
+    os._exit(0)
+
+
+def test_stop_reads_while_it_waits_so_a_door_sending_its_last_events_is_not_killed() -> None:
+    supervisor, events, _ = _recording()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        signal.set_wakeup_fd(-1)
+        ours.close()
+        _sends_on_sigterm(theirs, 2000)
+    theirs.close()
+    try:
+        supervisor.watch(Spawned("fs", pid, os.pidfd_open(pid), ours))
+        assert supervisor.wait_ready(("fs",), 30) is None
+        status = supervisor.stop("fs", 60)  # a bound only: the child exits once its messages are read
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        supervisor.drain_statuses()
+        assert [fields["n"] for event, fields in events if event == "door.event"] == list(range(2000))
+    finally:
+        supervisor.close()
+
+
+def test_a_value_the_keys_door_keeps_is_redacted_in_every_later_line(tmp_path: Path) -> None:
+    log = AuditLog.create(str(tmp_path), "0badc0de")
+    supervisor = Supervisor(lambda event, fields: log.append({**fields, "event": event}), on_round_end=log.commit)
+    secret = "sk-live-but-not-shaped-like-one-0123"
+    try:
+        supervisor.watch(_door("keys", [json.dumps({"type": "forbid", "name": "db", "value": secret}).encode()], 30))
+        while log.lines < 2:
+            supervisor._step(10)
+        used = json.dumps({"type": "audit", "event": {"requested": f"h/?k={secret}"}}).encode()
+        supervisor.watch(_door("net", [used], 30))
+        while log.lines < 3:
+            supervisor._step(10)
+        for role in ("keys", "net"):
+            supervisor.stop(role, 1)
+    finally:
+        supervisor.close()
+    log.close()
+    raw = Path(log.path).read_bytes()
+    assert secret.encode() not in raw
+    forbid, used = (json.loads(line) for line in raw.splitlines()[1:3])
+    assert (forbid["event"], forbid["name"], forbid["kept"]) == ("audit.forbid", "db", True)
+    assert used["requested"] == f"h/?k={forbid['value']}" and str(forbid["value"]).startswith("[redacted:kept:")

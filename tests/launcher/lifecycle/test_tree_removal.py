@@ -67,10 +67,11 @@ ACCOUNT_FILES = ("passwd", "shadow", "group", "gshadow", "subuid", "subgid", ".p
 
 def _snapshot(path: str) -> dict[str, tuple[int, int, int]]:
     """Every entry directly in `path`: (inode, mode, mtime_ns), and the content hash of its regular files;
-    the account files are left out (sessions running beside this test rewrite them)."""
+    the account files and /etc/netns are left out (sessions running beside this test rewrite them: iproute2
+    makes /etc/netns/<name> entries for named netns)."""
     found = {}
     for entry in os.scandir(path):
-        if entry.name.startswith(ACCOUNT_FILES):
+        if entry.name.startswith(ACCOUNT_FILES) or entry.name == "netns":
             continue
         st = entry.stat(follow_symlinks=False)
         digest = 0
