@@ -17,6 +17,7 @@ from launcher.kernel.landlock import LandlockRules
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
+from launcher.lifecycle import audit_keys
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.path_owners import owners_to_avoid
@@ -226,6 +227,7 @@ class Session:
 
     def _open_audit_log(self) -> None:
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)
+        audit_keys.register(self.options.audit_root, self.layout.sid, self._audit_log.public_key_pem.encode())
         pending, self._pending_audit = self._pending_audit, []
         for record in pending:
             self._write_audit(record)
