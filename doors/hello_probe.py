@@ -152,6 +152,19 @@ def _control_private_write() -> None:
     _report("control.private_write", f"write {path}", True, "allowed, as it should be", "written")
 
 
+def _control_key_own() -> None:
+    """The app's own SVID is its to read: the key probes' refusals are about whose key, not about keys."""
+    path = os.environ["SHARNESS_SVID"]
+    try:
+        with open(path, "rb") as pem:
+            holds = b"PRIVATE KEY-----" in pem.read()
+    except OSError as exc:
+        _report("control.key_own", f"read {path}", False, "broken setup", str(exc))
+        return
+    _report("control.key_own", f"read {path}", holds, "allowed, as it should be" if holds else "broken setup",
+            "a PEM private key" if holds else "no private key in it")
+
+
 def _control_door_hello(role: str) -> None:
     attempt = f"GET /v0/hello on the {role} door (an allowed edge)"
     try:
@@ -192,6 +205,7 @@ _PTRACE_CHECK = "kernel: another uid (ptrace access check)"
 def _controls(targets: dict[str, Any]) -> None:
     """What the app may do: write its private directory, and (when a door is on its edges) reach it."""
     _control_private_write()
+    _control_key_own()
     if targets.get("hello_door"):
         _control_door_hello(targets["hello_door"])
         _control_fs_write(targets["workspace"])
@@ -209,13 +223,12 @@ def _files(targets: dict[str, Any], door: str, victim: int) -> None:
     _expect_errno("other_dir.write", f"create a file in the {door} door's directory",
                   _open_write(f"{targets['runtime_dir']}/{door}/probe"),
                   {errno.EACCES: "kernel: DAC and Landlock", errno.ENOENT: _HIDDEN})
-    _expect_errno("key.read", f"open the {door} door's SVID memfd through /proc/{victim}/fd/4",
-                  _open_read(f"/proc/{victim}/fd/4"), {errno.EACCES: _PTRACE_CHECK, errno.ENOENT: _INVISIBLE})
+    # A door closes its key memfd once it has loaded the key: its memory is the only place the key is now.
+    _expect_errno("key.read", f"read the {door} door's private key from its memory (/proc/{victim}/mem)",
+                  _open_read(f"/proc/{victim}/mem"), {errno.EACCES: _PTRACE_CHECK, errno.ENOENT: _INVISIBLE})
     _expect_errno("launcher_state.read", "read the launcher's journal", _open_read(targets["journal"]),
                   {errno.EACCES: "kernel: DAC and Landlock", errno.ENOENT: _HIDDEN})
     _expect_errno("environ.read", f"read /proc/{victim}/environ", _open_read(f"/proc/{victim}/environ"),
-                  {errno.EACCES: _PTRACE_CHECK, errno.ENOENT: _INVISIBLE})
-    _expect_errno("mem.read", f"read /proc/{victim}/mem", _open_read(f"/proc/{victim}/mem"),
                   {errno.EACCES: _PTRACE_CHECK, errno.ENOENT: _INVISIBLE})
 
 

@@ -9,7 +9,9 @@ import secrets
 import shutil
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
+from launcher.hello_targets import target_controls
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.lifecycle.session import RunOptions, Session, SessionInfo, SessionResult
 from launcher.manifest import Manifest, load_manifest
@@ -42,7 +44,8 @@ class HelloReport:
 
     @property
     def ok(self) -> bool:
-        complete = len(self.attacks) >= EXPECTED_PROBES
+        targets = sum(1 for p in self.controls if str(p["probe"]).startswith("control.target."))
+        complete = len(self.attacks) >= EXPECTED_PROBES and targets >= EXPECTED_TARGETS
         return complete and self.held == len(self.attacks) and all(p["held"] for p in self.controls)
 
     def to_json(self) -> dict[str, object]:
@@ -53,6 +56,7 @@ class HelloReport:
             "total": len(self.attacks),
             "expected_total": EXPECTED_PROBES,
             "controls_ok": all(p["held"] for p in self.controls) and bool(self.controls),
+            "expected_targets": EXPECTED_TARGETS,
             "ok": self.ok,
             "probes": self.probes,
             "session": None if session is None else {
@@ -65,7 +69,8 @@ class HelloReport:
         }
 
 
-EXPECTED_PROBES = 19
+EXPECTED_PROBES = 18
+EXPECTED_TARGETS = 11  # launcher-side controls (launcher/hello_targets.py): one per probe aiming at something
 
 
 def hello_manifest(workspace: str) -> Manifest:
@@ -90,7 +95,7 @@ def hello_manifest(workspace: str) -> Manifest:
     return load_manifest(json.dumps(document).encode())
 
 
-def _probe_targets(info: SessionInfo, workspace: str, manifest: Manifest) -> dict[str, str]:
+def _probe_targets(info: SessionInfo, workspace: str, manifest: Manifest) -> dict[str, Any]:
     layout = info.layout
     targets = {
         "pids": info.pids,
@@ -105,7 +110,7 @@ def _probe_targets(info: SessionInfo, workspace: str, manifest: Manifest) -> dic
         "max_memory_mb": APP_MEMORY_MB,
         "max_pids": APP_PIDS,
     }
-    return {"SHARNESS_PROBE": json.dumps(targets)}
+    return targets
 
 
 def run_hello(facts: KernelFacts, audit_root: str = AUDIT_ROOT) -> HelloReport:
@@ -119,14 +124,18 @@ def run_hello(facts: KernelFacts, audit_root: str = AUDIT_ROOT) -> HelloReport:
     null = os.open("/dev/null", os.O_RDONLY)
     try:
         manifest = hello_manifest(workspace)
-        options = RunOptions(
-            audit_root=audit_root,
-            app_stdio={0: null, 1: output, 2: 2},
-            app_env_extra=lambda info: _probe_targets(info, workspace, manifest),
-        )
+        checked: list[dict[str, object]] = []
+
+        def aim(info: SessionInfo) -> dict[str, str]:
+            """The probe's targets, each checked from here first: the app starts right after."""
+            targets = _probe_targets(info, workspace, manifest)
+            checked.extend(target_controls(info, targets))
+            return {"SHARNESS_PROBE": json.dumps(targets)}
+
+        options = RunOptions(audit_root=audit_root, app_stdio={0: null, 1: output, 2: 2}, app_env_extra=aim)
         session = Session(manifest, facts, options)
         result = session.run()
-        report = HelloReport(sid=result.sid, session=result)
+        report = HelloReport(sid=result.sid, session=result, probes=checked)
         os.lseek(output, 0, os.SEEK_SET)
         with os.fdopen(os.dup(output), "rb") as stream:
             for line in stream.read().decode(errors="replace").splitlines():

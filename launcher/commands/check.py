@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except CommandError as error:
         return fail(args, error)
     plan = build_plan(manifest, probe())
-    refused = _path_refusals(manifest)
+    refused = _path_refusals(manifest) + _owner_refusals(manifest)
     if args.json:
         print(json.dumps({"ok": True, "file": args.manifest, **plan.as_dict(), "refused_here": refused},
                          ensure_ascii=False, indent=2))
@@ -72,3 +72,15 @@ def _path_refusals(manifest: Manifest) -> list[dict[str, str]]:
 
     refusals, _ = path_refusals(manifest, PLAN_PATHS, python_paths())
     return [{"pointer": refusal.pointer, "message": refusal.message, "hint": refusal.hint} for refusal in refusals]
+
+
+def _owner_refusals(manifest: Manifest) -> list[dict[str, str]]:
+    """What `run` would refuse about who owns the manifest's paths on this machine (lifecycle/path_owners.py)."""
+    from launcher.lifecycle.path_owners import owners_to_avoid
+    from launcher.lifecycle.preflight import PreflightError
+
+    try:
+        owners_to_avoid(manifest)
+    except PreflightError as refusal:
+        return [{"pointer": str(refusal.row), "message": refusal.message, "hint": refusal.hint}]
+    return []

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from launcher.lifecycle import sweep
     from launcher.lifecycle.preflight import PreflightError
 
-    sweep.collect()
+    sweep.collect(wait=False)  # a session being created now: its sweep is the next start's
     try:
         report = run_hello(probe_kernel(), audit_root=args.audit_dir or AUDIT_ROOT)
     except PreflightError as refusal:

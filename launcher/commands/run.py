@@ -92,7 +92,7 @@ def _act(args: argparse.Namespace, manifest: Manifest, facts: KernelFacts, unhel
     from launcher.lifecycle.preflight import PreflightError
     from launcher.lifecycle.session import RunOptions, Session
 
-    sweep.collect()
+    sweep.collect(wait=False)  # a session being created now: its sweep is the next start's
     options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)
     try:
         result = Session(manifest, facts, options).run()

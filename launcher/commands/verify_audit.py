@@ -9,8 +9,9 @@ import json
 import os
 import sys
 
-from launcher.lifecycle.audit_verify import LOG_NAME, PUB_NAME, SIG_NAME, verify_audit
-from pki.vocabulary import EXIT_FAILED, EXIT_NO_INPUT, EXIT_OK
+from launcher.lifecycle.audit_keys import registered_key
+from launcher.lifecycle.audit_verify import DIRECTORY_ANCHOR, LOG_NAME, PUB_NAME, SIG_NAME, log_sid, verify_audit
+from pki.vocabulary import EXIT_FAILED, EXIT_NO_INPUT, EXIT_OK, valid_sid
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--pubkey",
         metavar="FILE",
-        help="the session's public key as the launcher printed it (without it DIR/audit.pub is trusted, "
-        "so a replaced key goes unnoticed)",
+        help="the session's public key as the launcher printed it (without it the launcher's key registry "
+        "beside the audit root is trusted; with neither, DIR/audit.pub, said as an unverified key)",
     )
     parser.set_defaults(func=run)
 
@@ -50,7 +51,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"  hint: DIR is the session's audit directory, holding {LOG_NAME}", file=sys.stderr)
         return EXIT_NO_INPUT
     assert log_bytes is not None
-    verdict = verify_audit(log_bytes, sig_bytes, pub_pem, trusted_pub_pem=trusted)
+    named = os.path.basename(os.path.normpath(args.directory))
+    expected = named if valid_sid(named) else None
+    anchor = "--pubkey"
+    if trusted is None:
+        trusted, why = registered_key(args.directory, expected or log_sid(log_bytes) or "")
+        anchor = "the registry" if trusted is not None else DIRECTORY_ANCHOR
+        if trusted is None and not args.json:
+            print(f"sharness-launch verify-audit: {why}", file=sys.stderr)
+    verdict = verify_audit(log_bytes, sig_bytes, pub_pem, trusted_pub_pem=trusted, anchor=anchor,
+                           expected_sid=expected)
     if args.json:
         print(json.dumps(dataclasses.asdict(verdict), indent=2))
     else:

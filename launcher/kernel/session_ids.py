@@ -22,6 +22,7 @@ LEDGER = f"{LEDGER_DIR}/handed-out"
 # Where any user may leave a file that outlives a session (its owner is then an id in use).
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run/lock")
 SYSVIPC = ("/proc/sysvipc/msg", "/proc/sysvipc/sem", "/proc/sysvipc/shm")
+DRAWN_FROM = id_alloc.SESSION_IDS  # read at each call: a test may pin the draw (tests/attacks/pinned_ids_launcher.py)
 
 
 def _read(path: str) -> str:
@@ -106,7 +107,7 @@ def allocate(count: int, taken: Iterable[int], *, ledger: str = LEDGER,
     handed_out = id_alloc.ledger_ids(_read(ledger))
     recent = handed_out[-id_alloc.RECENT_IDS:]
     refused = set(taken) | set(recent) | ids_in_use()
-    spans = id_alloc.free_spans(id_alloc.SESSION_IDS, excluded_spans())
+    spans = id_alloc.free_spans(DRAWN_FROM, excluded_spans())
     ids = id_alloc.pick_ids(count, spans, lambda i: i in refused or _known_to_nss(i), randbelow)
     _remember(ledger, ids, len(handed_out), recent)
     return ids

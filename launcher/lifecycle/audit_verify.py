@@ -56,13 +56,18 @@ class AuditVerdict:
     signer: str | None = None
     lost: int = 0  # events the `audit.lost` lines of an intact log count
     lost_by_role: dict[str, int] = field(default_factory=dict)
+    sid: str = ""  # the session the log names
+    anchor: str = ""  # who vouched for the key: "registry", "--pubkey", or "directory" (unverified)
 
     def describe(self) -> str:
         """`intact, N events lost (L lines, signed by <fingerprint>)` or `broken at line N: <reason>`."""
         if self.intact:
             by_role = ", ".join(f"{role} {count}" for role, count in sorted(self.lost_by_role.items()))
             lost = f"{self.lost} event{'' if self.lost == 1 else 's'} lost" + (f": {by_role}" if by_role else "")
-            return f"intact, {lost} ({self.lines} lines, signed by {self.signer})"
+            said = f"intact, {lost} (session {self.sid}, {self.lines} lines, signed by {self.signer}"
+            if self.anchor == DIRECTORY_ANCHOR:
+                return f"{said}; unverified key: only the directory's audit.pub vouches for it)"
+            return f"{said}, the key {self.anchor} holds)"
         return f"broken at line {self.broken_at}: {self.reason}"
 
 
@@ -73,18 +78,36 @@ class _Broken(Exception):
         self.reason = reason
 
 
+DIRECTORY_ANCHOR = "directory"
+
+
 def verify_audit(
-    log_bytes: bytes, sig_bytes: bytes | None, pub_pem: bytes | None, *, trusted_pub_pem: bytes | None = None
+    log_bytes: bytes, sig_bytes: bytes | None, pub_pem: bytes | None, *, trusted_pub_pem: bytes | None = None,
+    anchor: str = "--pubkey", expected_sid: str | None = None,
 ) -> AuditVerdict:
-    """Check the chain, then the signed head; `trusted_pub_pem` (the session record's) must sign."""
+    """Check the chain, then the signed head; `trusted_pub_pem` (held by `anchor`: the registry, or --pubkey)
+    must sign. `expected_sid`: the session the log's directory is named for."""
     lost: dict[str, int] = {}
     try:
         sid, lines = _walk_chain(log_bytes, lost)
-        signer = _check_signature(sid, lines, sig_bytes, pub_pem, trusted_pub_pem)
+        if expected_sid is not None and sid != expected_sid:
+            raise _Broken(1, f"the log is session {sid}'s, in the directory of session {expected_sid} "
+                          "(another session's log copied under this one's id)")
+        signer = _check_signature(sid, lines, sig_bytes, pub_pem, trusted_pub_pem, anchor)
     except _Broken as broken:
         return AuditVerdict(False, broken.line, broken.reason)
     return AuditVerdict(True, None, "intact", lines=len(lines), signer=signer, lost=sum(lost.values()),
-                        lost_by_role=lost)
+                        lost_by_role=lost, sid=sid, anchor=anchor if trusted_pub_pem is not None else DIRECTORY_ANCHOR)
+
+
+def log_sid(log_bytes: bytes) -> str | None:
+    """The session line 1 names, or None (a broken log: verify_audit says where)."""
+    try:
+        record = json.loads(log_bytes.split(b"\n", 1)[0])
+    except ValueError:
+        return None
+    sid = record.get("sid") if isinstance(record, dict) else None
+    return sid if isinstance(sid, str) else None
 
 
 def _walk_chain(log_bytes: bytes, lost: dict[str, int]) -> tuple[str, list[bytes]]:
@@ -143,14 +166,15 @@ def _opening_sid(record: dict[str, object]) -> str:
 
 
 def _check_signature(
-    sid: str, lines: list[bytes], sig_bytes: bytes | None, pub_pem: bytes | None, trusted_pem: bytes | None
+    sid: str, lines: list[bytes], sig_bytes: bytes | None, pub_pem: bytes | None, trusted_pem: bytes | None,
+    anchor: str,
 ) -> str:
     """The signer's fingerprint, once the signature holds and covers exactly this log."""
     last = len(lines)
     if sig_bytes is None:
         raise _Broken(last, "no signature: audit.sig was removed (or the session never closed its log)")
     signed = _parse_signature(last, sig_bytes)
-    key = _signing_key(pub_pem, trusted_pem, last)
+    key = _signing_key(pub_pem, trusted_pem, last, anchor)
     fingerprint = key_fingerprint(key)
     try:
         key.verify(signed.signature, head_message(signed.sid, signed.seq, signed.head))
@@ -203,12 +227,13 @@ def _load_key(pem: bytes, what: str, last: int) -> Ed25519PublicKey:
     return key
 
 
-def _signing_key(pub_pem: bytes | None, trusted_pem: bytes | None, last: int) -> Ed25519PublicKey:
+def _signing_key(pub_pem: bytes | None, trusted_pem: bytes | None, last: int, anchor: str) -> Ed25519PublicKey:
     if trusted_pem is not None:
-        trusted = _load_key(trusted_pem, "the --pubkey file", last)
+        trusted = _load_key(trusted_pem, f"the key {anchor} holds", last)
         beside = None if pub_pem is None else _load_key(pub_pem, "audit.pub", last)
         if beside is not None and key_fingerprint(beside) != key_fingerprint(trusted):
-            reason = "audit.pub is not the session's key given with --pubkey: the log may be re-forged"
+            reason = (f"audit.pub is not the session's key ({anchor} holds {key_fingerprint(trusted)}): "
+                      "the log may be re-forged")
             raise _Broken(1, reason)
         return trusted
     if pub_pem is None:

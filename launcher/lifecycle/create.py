@@ -7,6 +7,7 @@ import socket
 from dataclasses import dataclass, field
 
 from launcher.kernel import cgroups, netns, users
+from launcher.lifecycle import sweep_lock
 from launcher.lifecycle.journal import Journal
 from launcher.lifecycle.preflight import WorkspaceOwner
 from launcher.manifest import Manifest
@@ -62,11 +63,17 @@ def ensure_root_dirs(layout: SessionLayout) -> None:
 
 def remove_empty_roots(sessions_root: str, run_root: str) -> None:
     """After the last session, leave no /run/sharness behind (a session starting meanwhile re-creates it)."""
-    for path in (sessions_root, run_root):
-        try:
-            os.rmdir(path)
-        except OSError:
-            return  # not empty (another session), or already gone
+    held = sweep_lock.try_exclusive(sessions_root)
+    if held is None:
+        return  # gone already, or a session is creating or a sweep is running: theirs to leave
+    try:
+        for path in (sessions_root, run_root):
+            try:
+                os.rmdir(path)
+            except OSError:
+                return  # not empty (another session)
+    finally:
+        os.close(held)
 
 
 def _mkdir(journal: Journal, path: str, mode: int, uid: int = 0, gid: int = 0) -> None:
@@ -80,22 +87,25 @@ class SessionBuilder:
     """Creates, in order, every resource of one session. Each step journals before it creates."""
 
     def __init__(self, manifest: Manifest, layout: SessionLayout, journal: Journal,
-                 fs_owner: WorkspaceOwner | None = None) -> None:
+                 fs_owner: WorkspaceOwner | None = None, avoid_ids: frozenset[int] = frozenset()) -> None:
         self.manifest = manifest
         self.layout = layout
         self.journal = journal
         self.fs_owner = fs_owner
+        self.avoid_ids = avoid_ids  # owners of the workspace and of app.files.* (lifecycle/path_owners.py)
         self.resources = Resources()
 
     def build(self) -> Resources:
-        self.make_runtime_dirs()
-        self.make_accounts()
-        self.make_private_dirs()
-        self.make_netns()
-        self.make_cgroups()
-        self.make_pki()
-        self.make_door_listeners()
-        self.make_proxy_listeners()
+        """Every resource, under the creation lock: the journal-less sweep cannot take them half made."""
+        with sweep_lock.creating(os.path.dirname(self.journal.directory)):
+            self.make_runtime_dirs()
+            self.make_accounts()
+            self.make_private_dirs()
+            self.make_netns()
+            self.make_cgroups()
+            self.make_pki()
+            self.make_door_listeners()
+            self.make_proxy_listeners()
         return self.resources
 
     def make_runtime_dirs(self) -> None:
@@ -116,8 +126,9 @@ class SessionBuilder:
             self.journal.record("user", name)
         for name in group_members:
             self.journal.record("group", name)
-        # The workspace owner's ids are never a component's (the fs door runs as them, the app must not).
-        avoid = (self.fs_owner.uid, self.fs_owner.gid) if self.fs_owner is not None else ()
+        # The workspace owner's ids are never a component's (the fs door runs as them, the app must not), nor
+        # are the owners of the app's paths.
+        avoid = {*self.avoid_ids, *((self.fs_owner.uid, self.fs_owner.gid) if self.fs_owner is not None else ())}
         ids = users.create_accounts(list(user_names.values()), group_members, avoid)
         for role, name in user_names.items():
             self.resources.uids[role] = ids[name]

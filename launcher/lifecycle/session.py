@@ -18,8 +18,10 @@ from launcher.kernel.mountns import Bind
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
+from launcher.lifecycle import audit_keys
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
+from launcher.lifecycle.path_owners import owners_to_avoid
 from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
     open_secret_sources,
@@ -176,6 +178,7 @@ class Session:
         """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
         self._pins = resolve_paths(self.manifest, self.layout, python_paths())
         fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
+        avoid_ids = owners_to_avoid(self.manifest)
         app_paths = (*self.manifest.app.files_read, *self.manifest.app.files_exec)
         refuse_unreachable_python(python_paths(), (*app_paths, self.manifest.workspace))
         scan = refuse_reachable_sockets(app_paths, self.facts.landlock_abi)
@@ -196,7 +199,7 @@ class Session:
         try:
             self.audit("session.start", {"sid": self.layout.sid, "manifest": self.manifest.sha256,
                                          "roles": list(self.manifest.roles)})
-            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner).build()
+            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids).build()
             self._mark("created")
             supervisor = Supervisor(self.audit, on_round_end=self._commit_audit)
             ending = self._start(resources, supervisor, journal)
@@ -247,6 +250,7 @@ class Session:
 
     def _open_audit_log(self) -> None:
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)
+        audit_keys.register(self.options.audit_root, self.layout.sid, self._audit_log.public_key_pem.encode())
         pending, self._pending_audit = self._pending_audit, []
         for record in pending:
             self._write_audit(record)

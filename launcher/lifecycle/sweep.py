@@ -9,9 +9,10 @@ import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from launcher.lifecycle import sweep_lock
 from launcher.lifecycle.journal import (
     BUSY,
     JOURNAL_NAME,
@@ -44,6 +45,7 @@ class GcReport:
     sessions_live: tuple[str, ...] = ()
     removed: tuple[JournalEntry, ...] = ()
     errors: tuple[GcError, ...] = ()
+    journalless_skipped: bool = False  # a session was being created: what no journal names was not swept
 
     @property
     def ok(self) -> bool:
@@ -62,6 +64,7 @@ class GcReport:
             "sessions_live": list(self.sessions_live),
             "removed": self.removed_per_kind(),
             "errors": [dataclasses.asdict(error) for error in self.errors],
+            "journalless_skipped": self.journalless_skipped,
         }
 
 
@@ -71,11 +74,11 @@ class _Tally:
     sessions_live: list[str] = field(default_factory=list)
     removed: list[JournalEntry] = field(default_factory=list)
     errors: list[GcError] = field(default_factory=list)
+    journalless_skipped: bool = False
 
     def report(self) -> GcReport:
-        return GcReport(
-            tuple(self.sessions_removed), tuple(self.sessions_live), tuple(self.removed), tuple(self.errors)
-        )
+        return GcReport(tuple(self.sessions_removed), tuple(self.sessions_live), tuple(self.removed),
+                        tuple(self.errors), self.journalless_skipped)
 
 
 def collect(
@@ -84,8 +87,13 @@ def collect(
     runtime_root: str = RUN_ROOT,
     allowed_roots: Sequence[str] = REMOVABLE_ROOTS,
     removers: Mapping[str, Remover] | None = None,
+    wait: bool = True,
+    after_listing: Callable[[], None] = lambda: None,
 ) -> GcReport:
-    """Tear down every session under `root` whose launcher is dead; live ones are listed and left alone."""
+    """Tear down every session under `root` whose launcher is dead; live ones are listed and left alone.
+
+    `wait` off: when a session is being created right now, the journal-less sweep is skipped (said in the
+    report) rather than waited for. `after_listing` runs between the journals' listing and the scan (tests)."""
     tally = _Tally()
     try:
         names = sorted(os.listdir(root))
@@ -99,12 +107,16 @@ def collect(
             _collect_staging(os.path.join(root, name), staging, tally)
     _collect_orphan_runtime_dirs(root, runtime_root, tally)
     if os.path.normpath(root) == SESSIONS_ROOT:  # a test's own root must never sweep real sessions
-        _collect_journalless(root, tally)
+        with sweep_lock.sweeping(root, wait=wait) as held:
+            if held:
+                _collect_journalless(root, tally, after_listing)
+            else:
+                tally.journalless_skipped = True
     return tally.report()
 
 
-def _collect_journalless(root: str, tally: _Tally) -> None:
-    """Users, groups, netns and cgroups named for a session whose journal is gone entirely."""
+def _collect_journalless(root: str, tally: _Tally, after_listing: Callable[[], None]) -> None:
+    """Users, groups, netns and cgroups named for a session whose journal is gone entirely (lock held)."""
     from launcher.lifecycle import sweep_orphans
 
     try:
@@ -113,6 +125,7 @@ def _collect_journalless(root: str, tally: _Tally) -> None:
         listed = []
     known = {name for name in listed if valid_sid(name)}
     known |= {m.group(1) for m in map(_STAGING.match, listed) if m}
+    after_listing()
     orphans = sweep_orphans.scan(known)
     if not orphans.sids():
         return

@@ -104,6 +104,12 @@ def pick_ids(count: int, spans: Sequence[Span], taken: Callable[[int], bool],
                     "free ids: something holds most of that span (look at /etc/passwd and the running processes)")
 
 
+def handed_out_here(candidate: int) -> bool:
+    """An id of the span session accounts are drawn from: a path owned by one was some session's component's,
+    or will be (no account need exist, and another launcher may hand it out at any moment)."""
+    return SESSION_IDS[0] <= candidate <= SESSION_IDS[1]
+
+
 def _nth(spans: Sequence[Span], index: int) -> int:
     for first, last in spans:
         if index <= last - first:

@@ -13,6 +13,7 @@ from typing import Any
 from launcher.kernel import probe_facts
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
+from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import PLAN_PATHS
 from pki.vocabulary import BOUNDARY, SETTING
@@ -367,4 +368,6 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
         gaps.append("a world-writable Unix socket that appears inside app.files.read after the session starts is "
                     f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI {since}'s "
                     "RESOLVE_UNIX does); one present at start refuses the session")
+    if "net" in manifest.roles:
+        gaps += fronting_notes(manifest.door_rows("net").get("allow", {}))
     return tuple(gaps)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.root
 MECHANISM = {
     "workspace.write": "read-only bind mount", "etc.write": "DAC", "other_dir.write": "mount namespace",
     "key.read": "pid namespace", "launcher_state.read": "mount namespace", "environ.read": "pid namespace",
-    "mem.read": "pid namespace", "egress.public": "seccomp", "door.off_edge": "mount namespace",
+    "egress.public": "seccomp", "door.off_edge": "mount namespace",
     "door.signal": "pid namespace",
     "door.ptrace": "seccomp", "socket.inet": "seccomp", "socket.udp": "seccomp", "socket.packet": "seccomp",
     "io_uring": "seccomp",
@@ -35,8 +35,11 @@ def test_hello_holds_every_probe_with_the_named_mechanism(tmp_path: object) -> N
     for name, word in MECHANISM.items():
         assert probes[name]["held"], probes[name]
         assert word in probes[name]["who"], probes[name]
-    for control in ("control.private_write", "control.fs_hello", "control.fs_write"):
+    for control in ("control.private_write", "control.key_own", "control.fs_hello", "control.fs_write"):
         assert probes[control]["held"], probes[control]
+    targets = [name for name in probes if name.startswith("control.target.")]
+    assert len(targets) == report["expected_targets"] and all(probes[name]["held"] for name in targets)
+    assert "control.target.key.read" in targets and "control.target.control.key_own" in targets
     assert report["session"]["exit_code"] == 0 and report["session"]["teardown_errors"] == []
     assert leftovers(report["sid"]) == {}
     verify = subprocess.run([*LAUNCHER, "verify-audit", report["session"]["audit_dir"]], capture_output=True,

@@ -34,7 +34,9 @@ def audit_dir(tmp_path: Path) -> tuple[Path, AuditLog]:
 def test_intact_exits_0(audit_dir: tuple[Path, AuditLog], capsys: pytest.CaptureFixture[str]) -> None:
     directory, log = audit_dir
     assert _cli(str(directory)) == 0
-    assert capsys.readouterr().out == f"intact, 0 events lost (3 lines, signed by {log.fingerprint})\n"
+    assert capsys.readouterr().out == (f"intact, 0 events lost (session 0badc0de, 3 lines, signed by "
+                                       f"{log.fingerprint}; "
+                                       "unverified key: only the directory's audit.pub vouches for it)\n")
     assert _cli(str(directory), "--pubkey", str(directory.parent / "session.pub")) == 0
 
 

@@ -78,8 +78,11 @@ def _pem(key: Ed25519PrivateKey) -> bytes:
 
 def test_an_untouched_log_is_intact(signed: Signed) -> None:
     verdict = signed.verify()
-    assert verdict == AuditVerdict(True, None, "intact", lines=8, signer=signed.fingerprint)
-    assert verdict.describe() == f"intact, 0 events lost (8 lines, signed by {signed.fingerprint})"
+    assert verdict == AuditVerdict(True, None, "intact", lines=8, signer=signed.fingerprint, sid=SID,
+                                   anchor="directory")
+    assert verdict.describe() == (f"intact, 0 events lost (session {SID}, 8 lines, signed by "
+                                  f"{signed.fingerprint}; unverified key: only the directory's audit.pub vouches "
+                                  "for it)")
     assert signed.verify(pub=None, trusted=signed.pub).intact
 
 
@@ -94,7 +97,8 @@ def test_an_intact_log_counts_what_its_audit_lost_lines_say_was_lost(tmp_path: P
     raw = Path(log.path).read_bytes()
     verdict = verify_audit(raw, Path(sig_path).read_bytes(), pem.encode())
     assert (verdict.intact, verdict.lost, verdict.lost_by_role) == (True, 16, {"fs": 15, "net": 1})
-    assert verdict.describe() == f"intact, 16 events lost: fs 15, net 1 (7 lines, signed by {log.fingerprint})"
+    assert verdict.describe().startswith(f"intact, 16 events lost: fs 15, net 1 (session {SID}, 7 lines, signed by "
+                                         f"{log.fingerprint}; unverified key")
     # The count is inside the chain: lowering it is an edit like any other.
     edited = raw.replace(b'"count":12', b'"count":0')
     assert verify_audit(edited, Path(sig_path).read_bytes(), pem.encode()).broken_at == 3
@@ -211,3 +215,25 @@ def test_any_changed_byte_is_caught(signed: Signed, data: st.DataObject) -> None
     assert not verdict.intact
     line_of_change = signed.log[:position].count(b"\n") + 1
     assert verdict.broken_at is not None and verdict.broken_at <= max(line_of_change, 1) + 1
+
+
+def test_a_key_the_registry_holds_is_said_and_a_log_of_another_session_is_refused(signed: Signed) -> None:
+    anchored = verify_audit(signed.log, signed.sig, signed.pub, trusted_pub_pem=signed.pub, anchor="the registry",
+                            expected_sid=SID)
+    assert anchored.intact
+    assert anchored.describe().endswith(f"signed by {signed.fingerprint}, the key the registry holds)")
+    copied = verify_audit(signed.log, signed.sig, signed.pub, trusted_pub_pem=signed.pub, anchor="the registry",
+                          expected_sid="0123abcd")
+    assert (copied.intact, copied.broken_at) == (False, 1)
+    assert copied.reason == (f"the log is session {SID}'s, in the directory of session 0123abcd (another "
+                             "session's log copied under this one's id)")
+
+
+def test_a_log_cut_and_resigned_with_a_new_key_is_broken_against_the_registered_key(signed: Signed) -> None:
+    lines = signed.lines[:5]
+    forger = Ed25519PrivateKey.generate()
+    cut = _join(lines)
+    resigned = _sign(lines, forger)
+    assert verify_audit(cut, resigned, _pem(forger)).intact  # the directory alone vouches: "unverified key"
+    verdict = verify_audit(cut, resigned, _pem(forger), trusted_pub_pem=signed.pub, anchor="the registry")
+    assert not verdict.intact and verdict.reason.startswith("audit.pub is not the session's key (the registry holds")

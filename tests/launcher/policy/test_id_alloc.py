@@ -107,3 +107,11 @@ def test_ids_in_use_are_read_as_the_kernel_writes_them() -> None:
     assert id_alloc.ids_in_sysvipc(SHM) == {1879048300, 1879048301, 1879048302, 1879048303}
     assert id_alloc.ids_in_sysvipc(MSG) == {999, 998, 997, 996}
     assert id_alloc.ids_in_sysvipc(SHM.splitlines()[0]) == set() and id_alloc.ids_in_sysvipc("") == set()
+
+
+@pytest.mark.parametrize(("candidate", "handed_out"), [
+    (id_alloc.SESSION_IDS[0] - 1, False), (id_alloc.SESSION_IDS[0], True), (id_alloc.SESSION_IDS[1], True),
+    (id_alloc.SESSION_IDS[1] + 1, False), (65534, False), (1000, False),
+])
+def test_an_id_of_the_session_span_is_one_the_launcher_hands_out(candidate: int, handed_out: bool) -> None:
+    assert id_alloc.handed_out_here(candidate) is handed_out

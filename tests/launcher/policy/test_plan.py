@@ -157,7 +157,8 @@ def test_components_say_what_each_may_touch() -> None:
     assert "/srv/sh-test/ws" not in app.writes and "/srv/sh-test/ws" in by_role["fs"].writes
     assert "pypi.org:443 via the net door" in app.connects and app.edges_out == ("fs", "net", "shell", "model")
     # no component reads a secret source by its path, the keys door included (it gets an fd)
-    assert by_role["keys"].edges_in == ("net", "model") and "/etc/sharness/secrets/anthropic" not in by_role["keys"].reads
+    assert by_role["keys"].edges_in == ("net", "model")
+    assert "/etc/sharness/secrets/anthropic" not in by_role["keys"].reads
     assert "https://api.anthropic.com" in by_role["model"].connects
     assert (by_role["shell"].max_memory_mb, by_role["shell"].max_pids) == (1024, 128)
     assert "/srv/sh-test/ws" not in by_role["shell"].reads  # shell.workspace is "none"
@@ -179,3 +180,12 @@ def test_known_gaps_are_said_not_hidden() -> None:
     assert any("files.read" in gap and "ABI 7" in gap for gap in plan.not_covered)
     assert all(f"not covered: {gap}" in render_plan(plan) for gap in plan.not_covered)
     assert plan.as_dict()["not_covered"] == list(plan.not_covered)
+
+
+def test_check_says_which_allowed_hosts_a_shared_cdn_fronts() -> None:
+    """SNI allowlisting cannot stop domain fronting there (docs/decisions/net.md); the FULL sample allows
+    pypi.org, which Fastly serves."""
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    fronted = [gap for gap in plan.not_covered if gap.startswith("net.allow ")]
+    assert any("pypi.org:443: served by Fastly" in gap and "domain fronting" in gap for gap in fronted), fronted
+    assert all(f"not covered: {gap}" in render_plan(plan) for gap in fronted)
