@@ -79,6 +79,7 @@ class ConfinementSpec:
     seccomp_extra: tuple[str, ...] = ()  # further syscalls denied outright (the fs door's metadata calls)
     # A private root holding only these paths (and a hidepid proc); None: the host's mounts (kernel/mountns.py).
     mount_keep: tuple[str, ...] | None = None
+    scratch: mountns.ScratchMount | None = None  # HOME and TMPDIR on a tmpfs of its own, in that private root
 
     def __post_init__(self) -> None:
         if self.uid == 0 or self.gid == 0 or 0 in self.groups:
@@ -179,7 +180,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     if spec.cgroup is not None:
         _step("cgroup", spec.cgroup.join, 0)
     if spec.mount_keep is not None:
-        _step("mounts", mountns.enter_private_root, spec.mount_keep)
+        _step("mounts", mountns.enter_private_root, spec.mount_keep, mountns.PROC_OPTIONS, spec.scratch)
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
     # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.

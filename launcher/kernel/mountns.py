@@ -9,12 +9,17 @@ hidepid=invisible (other users' processes are not listed; for the app, in a pid 
 do not exist at all) and subset=pid: only process directories (and self, thread-self), none of proc's
 host-wide files (interrupts, key-users, meminfo, sys/, …), which neither Python nor the doors read.
 Everything else is not there (ENOENT).
+
+A component with scratch space (the app) also gets one tmpfs of its own, size- and inode-limited, nosuid,
+nodev, noexec, bound onto its HOME and TMPDIR mount points. Only this mount namespace holds it: it is freed
+with the namespace, once the component's last process is gone, and never appears in the host's mounts.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 
 from launcher.kernel._sys import libc
 
@@ -23,6 +28,24 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 1 << 18
 PROC = "/proc"
 PROC_OPTIONS = "hidepid=invisible,subset=pid"
+SCRATCH_STAGE = "/.scratch"  # where the scratch tmpfs is first mounted in the new root, before its dirs are bound
+SCRATCH_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
+
+
+@dataclass(frozen=True)
+class ScratchMount:
+    """One tmpfs, owned by `uid`:`gid`, whose subdirectories are bound onto `dirs` (each a kept path's child)."""
+
+    dirs: tuple[str, ...]
+    size_bytes: int
+    inodes: int
+    uid: int
+    gid: int
+
+
+def tmpfs_options(scratch: ScratchMount) -> str:
+    """The tmpfs mount data: its limits and its root's owner (0700). Pure."""
+    return f"size={scratch.size_bytes},nr_inodes={scratch.inodes},mode=0700,uid={scratch.uid},gid={scratch.gid}"
 
 
 def _under(path: str, root: str) -> bool:
@@ -52,8 +75,26 @@ def _root_symlinks(new_root: str) -> None:
             os.symlink(os.readlink(link), new_root + link)
 
 
-def enter_private_root(keep: tuple[str, ...], proc_options: str | None = PROC_OPTIONS) -> None:
-    """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc).
+def _mount_scratch(new_root: str, scratch: ScratchMount) -> None:
+    """The tmpfs at a stage, one subdirectory per dir bound onto it (the bind keeps the tmpfs's flags), the stage
+    detached: the tmpfs lives on through its binds alone."""
+    stage = new_root + SCRATCH_STAGE
+    os.mkdir(stage, 0o700)
+    libc.mount("tmpfs", stage, "tmpfs", SCRATCH_FLAGS, tmpfs_options(scratch))
+    for path in scratch.dirs:
+        inside = f"{stage}/{os.path.basename(path)}"
+        os.mkdir(inside, 0o700)
+        os.chown(inside, scratch.uid, scratch.gid)
+        libc.mount(inside, new_root + path, None, MS_BIND)
+    libc.umount2(stage, libc.MNT_DETACH)
+    os.rmdir(stage)
+
+
+def enter_private_root(
+    keep: tuple[str, ...], proc_options: str | None = PROC_OPTIONS, scratch: ScratchMount | None = None,
+) -> None:
+    """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc), and
+    `scratch`'s tmpfs on its dirs.
 
     The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
     """
@@ -70,6 +111,8 @@ def enter_private_root(keep: tuple[str, ...], proc_options: str | None = PROC_OP
     finally:
         for handle in handles.values():
             os.close(handle)
+    if scratch is not None:
+        _mount_scratch(NEW_ROOT, scratch)
     _root_symlinks(NEW_ROOT)
     os.makedirs(NEW_ROOT + PROC, mode=0o555, exist_ok=True)
     libc.mount("proc", NEW_ROOT + PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_options)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import doors.serve
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
+from launcher.kernel.mountns import ScratchMount
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
@@ -34,6 +35,7 @@ from launcher.policy.confinement import Confinement, confinement_of
 from launcher.policy.contracts import door_contract, door_fds
 from launcher.policy.environment import app_env, door_env
 from launcher.policy.layout import SessionLayout
+from launcher.policy.scratch import Scratch
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
 
 doors.serve.preload()  # the launcher is the doors' zygote: all their code is imported before any fork
@@ -110,7 +112,14 @@ def _spec_of(
         parent_pid=os.getpid(),
         seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
         mount_keep=confinement.mount_keep,
+        scratch=_scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
     )
+
+
+def _scratch_mount(scratch: Scratch | None, uid: int, gid: int) -> ScratchMount | None:
+    if scratch is None:
+        return None
+    return ScratchMount(scratch.dirs, scratch.size_bytes, scratch.inodes, uid, gid)
 
 
 class Session:

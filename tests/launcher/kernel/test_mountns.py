@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kernel_child import run_child
 
-from launcher.kernel.mountns import enter_private_root, minimal_paths
+from launcher.kernel.mountns import ScratchMount, enter_private_root, minimal_paths, tmpfs_options
 
 
 def test_minimal_paths_drops_nested_paths_proc_and_the_root() -> None:
@@ -19,6 +19,51 @@ def test_minimal_paths_drops_nested_paths_proc_and_the_root() -> None:
              "/etc/passwd", "/etc", "/proc", "/proc/self", "/", "/runaway")
     assert minimal_paths(paths) == ("/etc", "/run/sharness/ab/app", "/runaway", "/tmp/ws", "/usr")
     assert minimal_paths(()) == ()
+
+
+def test_tmpfs_options_name_the_limits_and_the_owner() -> None:
+    scratch = ScratchMount(("/r/app/home", "/r/app/tmp"), 8 * 1024 * 1024, 512, 1234, 5678)
+    assert tmpfs_options(scratch) == "size=8388608,nr_inodes=512,mode=0700,uid=1234,gid=5678"
+
+
+@pytest.mark.root
+def test_scratch_dirs_share_one_limited_tmpfs_the_host_never_sees() -> None:
+    """HOME and TMPDIR of the child are one tmpfs (its limits, its owner, nosuid/nodev/noexec, a bind of each
+    subdirectory); the host's mount points stay empty, and its mounts never list that tmpfs."""
+    base = Path(tempfile.mkdtemp(prefix="sh-test-mnt-", dir="/tmp"))
+    try:
+        private = base / "app"
+        for path in (private, private / "home", private / "tmp"):
+            path.mkdir()
+        scratch = ScratchMount((str(private / "home"), str(private / "tmp")), 1024 * 1024, 64, 65533, 65533)
+
+        def setup(_wfd: int) -> None:
+            enter_private_root((str(private),), scratch=scratch)
+            os.setresgid(65533, 65533, 65533)
+            os.setresuid(65533, 65533, 65533)
+
+        def probe() -> object:
+            (private / "tmp" / "note").write_text("in the tmpfs")
+            lines = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                     if line.split()[4] in scratch.dirs]
+            home, tmp = os.statvfs(private / "home"), os.statvfs(private / "tmp")
+            return {"mounts": [(line[3], line[5], line[-1]) for line in lines],
+                    "one_fs": os.stat(private / "home").st_dev == os.stat(private / "tmp").st_dev,
+                    "limits": [(fs.f_blocks * fs.f_frsize, fs.f_files) for fs in (home, tmp)],
+                    "owner": os.stat(private / "home").st_uid}
+
+        confined = run_child(setup, probe).report["value"]
+        assert confined["one_fs"] and confined["owner"] == 65533, confined
+        assert confined["limits"] == [[1024 * 1024, 64]] * 2, confined
+        assert [root for root, _, _ in confined["mounts"]] == ["/home", "/tmp"]  # each a subdirectory of the tmpfs
+        assert all({"nosuid", "nodev", "noexec"} <= set(flags.split(",")) for _, flags, _ in confined["mounts"])
+        assert all("size=1024k" in options and "nr_inodes=64" in options for *_, options in confined["mounts"])
+        assert os.listdir(private / "tmp") == [] and os.listdir(private / "home") == []
+        assert str(private / "tmp") not in Path("/proc/self/mountinfo").read_text()
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.root
