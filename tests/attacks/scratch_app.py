@@ -44,7 +44,7 @@ def where() -> None:
     fs = os.statvfs(tmp)
     mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
               if line.split()[4] in (home, tmp)]
-    report("ready", sid=os.environ["SHARNESS_SESSION"], pid=os.getpid(), home=home, tmp=tmp,
+    report("ready", sid=os.environ["SHARNESS_SESSION"], home=home, tmp=tmp,
            same_device=os.stat(home).st_dev == os.stat(tmp).st_dev, size_bytes=fs.f_blocks * fs.f_frsize,
            inodes=fs.f_files, inodes_free=fs.f_ffree, mounts=mounts,
            writable_home=os.access(home, os.W_OK), xdg_config=os.environ.get("XDG_CONFIG_HOME"))

@@ -113,9 +113,18 @@ def _as_root_through_its_root(run: ScratchRun, tmp: str) -> None:
     run.as_root["setuid_exec"] = _exec_status([f"{inside}/planted-id", "-u"])
 
 
+def _app_host_pid(sid: str) -> int:
+    """The app's pid in the host's pid namespace (it is pid 2 of its own): the one process of its cgroup while
+    it waits (its pid namespace's init is in none of the session's cgroups)."""
+    procs = Path(f"/sys/fs/cgroup/pids/sharness/{sid}/app/cgroup.procs").read_text().split()
+    assert len(procs) == 1, procs
+    return int(procs[0])
+
+
 def _drive(run: ScratchRun) -> None:
     ready = run.live.wait_probe("ready")
-    run.sid, run.app_pid, tmp = ready["sid"], ready["pid"], ready["tmp"]
+    run.sid, tmp = ready["sid"], ready["tmp"]
+    run.app_pid = _app_host_pid(run.sid)
     run.mnt_ns = os.readlink(f"/proc/{run.app_pid}/ns/mnt")
     run.live.send("fill")
     run.live.wait_probe("filled")
