@@ -26,13 +26,12 @@ STDIN = 0
 
 
 def _polls(fd: int) -> bool:
-    """Whether epoll can wait on `fd`: not for regular files, block devices or /dev/null (always ready)."""
+    """Whether epoll can wait on `fd`: not for regular files, block devices or /dev/null (always ready: EPERM),
+    nor for a closed launcher fd (EBADF: its copy ends on the first read or write)."""
     poller = select.epoll()
     try:
         poller.register(fd, select.EPOLLIN | select.EPOLLOUT)
-    except PermissionError:
-        return False
-    except OSError:  # EBADF: a closed launcher fd; its copy ends on the first read or write
+    except OSError:
         return False
     finally:
         poller.close()
@@ -82,17 +81,16 @@ class Copy:
         self.channel.received(data)
 
     def push(self) -> None:
-        """Write what waits, as much as the sink takes now without blocking, at most ROUND_BYTES."""
+        """Write what waits, as much as the sink takes now without blocking: to a launcher fd that may block,
+        PIPE_BUF at a time while poll says writable, at most ROUND_BYTES a round (the loop comes back for the
+        rest); to our own pipe (non-blocking) or a file (never blocks, never polled) all of it."""
+        careful = self.sink_polls and not self.ours_is_sink
+        budget = ROUND_BYTES if careful else len(self.channel.pending)
         sent = 0
-        while self.channel.wants_write() and sent < ROUND_BYTES:
-            if self.ours_is_sink:
-                size = len(self.channel.pending)
-            elif self.sink_polls:
-                if sent and not _writable_now(self.sink):
-                    return
-                size = select.PIPE_BUF
-            else:
-                size = ROUND_BYTES - sent
+        while self.channel.wants_write() and sent < budget:
+            if careful and sent and not _writable_now(self.sink):
+                return
+            size = select.PIPE_BUF if careful else len(self.channel.pending)
             try:
                 count = os.write(self.sink, self.channel.pending[:size])
             except (BlockingIOError, InterruptedError):
@@ -101,6 +99,8 @@ class Copy:
                 self.channel.sink_failed()
                 if self.ours_is_sink:  # the app closed its stdin: leave the rest of the launcher's unread
                     self.channel.source_open = False
+                return
+            if not count:
                 return
             self.channel.sent(count)
             sent += count
