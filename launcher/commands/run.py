@@ -87,13 +87,14 @@ def _ask(confirm: Confirm, plan: Plan) -> str | None:
 
 
 def _act(args: argparse.Namespace, manifest: Manifest, facts: KernelFacts, unheld: tuple[PlanRow, ...]) -> int:
-    """Sweep what dead sessions left, run the session, report it; its exit code is the app's."""
+    """Sweep what dead sessions left, run the session, report it; its exit code is the app's, unless that is one
+    of the launcher's own (launcher/policy/verdict.py)."""
     from launcher.lifecycle import sweep
     from launcher.lifecycle.preflight import PreflightError
     from launcher.lifecycle.session import RunOptions, Session
 
     sweep.collect(wait=False)  # a session being created now: its sweep is the next start's
-    options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err)
+    options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err, summary_on_stdout=args.json)
     try:
         result = Session(manifest, facts, options).run()
     except PreflightError as refusal:
@@ -117,6 +118,7 @@ def _report(args: argparse.Namespace, result: SessionResult, unheld: tuple[PlanR
         summary = {
             "sid": result.sid,
             "exit_code": result.exit_code,
+            "app_exit_code": result.app_exit_code,
             "reason": result.reason,
             "unheld_rows": row_names(unheld),
             "audit_dir": result.audit_dir,

@@ -14,6 +14,10 @@ Each path is opened once, with openat2 (never through a magic link; a path the m
 any symlink, and it must still be the file the launcher checked before the session: its pin), and that same
 fd is bound and then handed to Landlock. A bind is one mount, never its submounts (open_tree without
 AT_RECURSIVE), and read-only unless the component may write there (mount_setattr before it is attached).
+
+A component with scratch space (the app) also gets one tmpfs of its own, size- and inode-limited, nosuid,
+nodev, noexec, bound onto its HOME and TMPDIR mount points. Only this mount namespace holds it: it is freed
+with the namespace, once the component's last process is gone, and never appears in the host's mounts.
 """
 
 from __future__ import annotations
@@ -50,6 +54,26 @@ class Bind:
     # (st_dev, st_ino) the launcher resolved it to before the session: opened with no symlink at all and
     # refused unless it is still that file. None: a launcher path (plain symlinks followed, as the kernel would).
     pin: Identity | None = None
+
+
+SCRATCH_STAGE = "/.scratch"  # where the scratch tmpfs is first mounted in the new root, before its dirs are bound
+SCRATCH_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
+
+
+@dataclass(frozen=True)
+class ScratchMount:
+    """One tmpfs, owned by `uid`:`gid`, whose subdirectories are bound onto `dirs` (each a kept path's child)."""
+
+    dirs: tuple[str, ...]
+    size_bytes: int
+    inodes: int
+    uid: int
+    gid: int
+
+
+def tmpfs_options(scratch: ScratchMount) -> str:
+    """The tmpfs mount data: its limits and its root's owner (0700). Pure."""
+    return f"size={scratch.size_bytes},nr_inodes={scratch.inodes},mode=0700,uid={scratch.uid},gid={scratch.gid}"
 
 
 def _under(path: str, root: str) -> bool:
@@ -190,8 +214,26 @@ def _root_symlinks(new_root: str) -> None:
             os.symlink(os.readlink(link), new_root + link)
 
 
-def enter_private_root(keep: tuple[Bind, ...], proc_options: str | None = PROC_OPTIONS) -> dict[str, int]:
-    """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc).
+def _mount_scratch(new_root: str, scratch: ScratchMount) -> None:
+    """The tmpfs at a stage, one subdirectory per dir bound onto it (the bind keeps the tmpfs's flags), the stage
+    detached: the tmpfs lives on through its binds alone."""
+    stage = new_root + SCRATCH_STAGE
+    os.mkdir(stage, 0o700)
+    libc.mount("tmpfs", stage, "tmpfs", SCRATCH_FLAGS, tmpfs_options(scratch))
+    for path in scratch.dirs:
+        inside = f"{stage}/{os.path.basename(path)}"
+        os.mkdir(inside, 0o700)
+        os.chown(inside, scratch.uid, scratch.gid)
+        libc.mount(inside, new_root + path, None, MS_BIND)
+    libc.umount2(stage, libc.MNT_DETACH)
+    os.rmdir(stage)
+
+
+def enter_private_root(
+    keep: tuple[Bind, ...], proc_options: str | None = PROC_OPTIONS, scratch: ScratchMount | None = None,
+) -> dict[str, int]:
+    """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc), and
+    `scratch`'s tmpfs on its dirs.
 
     The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
     Returns the O_PATH fd each kept path was bound from, by path, for Landlock's rules; the caller closes them.
@@ -200,6 +242,14 @@ def enter_private_root(keep: tuple[Bind, ...], proc_options: str | None = PROC_O
     libc.unshare(libc.CLONE_NEWNS)
     libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
     handles = _bind_all(wanted)
+    if scratch is not None:
+        _mount_scratch(NEW_ROOT, scratch)
+        # Landlock must grant the tmpfs's directories, not the host's mount points they now cover.
+        for path in scratch.dirs:
+            covered = handles.pop(path, None)
+            if covered is not None:
+                os.close(covered)
+            handles[path] = os.open(NEW_ROOT + path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     _root_symlinks(NEW_ROOT)
     os.makedirs(NEW_ROOT + PROC, mode=0o555, exist_ok=True)
     libc.mount("proc", NEW_ROOT + PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_options)

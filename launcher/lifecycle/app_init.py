@@ -31,13 +31,14 @@ _REPORT_BYTES = 4
 
 
 def init_spec(app: ConfinementSpec, launcher_pidfd: int, report_fd: int) -> ConfinementSpec:
-    """The init's confinement, from the app's: its uid, netns and seccomp list, nothing else. Pure."""
+    """The init's confinement, from the app's: its uid, netns and seccomp list, nothing else (no scratch
+    tmpfs: its root holds nothing to mount it on). Pure."""
     # Signal scoping off: the app (its own Landlock domain) is outside the init's, and the init must signal
     # it. What the init may signal is bounded by its namespace and its uid, which are the app's.
     nothing = LandlockRules(scope_signals=False, scope_abstract_unix=True) if app.landlock is not None else None
     return replace(
         app, groups=(), cgroup=None, landlock=nothing, seccomp_deny_inet=True, seccomp_allow_udp=False,
-        seccomp_extra=(), keep_fds=(report_fd,), env={}, cwd="/", mount_keep=(), parent_pid=None,
+        seccomp_extra=(), keep_fds=(report_fd,), env={}, cwd="/", mount_keep=(), scratch=None, parent_pid=None,
         parent_pidfd=launcher_pidfd,
     )
 

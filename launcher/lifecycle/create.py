@@ -20,6 +20,7 @@ from launcher.policy.layout import (
     SessionLayout,
     door_client_groups,
 )
+from launcher.policy.scratch import scratch_of
 from pki.ca import FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
 
 
@@ -143,8 +144,11 @@ class SessionBuilder:
         for role in self.manifest.roles:
             uid, gid = self.resources.uids[role], self.resources.gids[role]
             _mkdir(self.journal, self.layout.private_dir(role), 0o700, uid, gid)
-        app_uid, app_gid = self.resources.uids["app"], self.resources.gids["app"]
-        _mkdir(self.journal, f"{self.layout.private_dir('app')}/tmp", 0o700, app_uid, app_gid)
+            scratch = scratch_of(self.manifest, role, self.layout)
+            # Mount points only: the component's tmpfs covers them in its own mount namespace (kernel/mountns.py),
+            # and on the host they stay empty and root's, so nothing it writes there reaches the host's /run.
+            for path in scratch.dirs if scratch is not None else ():
+                _mkdir(self.journal, path, 0o555)
 
     def make_netns(self) -> None:
         for role in self.manifest.roles:

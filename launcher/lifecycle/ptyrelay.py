@@ -4,8 +4,9 @@ When the launcher's stdin, stdout or stderr is the person's terminal, the app ge
 pty instead (its controlling terminal): echo off, raw mode, window titles and TIOCSTI then reach the
 relay's pty, never the person's terminal, whose modes are saved at open and put back at close, its screen
 reset (launcher/policy/terminal_reset.py) before the launcher's verdict. Fds that are not terminals (pipes,
-files) are passed as they are. The core (StdioPlan, raw_modes, Channel) decides; PtyRelay moves the bytes
-when the supervisor's selector says an fd is ready, a bounded amount per round.
+files) get pipes the launcher copies (piped_stdio, launcher/lifecycle/piperelay.py). The core (StdioPlan,
+piped_stdio, raw_modes, Channel) decides; PtyRelay moves the bytes when the supervisor's selector says an fd
+is ready, a bounded amount per round.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ def plan_stdio(is_tty: Sequence[bool], foreground: bool) -> StdioPlan | None:
     screen_to = next(index for index in (1, 2, 0) if index in ttys)
     keys_from = 0 if is_tty[0] and foreground else None
     return StdioPlan(to_slave=ttys, terminal=ttys[0], keys_from=keys_from, screen_to=screen_to)
+
+
+def piped_stdio(is_tty: Sequence[bool]) -> tuple[int, ...]:
+    """The indexes whose launcher fd is not a terminal: the app gets a pipe the launcher copies for each
+    (launcher/lifecycle/piperelay.py), never the launcher's own file, which it could truncate or write after
+    the launcher's lines."""
+    return tuple(index for index in range(3) if not is_tty[index])
 
 
 def raw_modes(attrs: Modes) -> Modes:

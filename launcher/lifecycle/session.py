@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 import doors.serve
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
-from launcher.kernel.mountns import Bind
+from launcher.kernel.mountns import Bind, ScratchMount
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
 from launcher.lifecycle import audit_keys
+from launcher.lifecycle.app_stdio import AppStdio
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.path_owners import owners_to_avoid
@@ -30,8 +31,7 @@ from launcher.lifecycle.preflight import (
     workspace_owner,
 )
 from launcher.lifecycle.preflight_paths import Pins, resolve_paths
-from launcher.lifecycle.ptyrelay import PtyRelay
-from launcher.lifecycle.spawn import Spawned, single_threaded, spawn_app, spawn_door
+from launcher.lifecycle.spawn import Spawned, exit_code_of, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import SYSTEM_READ, Allowance, python_paths
@@ -39,6 +39,8 @@ from launcher.policy.confinement import Confinement, confinement_of
 from launcher.policy.contracts import door_contract, door_fds, secret_names
 from launcher.policy.environment import app_env, door_env
 from launcher.policy.layout import SessionLayout
+from launcher.policy.scratch import Scratch
+from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
 
 doors.serve.preload()  # the launcher is the doors' zygote: all their code is imported before any fork
@@ -51,8 +53,11 @@ STOP_GRACE_S = 3.0
 class RunOptions:
     audit_root: str = AUDIT_ROOT
     ready_timeout_s: float = READY_TIMEOUT_S
-    # target fd → fd to give the app; None: 0, 1, 2, through a pty the launcher relays where they are a terminal
+    # target fd → fd to give the app; None: 0, 1, 2 relayed by the launcher (a pty where they are a terminal,
+    # pipes elsewhere: launcher/lifecycle/app_stdio.py)
     app_stdio: Mapping[int, int] | None = None
+    # The caller prints on stdout after the app (run --json): a line the app left unfinished there is ended.
+    summary_on_stdout: bool = False
     app_env_extra: Callable[[SessionInfo], dict[str, str]] | None = None
     progress: Callable[[str], None] | None = None
 
@@ -70,6 +75,7 @@ class SessionResult:
     sid: str
     exit_code: int
     reason: str
+    app_exit_code: int | None = None  # the app's own code, when its exit ended the session (exit_code may differ)
     audit_dir: str = ""
     audit_public_key: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -123,7 +129,14 @@ def _spec_of(
         parent_pid=os.getpid(),
         seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
         mount_keep=_binds(confinement, pins),
+        scratch=_scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
     )
+
+
+def _scratch_mount(scratch: Scratch | None, uid: int, gid: int) -> ScratchMount | None:
+    if scratch is None:
+        return None
+    return ScratchMount(scratch.dirs, scratch.size_bytes, scratch.inodes, uid, gid)
 
 
 class Session:
@@ -138,7 +151,8 @@ class Session:
         self._audit_log: audit_mod.AuditLog | None = None
         self._timings: dict[str, float] = {}
         self._t0 = time.monotonic()
-        self._relay: PtyRelay | None = None
+        self._stdio: AppStdio | None = None
+        self._exec_witness: int | None = None  # read end: one byte once the app's child is confined, at execve
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
         self._secret_fds: dict[str, int] = {}  # the keys door's sources, opened as root, never read here
 
@@ -212,8 +226,8 @@ class Session:
                 self._finish(result, ending, supervisor, resources, journal)
             finally:
                 self._close_secret_fds()
-                if self._relay is not None:  # after teardown: the app's last output, then the person's terminal back
-                    self._relay.close()
+                if self._stdio is not None:  # after teardown: the app's last output, then the person's terminal back
+                    self._stdio.close(frozenset({1, 2}) if self.options.summary_on_stdout else frozenset({2}))
         return result
 
     def _start(self, resources: Resources, supervisor: Supervisor, journal: Journal) -> Ending:
@@ -235,8 +249,8 @@ class Session:
         app = self._spawn_app(resources, info)
         journal.record("pid", f"{app.pid}:{_starttime(app.pid)}")
         supervisor.watch(app)
-        if self._relay is not None:
-            supervisor.add_io(self._relay, (signal.SIGWINCH,))
+        if self._stdio is not None:
+            supervisor.add_io(self._stdio, (signal.SIGWINCH,))
         self._mark("app_started")
         self._open_audit_log()
         self.audit("app.start", {"pid": app.pid, "argv0": self.manifest.app.argv[0]})
@@ -273,7 +287,9 @@ class Session:
             supervisor.close()
         if resources is not None:
             resources.close()
-        self.audit("session.end", {"reason": ending.reason, "exit_code": ending.exit_code})
+        ending, app_exit_code = self._verdict(ending)
+        self.audit("session.end", {"reason": ending.reason, "exit_code": ending.exit_code,
+                                   "app_exit_code": app_exit_code})
         removal_errors: list[RemovalError] = []
         journal.teardown(removal_errors)
         remove_empty_roots(self.layout.sessions_root, self.layout.run_root)
@@ -287,10 +303,33 @@ class Session:
         _, public_key = self._audit_log.close()
         result.exit_code = ending.exit_code
         result.reason = ending.reason
+        result.app_exit_code = app_exit_code
         result.audit_dir = f"{self.options.audit_root}/{self.layout.sid}"
         result.audit_public_key = public_key
         result.timings_ms = dict(self._timings)
         result.teardown_errors = errors
+
+    def _verdict(self, ending: Ending) -> tuple[Ending, int | None]:
+        """The app's own exit, once it reached execve: in words that claim nothing (its 205 is not a confinement
+        step's), and never one of the launcher's codes (launcher/policy/verdict.py)."""
+        status = ending.app_status
+        if status is None or not self._exec_reached():
+            return ending, None
+        signal_number = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        exit_status = None if signal_number is not None else os.WEXITSTATUS(status)
+        verdict = app_verdict(exit_code_of(status), app_end_words(exit_status, signal_number))
+        return Ending(verdict.reason, verdict.exit_code, app_status=status), verdict.app_exit_code
+
+    def _exec_reached(self) -> bool:
+        if self._exec_witness is None:
+            return False
+        try:
+            return os.read(self._exec_witness, 1) == b"x"
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(self._exec_witness)
+            self._exec_witness = None
 
     # -- spawning --
     def spec(self, role: str, resources: Resources, env: dict[str, str], keep_fds: tuple[int, ...]) -> ConfinementSpec:
@@ -317,13 +356,25 @@ class Session:
         return env
 
     def _spawn_app(self, resources: Resources, info: SessionInfo) -> Spawned:
-        app = self.manifest.app
-        spec = self.spec("app", resources, self._app_env(info), (0, 1, 2))
-        if self.options.app_stdio is not None:
-            return spawn_app(app.argv, spec, dict(self.options.app_stdio))
-        self._relay = PtyRelay.open()
-        if self._relay is None:  # no terminal among 0, 1, 2: pipes and files are passed as they are
-            return spawn_app(app.argv, spec, {0: 0, 1: 1, 2: 2})
-        spawned = spawn_app(app.argv, spec, self._relay.app_stdio(), self._relay.child_setup)
-        self._relay.app_started()
+        # A byte on this pipe, written as the child's last act before execve (its end closes on exec), tells the
+        # app's own exit codes from its confinement's, whatever code the app picks.
+        self._exec_witness, witness = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            spec = self.spec("app", resources, self._app_env(info), (0, 1, 2, witness))
+            stdio = self.options.app_stdio
+            if stdio is None:
+                self._stdio = AppStdio.open()
+                stdio = self._stdio.app_stdio()
+            relay_setup = self._stdio.child_setup if self._stdio is not None else None
+
+            def at_execve() -> None:
+                if relay_setup is not None:
+                    relay_setup()
+                os.write(witness, b"x")
+
+            spawned = spawn_app(self.manifest.app.argv, spec, dict(stdio), at_execve)
+        finally:
+            os.close(witness)
+        if self._stdio is not None:
+            self._stdio.app_started()
         return spawned

@@ -52,6 +52,7 @@ class Ending:
     reason: str
     exit_code: int
     failed_role: str | None = None
+    app_status: int | None = None  # the app's wait status, when its exit ended the session
 
 
 class IoSource(Protocol):
@@ -196,7 +197,7 @@ class Supervisor:
     def _exit_ending(self, role: str, app_role: str | None) -> Ending:
         status = self.reap(role)
         if role == app_role:
-            return Ending(describe_exit(role, status), exit_code_of(status))
+            return Ending(describe_exit(role, status), exit_code_of(status), app_status=status)
         return Ending(f"door {describe_exit(role, status)}; the session ends (fail closed)", EXIT_FAIL_CLOSED, role)
 
     def _read_statuses(self, role: str, at_most: int | None) -> bool:

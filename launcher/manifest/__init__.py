@@ -6,6 +6,8 @@ from launcher.manifest._load import load_manifest
 from launcher.manifest._model import (
     DOOR_DEFAULT_LIMITS,
     FS_DEFAULT_MAX_CONCURRENT_UPLOADS,
+    SCRATCH_INODES_PER_MB,
+    SCRATCH_MEMORY_SHARE,
     SHELL_DEFAULT_LIMITS,
     App,
     Manifest,
@@ -20,6 +22,8 @@ __all__ = [
     "MAX_BYTES",
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
+    "SCRATCH_INODES_PER_MB",
+    "SCRATCH_MEMORY_SHARE",
     "SHELL_DEFAULT_LIMITS",
     "App",
     "Manifest",

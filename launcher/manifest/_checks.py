@@ -9,7 +9,7 @@ from typing import Any
 
 from launcher.manifest import _rules
 from launcher.manifest._errors import ManifestError, child
-from launcher.manifest._model import effective_edges, started_roles
+from launcher.manifest._model import effective_edges, scratch_limits_of, started_roles
 
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
 _ABS_HINT = "write an absolute, normalised path: no '.', '..', '//', trailing '/' or control characters"
@@ -31,6 +31,8 @@ def check_document(doc: dict[str, Any]) -> None:
         _check_keys(doc, doors["keys"])
     if "model" in doors:
         _check_model(doc, doors["model"])
+    if "process" in doors.get("shell", {}):
+        _check_scratch("/doors/shell/process", doors["shell"]["process"])
     if "edges" in doc:
         _check_edges(doc)
 
@@ -78,6 +80,19 @@ def _check_app(app: dict[str, Any]) -> None:
             _refuse_reserved(f"/app/files/{key}/{index}", path)
     if "/" in argv0:  # a bare name is looked up by the launcher on its fixed PATH
         _refuse_abs("/app/argv/0", argv0)
+    _check_scratch("/app/process", app["process"])
+
+
+def _check_scratch(ptr: str, process: dict[str, Any]) -> None:
+    memory_mb = process["max_memory_mb"]
+    if process.get("scratch_mb", 0) >= memory_mb:
+        raise ManifestError(
+            child(ptr, "scratch_mb"),
+            f"scratch_mb {process['scratch_mb']} is not below max_memory_mb {memory_mb}: the scratch tmpfs's "
+            "pages count against the memory limit, so the process would be killed before the tmpfs said ENOSPC",
+            f"lower scratch_mb below {memory_mb} (left out, it is {scratch_limits_of({}, memory_mb)[0]}) "
+            "or raise max_memory_mb",
+        )
 
 
 def _check_fs(doc: dict[str, Any], fs: dict[str, Any]) -> None:

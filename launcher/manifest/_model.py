@@ -15,6 +15,10 @@ SHELL_DEFAULT_LIMITS: tuple[int, int] = (1024, 128)
 # doors.fs.max_concurrent_uploads when the manifest leaves it out: the schema's "default" says the same, and
 # so does the fs door (doors/fs/_rules.py); tests/launcher/policy/test_plan.py holds the three together.
 FS_DEFAULT_MAX_CONCURRENT_UPLOADS = 8
+# The private tmpfs holding a component's HOME and TMPDIR (launcher/policy/scratch.py): its pages count against
+# the memory cgroup, so by default it takes a quarter of the memory limit, with one inode per 4 KiB page.
+SCRATCH_MEMORY_SHARE = 4
+SCRATCH_INODES_PER_MB = 256
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class App:
     files_exec: tuple[str, ...]
     max_memory_mb: int
     max_pids: int
+    scratch_mb: int
+    scratch_inodes: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +65,13 @@ class Manifest:
             return int(process["max_memory_mb"]), int(process["max_pids"])
         return SHELL_DEFAULT_LIMITS if role == "shell" else DOOR_DEFAULT_LIMITS
 
+    def scratch_limits(self, role: str) -> tuple[int, int]:
+        """(scratch_mb, scratch_inodes) of a component's private tmpfs: its process rows, else the defaults."""
+        if role == "app":
+            return self.app.scratch_mb, self.app.scratch_inodes
+        process = self.door_rows(role).get("process") or {}
+        return scratch_limits_of(process, self.process_limits(role)[0])
+
     def edges_out(self, role: str) -> tuple[str, ...]:
         """The servers `role` may call, in role order."""
         return tuple(server for server in ROLES if (role, server) in self.edges)
@@ -82,10 +95,17 @@ def effective_edges(document: dict[str, Any]) -> frozenset[tuple[str, str]]:
     return frozenset(edge for edge in DEFAULT_EDGES if edge[0] in started and edge[1] in started)
 
 
+def scratch_limits_of(process: dict[str, Any], max_memory_mb: int) -> tuple[int, int]:
+    """(scratch_mb, scratch_inodes) from a "process" object: as written, or derived from the memory limit."""
+    scratch_mb = int(process.get("scratch_mb", max(1, max_memory_mb // SCRATCH_MEMORY_SHARE)))
+    return scratch_mb, int(process.get("scratch_inodes", scratch_mb * SCRATCH_INODES_PER_MB))
+
+
 def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> Manifest:
     """Frozen records over a document that passed the schema and every check."""
     session, app = document["session"], document["app"]
     files = app.get("files", {})
+    scratch_mb, scratch_inodes = scratch_limits_of(app["process"], app["process"]["max_memory_mb"])
     return Manifest(
         document=document,
         canonical=canonical,
@@ -98,6 +118,8 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
             files_exec=tuple(files.get("exec", ())),
             max_memory_mb=app["process"]["max_memory_mb"],
             max_pids=app["process"]["max_pids"],
+            scratch_mb=scratch_mb,
+            scratch_inodes=scratch_inodes,
         ),
         roles=started_roles(document),
         edges=effective_edges(document),

@@ -140,11 +140,11 @@ def app_allowance(
     files_exec: tuple[str, ...],
     may_use_proxy: bool,
 ) -> Allowance:
-    """The app reads the system and what the manifest lists, writes only its private directory."""
+    """The app reads the system and what the manifest lists, writes only its scratch tmpfs (HOME, TMPDIR)."""
     private = layout.private_dir("app")
     return Allowance(
         read=(*SYSTEM_READ, *python, *files_read, *files_exec, private),
-        write=(*WRITE_DEVICES, f"{private}/tmp"),
+        write=(*WRITE_DEVICES, layout.home_dir("app"), layout.tmp_dir("app")),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
         tcp_connect=(PROXY_PORT,) if may_use_proxy else (),

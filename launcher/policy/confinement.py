@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import Allowance, allowance_of
 from launcher.policy.layout import SessionPaths, door_client_groups, groups_of
+from launcher.policy.scratch import Scratch, scratch_of
 
 DOOR_NOFILE = 4096
 APP_NOFILE = 1024
@@ -28,6 +29,7 @@ class Confinement:
     # The fs door runs as the workspace owner: seccomp also takes socket() and path metadata calls from it.
     owner_fenced: bool
     mount_keep: tuple[str, ...]
+    scratch: Scratch | None  # HOME and TMPDIR on a tmpfs of its own, mounted in its private root
 
 
 def confinement_of(
@@ -44,6 +46,7 @@ def confinement_of(
         cwd="/" if fs_door else layout.private_dir(role),
         owner_fenced=fs_door,
         mount_keep=mount_keep(role, allowance, layout, manifest.edges, resolv_conf),
+        scratch=scratch_of(manifest, role, layout),
     )
 
 

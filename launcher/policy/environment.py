@@ -11,6 +11,10 @@ from launcher.policy.layout import APP_BUNDLE, APP_SVID, PROXY_HOST, PROXY_PORT,
 DOOR_ENV = (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"))
 # Both spellings: tools read one or the other (curl the lowercase ones, most SDKs either).
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+# The XDG base directories, spelled out under the writable HOME (their spec's defaults, which some tools do not
+# derive when HOME is unusual). XDG_RUNTIME_DIR stays unset, as under sudo or cron: no login made one.
+XDG_DIRS = (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_STATE_HOME", ".local/state"))
 
 
 def door_env() -> dict[str, str]:
@@ -19,13 +23,14 @@ def door_env() -> dict[str, str]:
 
 
 def app_env(manifest: Manifest, layout: SessionPaths, python_prefix: str) -> dict[str, str]:
-    """The app's environment: its private home, its identity files, its doors' sockets and, with the edge
-    app→net, the proxy variables pointing at the net door."""
-    private = layout.private_dir("app")
+    """The app's environment: its HOME and TMPDIR (its scratch tmpfs), its identity files, its doors' sockets
+    and, with the edge app→net, the proxy variables pointing at the net door."""
+    private, home = layout.private_dir("app"), layout.home_dir("app")
     env = {
         "PATH": f"{python_prefix}/bin:/usr/local/bin:/usr/bin:/bin",
-        "HOME": private,
-        "TMPDIR": f"{private}/tmp",
+        "HOME": home,
+        "TMPDIR": layout.tmp_dir("app"),
+        **{name: f"{home}/{where}" for name, where in XDG_DIRS},
         "LANG": "C.UTF-8",
         "SHARNESS_SESSION": layout.sid,
         "SHARNESS_TRUST_DOMAIN": manifest.session.trust_domain,

@@ -57,6 +57,14 @@ class SessionPaths:
     def private_dir(self, role: str) -> str:
         return f"{self.runtime_dir}/{role}"
 
+    def home_dir(self, role: str) -> str:
+        """HOME of a component with scratch space (launcher/policy/scratch.py): a mount point on the host."""
+        return f"{self.private_dir(role)}/home"
+
+    def tmp_dir(self, role: str) -> str:
+        """TMPDIR of a component with scratch space, on the same tmpfs as its HOME."""
+        return f"{self.private_dir(role)}/tmp"
+
     def socket_path(self, door: str) -> str:
         return f"{self.doors_dir}/{door}.sock"
 

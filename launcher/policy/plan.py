@@ -16,6 +16,7 @@ from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import PLAN_PATHS
+from launcher.policy.scratch import scratch_meaning, scratch_of
 from pki.vocabulary import BOUNDARY, SETTING
 
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
@@ -23,7 +24,7 @@ from pki.vocabulary import BOUNDARY, SETTING
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env", "ipc", "app:pidns", "root",
+    "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -183,7 +184,7 @@ def _judge(component: str, spec: _Spec, facts: KernelFacts) -> PlanRow:
     built = spec.row_id in IMPLEMENTED_ROWS or f"{component}:{spec.row_id}" in IMPLEMENTED_ROWS
     reasons = [kernel_problem] if kernel_problem else []
     if not built:
-        missing = _MISSING_HOLDER.get(spec.row_id.split(".")[0], "its holder")
+        missing = _MISSING_HOLDER.get(spec.row_id.split(".")[0]) or _MISSING_HOLDER.get(component, "its holder")
         reasons.append(f"this version of sharness-launch lacks {missing}: remove the row from the manifest, "
                        "or run with --best-effort to run it unheld")
     return PlanRow(component, spec.row_id, spec.meaning, spec.kind, spec.held_by, not reasons,
@@ -220,10 +221,10 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     yield _Spec("no_new_privs", "can never gain privileges (setuid binaries, file capabilities)", BOUNDARY,
                 f"{kernel} (no_new_privs)", _always)
     memory_mb, pids = manifest.process_limits(role)
-    yield _Spec("memory", f"memory at most {memory_mb} MB", BOUNDARY, f"{kernel} (cgroup memory)",
-                _cgroup("memory"))
-    yield _Spec("pids", f"at most {pids} processes and threads", BOUNDARY, f"{kernel} (cgroup pids)",
-                _cgroup("pids"))
+    yield _Spec("memory", f"memory at most {memory_mb} MB", BOUNDARY, f"{kernel} (cgroup memory)", _cgroup("memory"))
+    yield _Spec("pids", f"at most {pids} processes and threads", BOUNDARY, f"{kernel} (cgroup pids)", _cgroup("pids"))
+    if (scratch := scratch_of(manifest, role, PLAN_PATHS)) is not None:
+        yield _Spec("scratch", scratch_meaning(scratch), BOUNDARY, f"{kernel} (tmpfs size and inode limits)", _root)
     calls = ", ".join(manifest.edges_out(role)) or "no door"
     callers = ", ".join(manifest.edges_in(role)) or "nobody"
     yield _Spec("edges", f"may call {calls}; may be called by {callers}", BOUNDARY,

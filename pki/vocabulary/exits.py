@@ -39,7 +39,8 @@ class ExitMeaning:
 
 
 LAUNCHER_EXITS: tuple[ExitMeaning, ...] = (
-    ExitMeaning(EXIT_OK, "0", "done; `run` passes the app's own exit code through"),
+    ExitMeaning(EXIT_OK, "0", "done; `run` passes the app's own exit code through, but 65, 66, 70, 77, "
+                "78, 124 and 125, the launcher's own, become 1 (and are said)"),
     ExitMeaning(EXIT_FAILED, "1", "the command's answer is no: `gc` left something, `verify-audit` found the log "
                 "broken, `fs` was refused, `hello` saw a row not held"),
     ExitMeaning(EXIT_USAGE, "2", "usage: a malformed option or argument"),

@@ -124,8 +124,8 @@ def run_status(argv: list[str], pass_fds: tuple[int, ...] = ()) -> dict[str, obj
 
 
 def exec_attacks(tmp: Path, sid: str) -> None:
-    """A writable path is never executable. What still runs (an interpreter reading a script, the loader
-    mapping a binary, a memfd) is reported, and each of those tries a create only Landlock refuses."""
+    """A writable path is never executable, nor mapped executable (the loader). What still runs (an interpreter
+    reading a script, a memfd) is reported, and each of those tries a create only Landlock refuses."""
     # Its private dir (parent of $TMPDIR) is its own, 0700: DAC lets it create there, only Landlock refuses.
     landlocked = f"{tmp.parent}/sh-attack-{sid}"
     attempt("landlock.private_dir_create", open_write(f"{landlocked}-direct"))
@@ -142,7 +142,7 @@ def exec_attacks(tmp: Path, sid: str) -> None:
     pyscript.write_text(f"print('ran-from-tmpdir')\nopen({landlocked + '-py'!r}, 'w')\n")
     report("limit.python_reads_script", **run_status([sys.executable, str(pyscript)]))
     loader = os.path.realpath("/lib64/ld-linux-x86-64.so.2")
-    report("limit.loader_maps_binary", loader=loader, **run_status([loader, str(binary), f"{landlocked}-loader"]))
+    report("exec.loader_maps_binary", loader=loader, **run_status([loader, str(binary), f"{landlocked}-loader"]))
     report("limit.memfd_exec", **memfd_exec(f"{landlocked}-memfd"))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pwd
 import secrets
 import shutil
 import socket
@@ -200,11 +201,18 @@ def _as_app_outside(run: AttackRun, mode: str, app_targets: dict[str, Any]) -> d
     """as_app_outside.py as A's app uid with exactly its groups, in the host's mounts (`mode` dac or
     landlock: in the app's Landlock rules too); its lines by probe."""
     user = f"sh-{run.sid_a}-app"
-    targets = {**app_targets, "sid": run.sid_a, "launcher": run.a.proc.pid, "tmp": f"/run/sharness/{run.sid_a}/app/tmp",
-               "landlock": _app_landlock_rules(run)}
-    done = subprocess.run([*as_user.argv(user, init_groups=True), sys.executable,
-                           str(HERE / "as_app_outside.py"), mode, json.dumps(targets)],
-                          capture_output=True, text=True, timeout=60, cwd="/")
+    # The app's own TMPDIR is a tmpfs in its mount namespace (its host mount point is root's): a directory of
+    # its uid on the host, on the door sockets' file system (a hard link must not meet EXDEV), stands in for it.
+    tmp = Path(tempfile.mkdtemp(prefix="sh-test-outside-tmp-", dir="/run"))
+    try:
+        os.chown(tmp, pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid)
+        targets = {**app_targets, "sid": run.sid_a, "launcher": run.a.proc.pid, "tmp": str(tmp),
+                   "landlock": _app_landlock_rules(run)}
+        done = subprocess.run([*as_user.argv(user, init_groups=True), sys.executable,
+                               str(HERE / "as_app_outside.py"), mode, json.dumps(targets)],
+                              capture_output=True, text=True, timeout=60, cwd="/")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     assert done.returncode == 0, f"{done.stderr}\nsession A's stderr: {run.a.stderr()[-3000:]}"
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"probe"')]
     return {line["probe"]: line for line in lines}

@@ -1,7 +1,10 @@
 """The app builds in its TMPDIR what once made teardown and every later gc fail for good: a 5 000-level chain
-(shutil.rmtree recursed, and held an fd per level), links to /etc, 000 directories. Held by the launcher's
-iterative fd-based tree removal (launcher/lifecycle/tree_removal.py); the app's SVID is journaled on its own
-and removed first, so even a tree removal that fails cannot leave the key on disk."""
+(shutil.rmtree recursed, and held an fd per level), links to /etc, 000 directories. Held first by the
+scratch tmpfs: TMPDIR is in the app's mount namespace only, so the tree never reaches the host and dies with
+the namespace (tests/attacks/test_scratch.py). Behind it, for whatever tree teardown does meet, the
+launcher's iterative fd-based tree removal (launcher/lifecycle/tree_removal.py, tests/launcher/lifecycle/
+test_tree_removal.py); the app's SVID is journaled on its own and removed first, so even a tree removal
+that fails cannot leave the key on disk."""
 
 from __future__ import annotations
 
@@ -54,6 +57,7 @@ def test_a_5000_deep_tree_in_tmpdir_is_removed_and_the_session_ends_cleanly(scra
     try:
         built = live.wait_probe("tree.built", timeout_s=120)
         assert built["depth"] == 5000
+        assert os.listdir(built["tmpdir"]) == []  # the host's TMPDIR is an empty mount point: the tree is not here
         live.send("end")
         summary = live.finish(timeout_s=120)
     finally:

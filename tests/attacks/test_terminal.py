@@ -46,5 +46,6 @@ def test_the_app_inherits_only_its_stdio_and_named_variables(attacks: AttackRun)
     inherited = attacks.a.probes["inherited"]
     assert sorted(inherited["fds"]) == ["0", "1", "2"], inherited
     assert inherited["env"] == ["HOME", "LANG", "PATH", "SHARNESS_BUNDLE", "SHARNESS_DOOR_FS", "SHARNESS_SESSION",
-                                "SHARNESS_SVID", "SHARNESS_TRUST_DOMAIN", "TMPDIR"]
+                                "SHARNESS_SVID", "SHARNESS_TRUST_DOMAIN", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME",
+                                "XDG_DATA_HOME", "XDG_STATE_HOME"]
     assert inherited["uid"] not in (0, 65534)

@@ -149,8 +149,10 @@ def proxy_probes(targets: list[str]) -> None:
 
 
 def net_door_socket() -> str:
-    """The net door's mTLS socket: /run/sharness/<sid>/doors/net.sock, beside the app's private directory."""
-    return os.path.join(os.path.dirname(os.environ["HOME"]), "doors", "net.sock")
+    """The net door's mTLS socket: /run/sharness/<sid>/doors/net.sock, beside the app's private directory (which
+    holds its SVID)."""
+    private = os.path.dirname(os.environ["SHARNESS_SVID"])
+    return os.path.join(os.path.dirname(private), "doors", "net.sock")
 
 
 def wait_for_go() -> None:

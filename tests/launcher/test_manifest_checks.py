@@ -165,3 +165,27 @@ def test_names_that_only_look_like_them_are_left_to_the_preflight(path: str) -> 
     """Spelling decides only what is certain from the text; /var/run (a symlink to /run) is the preflight's."""
     assert load(sample(app__files__read=[path])).app.files_read == (path,)
 
+
+@pytest.mark.parametrize(("changes", "pointer"), [
+    ({"app__process": {"max_memory_mb": 64, "max_pids": 1, "scratch_mb": 64}}, "/app/process/scratch_mb"),
+    ({"app__process": {"max_memory_mb": 64, "max_pids": 1, "scratch_mb": 65}}, "/app/process/scratch_mb"),
+    ({"doors__shell__process": {"max_memory_mb": 64, "max_pids": 1, "scratch_mb": 100}},
+     "/doors/shell/process/scratch_mb"),
+])
+def test_scratch_must_fit_inside_the_memory_limit(changes: dict[str, Any], pointer: str) -> None:
+    """The tmpfs's pages count against the memory cgroup: a scratch as large as the limit would end in an OOM
+    kill, never in ENOSPC."""
+    refused = refusal(sample(**changes))
+    assert refused.pointer == pointer and "max_memory_mb" in refused.hint, refused
+
+
+@pytest.mark.parametrize(("key", "value", "pointer"), [
+    ("scratch_mb", 0, "/app/process/scratch_mb"),
+    ("scratch_inodes", 63, "/app/process/scratch_inodes"),
+    ("scratch_inodes", 16777217, "/app/process/scratch_inodes"),
+    ("scratch_mb", True, "/app/process/scratch_mb"),
+    ("scratch_size", 1, "/app/process/scratch_size"),
+])
+def test_scratch_rows_are_strict(key: str, value: object, pointer: str) -> None:
+    refused = refusal(sample(app__process={"max_memory_mb": 512, "max_pids": 1, key: value}))
+    assert refused.pointer == pointer, refused

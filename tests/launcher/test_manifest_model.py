@@ -66,6 +66,24 @@ def test_process_limits() -> None:
     assert load(sample(doors__shell__process=DROP)).process_limits("shell") == SHELL_DEFAULT_LIMITS
 
 
+@pytest.mark.parametrize(("process", "want"), [
+    ({"max_memory_mb": 512, "max_pids": 1}, (128, 128 * 256)),  # a quarter of the memory, 256 inodes per MiB
+    ({"max_memory_mb": 17, "max_pids": 1}, (4, 1024)),  # rounded down
+    ({"max_memory_mb": 512, "max_pids": 1, "scratch_mb": 64}, (64, 64 * 256)),
+    ({"max_memory_mb": 512, "max_pids": 1, "scratch_inodes": 100}, (128, 100)),
+    ({"max_memory_mb": 512, "max_pids": 1, "scratch_mb": 511, "scratch_inodes": 64}, (511, 64)),
+])
+def test_scratch_limits_as_written_or_derived_from_the_memory_limit(process: dict[str, int],
+                                                                    want: tuple[int, int]) -> None:
+    manifest = load(sample(app__process=process, doors__shell__process=process))
+    assert manifest.scratch_limits("app") == want == (manifest.app.scratch_mb, manifest.app.scratch_inodes)
+    assert manifest.scratch_limits("shell") == want
+
+
+def test_a_shell_without_process_rows_gets_scratch_from_its_default_memory() -> None:
+    assert load(sample(doors__shell__process=DROP)).scratch_limits("shell") == (256, 256 * 256)
+
+
 def test_manifest_is_frozen() -> None:
     manifest = load(FULL)
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -16,7 +16,16 @@ import pytest
 from kernel_child import run_child
 
 from launcher.kernel._sys import libc
-from launcher.kernel.mountns import MS_PRIVATE, MS_REC, Bind, enter_private_root, own_mounts, planned
+from launcher.kernel.mountns import (
+    MS_PRIVATE,
+    MS_REC,
+    Bind,
+    ScratchMount,
+    enter_private_root,
+    own_mounts,
+    planned,
+    tmpfs_options,
+)
 
 # --- pure ---------------------------------------------------------------------------------------
 
@@ -83,6 +92,51 @@ def _own_namespace_with_a_submount(inner: Path) -> None:
     libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
     libc.mount("tmpfs", str(inner), "tmpfs", 0, "size=64k")
     (inner / "seen-only-through-the-submount").write_text("x")
+
+
+def test_tmpfs_options_name_the_limits_and_the_owner() -> None:
+    scratch = ScratchMount(("/r/app/home", "/r/app/tmp"), 8 * 1024 * 1024, 512, 1234, 5678)
+    assert tmpfs_options(scratch) == "size=8388608,nr_inodes=512,mode=0700,uid=1234,gid=5678"
+
+
+@pytest.mark.root
+def test_scratch_dirs_share_one_limited_tmpfs_the_host_never_sees() -> None:
+    """HOME and TMPDIR of the child are one tmpfs (its limits, its owner, nosuid/nodev/noexec, a bind of each
+    subdirectory); the host's mount points stay empty, and its mounts never list that tmpfs."""
+    base = Path(tempfile.mkdtemp(prefix="sh-test-mnt-", dir="/tmp"))
+    try:
+        private = base / "app"
+        for path in (private, private / "home", private / "tmp"):
+            path.mkdir()
+        scratch = ScratchMount((str(private / "home"), str(private / "tmp")), 1024 * 1024, 64, 65533, 65533)
+
+        def setup(_wfd: int) -> None:
+            enter_private_root((Bind(str(private)),), scratch=scratch)
+            os.setresgid(65533, 65533, 65533)
+            os.setresuid(65533, 65533, 65533)
+
+        def probe() -> object:
+            (private / "tmp" / "note").write_text("in the tmpfs")
+            lines = [line.split() for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                     if line.split()[4] in scratch.dirs]
+            home, tmp = os.statvfs(private / "home"), os.statvfs(private / "tmp")
+            return {"mounts": [(line[3], line[5], line[-1]) for line in lines],
+                    "one_fs": os.stat(private / "home").st_dev == os.stat(private / "tmp").st_dev,
+                    "limits": [(fs.f_blocks * fs.f_frsize, fs.f_files) for fs in (home, tmp)],
+                    "owner": os.stat(private / "home").st_uid}
+
+        confined = run_child(setup, probe).report["value"]
+        assert confined["one_fs"] and confined["owner"] == 65533, confined
+        assert confined["limits"] == [[1024 * 1024, 64]] * 2, confined
+        assert [root for root, _, _ in confined["mounts"]] == ["/home", "/tmp"]  # each a subdirectory of the tmpfs
+        assert all({"nosuid", "nodev", "noexec"} <= set(flags.split(",")) for _, flags, _ in confined["mounts"])
+        assert all("size=1024k" in options and "nr_inodes=64" in options for *_, options in confined["mounts"])
+        assert os.listdir(private / "tmp") == [] and os.listdir(private / "home") == []
+        assert str(private / "tmp") not in Path("/proc/self/mountinfo").read_text()
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.mark.root

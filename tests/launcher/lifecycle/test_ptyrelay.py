@@ -25,7 +25,15 @@ from typing import Any
 import pytest
 
 from launcher.kernel.confine import place_fds
-from launcher.lifecycle.ptyrelay import SCREEN_READ_PER_ROUND, Channel, PtyRelay, StdioPlan, plan_stdio, raw_modes
+from launcher.lifecycle.ptyrelay import (
+    SCREEN_READ_PER_ROUND,
+    Channel,
+    PtyRelay,
+    StdioPlan,
+    piped_stdio,
+    plan_stdio,
+    raw_modes,
+)
 from launcher.policy.terminal_reset import reset_bytes
 from tests._terminal import judged
 from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, write_manifest
@@ -152,7 +160,17 @@ def _end(relay: PtyRelay, screen: Screen, pid: int) -> int:
     return status
 
 
-def test_pipes_and_files_are_passed_as_they_are() -> None:
+@pytest.mark.parametrize(("is_tty", "piped"), [
+    ([False, False, False], (0, 1, 2)), ([True, True, True], ()), ([True, False, True], (1,)),
+    ([False, True, True], (0,)), ([True, False, False], (1, 2)),
+])
+def test_every_stdio_fd_that_is_not_a_terminal_gets_a_pipe(is_tty: list[bool], piped: tuple[int, ...]) -> None:
+    assert piped_stdio(is_tty) == piped
+    plan = plan_stdio(is_tty, foreground=True)
+    assert set(piped) | set(plan.to_slave if plan else ()) == {0, 1, 2}  # each fd relayed one way, none passed
+
+
+def test_no_pty_relay_without_a_terminal() -> None:
     read_end, write_end = os.pipe()
     try:
         with open(os.devnull, "wb") as devnull:

@@ -44,7 +44,8 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
     if role == "app":
         app = manifest.app
         want.update(read={*SYSTEM, *PYTHON, *app.files_read, *app.files_exec, _private("app")},
-                    write={"/dev/null", f"{_private('app')}/tmp"}, exec={*PROGRAMS, "/opt/py/bin", *app.files_exec},
+                    write={"/dev/null", f"{_private('app')}/home", f"{_private('app')}/tmp"},
+                    exec={*PROGRAMS, "/opt/py/bin", *app.files_exec},
                     tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
     elif role == "fs":
         want.update(write={"/dev/null", WORKSPACE})

@@ -14,8 +14,12 @@ PRIVATE = "/run/sharness/0123abcd/app"
 DOORS = "/run/sharness/0123abcd/doors"
 BASE = {
     "PATH": "/opt/py/bin:/usr/local/bin:/usr/bin:/bin",
-    "HOME": PRIVATE,
+    "HOME": f"{PRIVATE}/home",
     "TMPDIR": f"{PRIVATE}/tmp",
+    "XDG_CONFIG_HOME": f"{PRIVATE}/home/.config",
+    "XDG_CACHE_HOME": f"{PRIVATE}/home/.cache",
+    "XDG_DATA_HOME": f"{PRIVATE}/home/.local/share",
+    "XDG_STATE_HOME": f"{PRIVATE}/home/.local/state",
     "LANG": "C.UTF-8",
     "SHARNESS_SESSION": "0123abcd",
     "SHARNESS_TRUST_DOMAIN": "t.sharness.test",
