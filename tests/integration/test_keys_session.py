@@ -192,7 +192,10 @@ def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None
         # ...and behind the group, the door's edge check refuses the app's SVID (root passes the group).
         refused = trio.run(_ask_as_app, sid)
         assert refused.refusal.row == "edges"
-        Path(f"/run/sharness/{sid}/app/tmp/sharness-go").touch()
+        # The app's TMPDIR is a tmpfs in its own mount namespace: reach it through the app's root (not its
+        # init's, whose root holds nothing).
+        tmpdirs = [Path(f"/proc/{pid}/root/run/sharness/{sid}/app/tmp") for pid in app_pids]
+        next(tmpdir for tmpdir in tmpdirs if tmpdir.is_dir()).joinpath("sharness-go").touch()
         out, _ = launcher.communicate(timeout=120)
     finally:
         if launcher.poll() is None:
