@@ -104,7 +104,11 @@ def _rules(allowance: Allowance) -> LandlockRules:
 def _binds(confinement: Confinement, pins: Pins) -> tuple[Bind, ...]:
     """Its private root's paths: writable where Landlock grants writing, pinned where the manifest names them."""
     writable = set(confinement.allowance.write)
-    return tuple(Bind(path, path in writable, pins.get(path)) for path in dict.fromkeys(confinement.mount_keep))
+    # The scratch dirs are mount points inside the private dir's bind: their tmpfs covers them, nothing of the
+    # host's is bound there.
+    scratch = set(confinement.scratch.dirs) if confinement.scratch is not None else set()
+    return tuple(Bind(path, path in writable, pins.get(path)) for path in dict.fromkeys(confinement.mount_keep)
+                 if path not in scratch)
 
 
 def _spec_of(
