@@ -85,7 +85,7 @@ def test_an_exec_path_that_is_the_apps_writable_tmpdir_or_above_it_is_refused_by
     _tree(tmp_path)
     found = _refusals(_manifest(tmp_path, exec_=[str(tmp_path / "agent" / "bin"), str(tmp_path / "run")]), tmp_path)
     assert found and found[0][0] == "/app/files/exec/1" and "which it may write" in found[0][1]
-    assert "run/0123abcd/app/tmp" in found[0][1]
+    assert "run/0123abcd/app/home" in found[0][1] or "run/0123abcd/app/tmp" in found[0][1]  # HOME, TMPDIR
 
 
 def test_a_secret_every_component_reads_is_refused_naming_who(tmp_path: Path) -> None:
