@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from launcher.lifecycle.ptyrelay import CHUNK, DRAIN_IDLE_S, DRAIN_MAX_S, READ, WRITE, Channel
+from launcher.lifecycle.ptyrelay import CHUNK, DRAIN_IDLE_S, DRAIN_MAX_S, READ, WRITE, Channel, poll_once
 
 ROUND_BYTES = CHUNK  # at most this much written to one launcher fd per loop round: door messages wait behind it
 STDIN = 0
@@ -201,19 +201,7 @@ class PipeRelay:
 
     def run_once(self, timeout_s: float) -> bool:
         """One round on the relay's own poll (the drain; tests); False when nothing was ready."""
-        wanted = self.fds_to_watch()
-        if not wanted:
-            return False
-        poller = select.poll()
-        for fd, events in wanted.items():
-            poller.register(fd, (select.POLLIN if events & READ else 0) | (select.POLLOUT if events & WRITE else 0))
-        ready = poller.poll(max(0, int(timeout_s * 1000)))
-        for fd, revents in ready:
-            if revents & (select.POLLHUP | select.POLLERR | select.POLLNVAL):  # a read or write says why
-                revents |= select.POLLIN | select.POLLOUT
-            events = (READ if revents & select.POLLIN else 0) | (WRITE if revents & select.POLLOUT else 0)
-            self.on_ready(fd, events & wanted[fd])
-        return bool(ready)
+        return poll_once(self, timeout_s)
 
     def drain(self, idle_s: float = DRAIN_IDLE_S, max_s: float = DRAIN_MAX_S) -> None:
         """After the app ended: stop its stdin, pass on what it wrote last, until each pipe ends or nothing moves."""

@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import os
 import select
-import selectors
 import signal
 import termios
 import time
@@ -24,10 +23,10 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from launcher.lifecycle.poll_round import READ, WRITE, poll_once
 from launcher.policy.termfilter import TermFilter
 from launcher.policy.terminal_reset import launcher_line, reset_bytes
 
-READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 CHUNK = 65536
 # The app's output read in one round: the screen filter's slowest input (~1 MiB/s, docs/decisions/ptyrelay.md)
 # then costs the supervisor's loop at most ~16 ms before it serves the doors' status sockets again.
@@ -314,19 +313,7 @@ class PtyRelay:
 
     def run_once(self, timeout_s: float) -> bool:
         """One round on the relay's own poll (the drain at the end; tests); False when nothing was ready."""
-        wanted = self.fds_to_watch()
-        if not wanted:
-            return False
-        poller = select.poll()
-        for fd, events in wanted.items():
-            poller.register(fd, (select.POLLIN if events & READ else 0) | (select.POLLOUT if events & WRITE else 0))
-        ready = poller.poll(max(0, int(timeout_s * 1000)))
-        for fd, revents in ready:
-            if revents & (select.POLLHUP | select.POLLERR | select.POLLNVAL):  # a read or write says why
-                revents |= select.POLLIN | select.POLLOUT
-            events = (READ if revents & select.POLLIN else 0) | (WRITE if revents & select.POLLOUT else 0)
-            self.on_ready(fd, events & wanted[fd])
-        return bool(ready)
+        return poll_once(self, timeout_s)
 
     # -- the end --
     def drain(self, idle_s: float = DRAIN_IDLE_S, max_s: float = DRAIN_MAX_S) -> None:
