@@ -199,3 +199,13 @@ def reach(objects: Objects) -> dict[str, str]:
         "sem_stat_id": errno_of(lambda: sem_stat(objects.semid)),
         "mq_name": errno_of(lambda: mq_close(mq_open(objects.queue))),
     }
+
+
+def remove_by_key(key: int, queue: str) -> None:
+    """Remove the segment, queue and semaphore set with `key` and the POSIX queue `queue`, where they exist
+    (the tests' cleanup when a namespace failed and the objects sit in the host's)."""
+    for get, remove in ((shm_get, shm_remove), (msg_get, msg_remove), (sem_get, sem_remove)):
+        with contextlib.suppress(OSError):
+            remove(get(key))
+    with contextlib.suppress(OSError):
+        mq_unlink(queue)

@@ -14,7 +14,6 @@ so it may open TCP sockets.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import os
@@ -99,16 +98,6 @@ def _host_rows(key: int, uid: int) -> dict[str, list[dict[str, str]]]:
     return {kind: [row for row in sysv_ipc.listed(kind) if mine(row)] for kind in ("shm", "msg", "sem")}
 
 
-def _remove_leftovers(key: int, queue: str) -> None:
-    """Reached only when the namespace failed: the app's objects sit in the host's namespace."""
-    for get, remove in ((sysv_ipc.shm_get, sysv_ipc.shm_remove), (sysv_ipc.msg_get, sysv_ipc.msg_remove),
-                        (sysv_ipc.sem_get, sysv_ipc.sem_remove)):
-        with contextlib.suppress(OSError):
-            remove(get(key))
-    with contextlib.suppress(OSError):
-        sysv_ipc.mq_unlink(queue)
-
-
 def _drive(live: LiveSession, run: GapsRun, host: sysv_ipc.Objects) -> None:
     run.sid = live.wait_probe("ready")["sid"]
     pid = _app_pid(run.sid)
@@ -149,7 +138,7 @@ def gaps(request: pytest.FixtureRequest) -> Iterator[GapsRun]:
     finally:
         if live is not None:
             live.stop()
-        _remove_leftovers(run.own_key, run.own_queue)
+        sysv_ipc.remove_by_key(run.own_key, run.own_queue)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -3,7 +3,6 @@ listed nor reachable, and what the component makes dies with it (real children, 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import time
@@ -60,16 +59,6 @@ def _host_keys(key: int) -> list[str]:
     return [kind for kind in ("shm", "msg", "sem") if any(int(r["key"]) == key for r in sysv_ipc.listed(kind))]
 
 
-def _remove_host_leftovers(key: int, queue: str) -> None:
-    """Only reached when the namespace failed: what the child made sits in the host's namespace."""
-    for get, remove in ((sysv_ipc.shm_get, sysv_ipc.shm_remove), (sysv_ipc.msg_get, sysv_ipc.msg_remove),
-                        (sysv_ipc.sem_get, sysv_ipc.sem_remove)):
-        with contextlib.suppress(OSError):
-            remove(get(key))
-    with contextlib.suppress(OSError):
-        sysv_ipc.mq_unlink(queue)
-
-
 def test_what_a_component_makes_in_its_namespace_dies_with_it() -> None:
     """The segment is charged to the child's memory cgroup while it lives; once its last process is gone the
     namespace is freed and the charge with it (the kernel frees a dead namespace's objects asynchronously,
@@ -91,6 +80,6 @@ def test_what_a_component_makes_in_its_namespace_dies_with_it() -> None:
                 time.sleep(0.01)
             assert charged == 0, f"{charged} bytes of shmem still charged: the segment outlived its namespace"
     finally:
-        _remove_host_leftovers(key, queue)
+        sysv_ipc.remove_by_key(key, queue)
         for path in paths:
             cgroups.delete_cgroup(path)
