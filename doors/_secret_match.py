@@ -112,26 +112,61 @@ class SecretFingerprint:
         return tuple(secret.name for secret in self.secrets)
 
     def to_json(self) -> dict[str, Any]:
-        """The wire form (what the launcher puts in the fs and net doors' contracts)."""
+        """The wire form: per block 2 bytes of projection and 8 of digest, base64 (offsets follow from the
+        length), so one secret of 64 KiB fits one status message."""
         return {"format": FORMAT, "window": WINDOW, "key": base64.b64encode(self.key).decode(),
-                "unmatched": list(self.unmatched),
-                "secrets": [{"name": s.name, "hosts": sorted(s.hosts), "length": s.length,
-                             "blocks": [[b.offset, b.length, b.bits, b.digest.hex()] for b in s.blocks]}
-                            for s in self.secrets]}
+                "unmatched": list(self.unmatched), "secrets": [_secret_json(secret) for secret in self.secrets]}
+
+    def parts(self) -> list[dict[str, Any]]:
+        """The wire form cut in one part per secret (and one naming the unmatched), for messages of bounded size."""
+        one = [SecretFingerprint(self.key, (secret,)).to_json() for secret in self.secrets]
+        return [*one, SecretFingerprint(self.key, (), self.unmatched).to_json()]
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SecretFingerprint:
         """The fingerprint from its wire form; ValueError when it is not one this code reads."""
-        if raw.get("format") != FORMAT or raw.get("window") != WINDOW:
-            raise ValueError(f"not a {FORMAT} fingerprint with window {WINDOW}")
-        kept = tuple(KeptSecret(str(s["name"]), frozenset(str(h) for h in s["hosts"]), int(s["length"]),
-                                tuple(Block(int(o), int(n), int(bits), bytes.fromhex(d)) for o, n, bits, d in s["blocks"]))
-                     for s in raw["secrets"])
-        return cls(base64.b64decode(raw["key"], validate=True), kept, tuple(str(n) for n in raw.get("unmatched", ())))
+        return cls.from_parts([raw])
+
+    @classmethod
+    def from_parts(cls, parts: Iterable[Mapping[str, Any]]) -> SecretFingerprint:
+        """One fingerprint from its parts, which must share the key; ValueError otherwise."""
+        keys: set[bytes] = set()
+        kept: list[KeptSecret] = []
+        unmatched: list[str] = []
+        for raw in parts:
+            if raw.get("format") != FORMAT or raw.get("window") != WINDOW:
+                raise ValueError(f"not a {FORMAT} fingerprint with window {WINDOW}")
+            keys.add(base64.b64decode(str(raw["key"]), validate=True))
+            kept.extend(_secret_of(item) for item in raw["secrets"])
+            unmatched.extend(str(name) for name in raw.get("unmatched", ()))
+        if len(keys) != 1 or len(next(iter(keys))) != KEY_BYTES:
+            raise ValueError(f"the fingerprint's parts must share one key of {KEY_BYTES} bytes")
+        return cls(keys.pop(), tuple(sorted(kept, key=lambda secret: secret.name)), tuple(sorted(unmatched)))
 
     def describe(self) -> dict[str, Any]:
         """What may be shown (hello): names and the window, never the key, digests or projections."""
         return {"kept": list(self.names), "unmatched": list(self.unmatched), "window": WINDOW}
+
+
+_BLOCK_WIRE = 2 + DIGEST_BYTES
+
+
+def _secret_json(secret: KeptSecret) -> dict[str, Any]:
+    packed = b"".join(block.bits.to_bytes(2, "big") + block.digest for block in secret.blocks)
+    return {"name": secret.name, "hosts": sorted(secret.hosts), "length": secret.length,
+            "blocks": base64.b64encode(packed).decode()}
+
+
+def _secret_of(raw: Mapping[str, Any]) -> KeptSecret:
+    length = int(raw["length"])
+    packed = base64.b64decode(str(raw["blocks"]), validate=True)
+    offsets = block_offsets(length)
+    if not offsets or len(packed) != _BLOCK_WIRE * len(offsets):
+        raise ValueError(f"secret {raw.get('name')!r}: {len(packed)} bytes of blocks for a length of {length}")
+    size = min(WINDOW, length)
+    blocks = tuple(Block(offset, size, int.from_bytes(packed[i * _BLOCK_WIRE : i * _BLOCK_WIRE + 2], "big"),
+                         packed[i * _BLOCK_WIRE + 2 : (i + 1) * _BLOCK_WIRE]) for i, offset in enumerate(offsets))
+    return KeptSecret(str(raw["name"]), frozenset(str(host).lower() for host in raw["hosts"]), length, blocks)
 
 
 def _projection_bits(table: bytes, block: bytes) -> int:

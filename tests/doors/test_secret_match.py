@@ -23,7 +23,8 @@ from doors._secret_match import (
 
 KEY = bytes(range(32))
 _RNG = random.Random(1)
-ANTHROPIC = b"sk-ant-api03-" + bytes(_RNG.choice(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789_-") for _ in range(95))
+_BASE64URL = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789_-"
+ANTHROPIC = b"sk-ant-api03-" + bytes(_RNG.choice(_BASE64URL) for _ in range(95))
 HEX = bytes(_RNG.choice(b"0123456789abcdef") for _ in range(40))
 SHORT = b"hunter2!x"  # 9 bytes: one block of its own length
 
@@ -148,3 +149,25 @@ def test_false_candidates_in_random_bytes_are_at_the_prefilter_rate_and_none_is_
     seek = matcher(anthropic=ANTHROPIC, hex=HEX, short=SHORT)
     data = random.Random(4).randbytes(1 << 20)
     assert list(seek.find(data)) == []
+
+
+def test_parts_fit_one_status_message_each_and_join_to_the_whole() -> None:
+    big = random.Random(5).randbytes(64 * 1024)
+    fingerprint = fingerprint_of({"big": big, "hex": HEX, "pin": b"1234"}, {}, KEY)
+    parts = fingerprint.parts()
+    assert [len(json.dumps(part)) < 64 * 1024 for part in parts] == [True, True, True]
+    assert SecretFingerprint.from_parts(parts) == fingerprint
+    assert SecretMatcher(SecretFingerprint.from_parts(parts)).first(b"." + big[1000:1031]) is not None
+
+
+def test_parts_under_two_keys_are_refused() -> None:
+    ours, theirs = fingerprint_of({"hex": HEX}, {}, KEY), fingerprint_of({"short": SHORT}, {}, bytes(32))
+    with pytest.raises(ValueError, match="one key"):
+        SecretFingerprint.from_parts([*ours.parts(), *theirs.parts()])
+
+
+def test_blocks_that_do_not_fit_the_length_are_refused() -> None:
+    raw = fingerprint_of({"hex": HEX}, {}, KEY).to_json()
+    raw["secrets"][0]["length"] = 100
+    with pytest.raises(ValueError, match="bytes of blocks"):
+        SecretFingerprint.from_json(raw)
