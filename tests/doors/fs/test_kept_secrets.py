@@ -104,3 +104,16 @@ def test_without_the_fingerprint_or_with_refuse_secrets_off_the_same_content_lan
             assert put(fs, "b.txt", SECOND).status in (200, 201)
         finally:
             fs.close()
+
+
+def test_a_path_naming_a_kept_secret_is_refused_for_every_op(workspace: str) -> None:
+    fs = door(workspace)
+    try:
+        name = SECRET[:40].decode()
+        assert refused_naming_the_row(put(fs, f"{name}.txt", b"x"))
+        assert refused_naming_the_row(trio.run(fs.request, "GET", f"/v0/fs/stat/{name}"))
+        assert put(fs, "plain.txt", b"x").status == 201
+        moved = trio.run(fs.request, "POST", "/v0/fs/rename", json.dumps({"from": "plain.txt", "to": name}).encode())
+        assert refused_naming_the_row(moved) and os.listdir(workspace) == ["plain.txt"]
+    finally:
+        fs.close()
