@@ -9,11 +9,18 @@ import h11
 import trio
 
 from doors._secret_match import CARRY as KEPT_CARRY
-from doors._secret_match import SecretMatcher
+from doors._secret_match import KeptSecret, SecretMatcher
 from doors.net import _refusal as refusal
 from doors.net._audit import Exchange
 from doors.net._decide import Target, decide_target
-from doors.net._framing import downstream_headers, head_bytes, parse_absolute_target, unbound_secret, upstream_request
+from doors.net._framing import (
+    buffered_body,
+    downstream_headers,
+    head_bytes,
+    parse_absolute_target,
+    unbound_secret,
+    upstream_request,
+)
 from doors.net._refusal import ProxyRefusal
 from doors.net._respond import phrase, send_refusal
 from doors.net._upstream import open_upstream
@@ -145,6 +152,16 @@ class _Counting:
         return data
 
 
+def _kept_before_dialling(kept: SecretMatcher | None, conn: h11.Connection, request: h11.Request,
+                          host: str) -> KeptSecret | None:
+    """A kept secret not bound to `host` in the head, or in what of the body came with it: refused before any
+    name is resolved (the rest of the body is scanned as it is relayed, by _BodyGuard)."""
+    if kept is None:
+        return None
+    head = unbound_secret(kept, head_bytes(request), host)
+    return head or unbound_secret(kept, buffered_body(request, bytes(conn.trailing_data[0])), host)
+
+
 def _target(proxy: Proxy, request: h11.Request, role: str) -> Target | ProxyRefusal:
     try:
         authority, _ = parse_absolute_target(request.target)
@@ -161,8 +178,7 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
     if isinstance(target, ProxyRefusal):
         return target
     exchange.host, exchange.port = str(target.host), target.port
-    kept = config.kept_secrets
-    secret = unbound_secret(kept, head_bytes(request), exchange.host) if kept is not None else None
+    secret = _kept_before_dialling(config.kept_secrets, conn, request, exchange.host)
     if secret is not None:
         return refusal.kept_secret(secret.name, exchange.host, sorted(secret.hosts))
     if not proxy.try_open(role):

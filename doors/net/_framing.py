@@ -179,3 +179,10 @@ def unbound_secret(kept: SecretMatcher, data: bytes, host: str, start: int = 0) 
         if host.lower() not in match.secret.hosts:
             return match.secret
     return None
+
+
+def buffered_body(request: h11.Request, received: bytes) -> bytes:
+    """What of the body came with the head (`received`: what h11 holds unparsed), cut at its Content-Length so a
+    pipelined request after it is not read as this one's; a chunked body as it came, framing and all."""
+    length = next((value for name, value in request.headers if name.lower() == b"content-length"), None)
+    return received[: int(length)] if length is not None else received
