@@ -240,9 +240,10 @@ class Session:
         doors = tuple(role for role in DOOR_ORDER if role in self.manifest.roles)
         if not single_threaded():
             raise RuntimeError("the launcher has more than one thread: forking a door now could copy a held lock")
-        # The keys door first: the fs and net doors' contracts hold its fingerprint of the kept secrets.
-        first = tuple(role for role in doors if role == "keys")
+        # The keys door first when it keeps secrets: the fs and net doors' contracts hold its fingerprint of them.
+        first = ("keys",) if "keys" in doors and secret_names(self.manifest) else ()
         ending = self._spawn_doors(first, resources, supervisor, journal)
+        self._mark("keys_ready")
         self._kept_secrets = supervisor.kept_fingerprint()
         if ending is None and first and self._kept_secrets is None:
             return Ending("the keys door said ready without its fingerprint of the kept secrets", EXIT_FAIL_CLOSED)
