@@ -24,6 +24,7 @@ from doors.fs import SecretScanner
 
 MIB = 1024 * 1024
 CHUNK = 64 * 1024
+QUICK_MIB, FULL_MIB = 4, 32  # bytes scanned per workload (the false-candidate count scans half of it)
 RATIOS = (("fingerprint_scan_mib_s_1_secret_random", "regex_scan_mib_s_shapes_random"),)
 _ALPHABET = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
 # The audit guard's kind of scan: an alternation of token shapes (launcher/policy/audit_guard.py, abridged to
@@ -58,7 +59,8 @@ def _regex_feed(pattern: re.Pattern[bytes]) -> Callable[[bytes], object]:
 def run(quick: bool) -> dict[str, Any]:
     """Scan rates in MiB/s (best of the rounds) and the prefilter's false candidates per MiB."""
     rng = random.Random(11)
-    size, rounds = (4 if quick else 32) * MIB, 3 if quick else 5
+    mib, rounds = (QUICK_MIB, 3) if quick else (FULL_MIB, 5)
+    size = mib * MIB
     figures: dict[str, Any] = {}
     for name, data in _workloads(size, rng).items():
         for count in (1, 5):
@@ -68,7 +70,7 @@ def run(quick: bool) -> dict[str, Any]:
             figures[f"fingerprint_scan_mib_s_{label}_{name}"] = _rate(stream.feed, data, rounds)
         figures[f"regex_scan_mib_s_shapes_{name}"] = _rate(_regex_feed(_SHAPES), data, rounds)
         figures[f"regex_scan_mib_s_fs_markers_{name}"] = _rate(SecretScanner().feed, data, rounds)
-    figures["fingerprint_false_candidates_per_mib_5_secrets"] = _false_candidates(rng, 2 if quick else 16)
+    figures["fingerprint_false_candidates_per_mib_5_secrets"] = _false_candidates(rng, max(1, mib // 2))
     return figures
 
 
