@@ -217,9 +217,13 @@ class SecretMatcher:
             for block in secret.blocks:
                 probes.setdefault(_needle(block.bits, block.length), []).append(_Probe(secret, block))
         self._probes = probes
+        # No block is shorter: a text shorter than this holds none (callers skip it without scanning).
+        self.shortest = min((probe.block.length for found in probes.values() for probe in found), default=0)
 
     def find(self, data: bytes, min_end: int = 0) -> Iterator[Match]:
         """Every confirmed block in `data` ending past `min_end`, in no particular order."""
+        if not self._probes or len(data) < self.shortest:
+            return
         windows = packed_windows(data.translate(self._table))
         for needle, probes in self._probes.items():
             at = windows.find(needle, max(0, min_end - len(needle) - 6))

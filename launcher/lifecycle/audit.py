@@ -115,6 +115,8 @@ class _FingerprintKept:
     def sub(self, repl: Callable[[Any], str], string: str, /) -> str:
         if self.exact is not None:
             string = self.exact.sub(repl, string)
+        if len(string) < self.matcher.shortest:  # characters are at least as many bytes: no block fits
+            return string
         data = string.encode()
         spans = self.matcher.spans(data)
         if not spans:
@@ -157,13 +159,32 @@ class _Guard:
         """Drop the key, the kept values and the fingerprint (the log is closed)."""
         self._key, self._kept, self._pattern, self._fingerprint = b"", set(), None, None
 
+    def _kept_for(self, event: Mapping[str, Any]) -> Kept | None:
+        """The fingerprint when one of its secrets is somewhere in the event (one scan of all its text joined),
+        else only the exact values: most lines hold no secret, and scanning each string alone costs more."""
+        if self._fingerprint is None:
+            return self._pattern
+        joined = "\0".join(_texts(event)).encode()
+        return self._fingerprint if self._fingerprint.matcher.first(joined) is not None else self._pattern
+
     def __call__(self, _logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
-        kept: Kept | None = self._fingerprint if self._fingerprint is not None else self._pattern
+        kept = self._kept_for(event_dict)
         redacted = redact_event(event_dict, self.fingerprint, kept)
         refused = reserved_refusal(redacted)
         if refused is not None:
             raise AuditRefused(refused.event, refused.where, refused.rule)
         return redacted
+
+
+def _texts(value: object) -> list[str]:
+    """Every string in `value`, keys included, depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for key, item in value.items() for text in (*_texts(key), *_texts(item))]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _texts(item)]
+    return []
 
 
 def _build_logger(fd: int, chain: _Chain, guard: _Guard) -> Any:
