@@ -143,10 +143,6 @@ class SecretFingerprint:
             raise ValueError(f"the fingerprint's parts must share one key of {KEY_BYTES} bytes")
         return cls(keys.pop(), tuple(sorted(kept, key=lambda secret: secret.name)), tuple(sorted(unmatched)))
 
-    def describe(self) -> dict[str, Any]:
-        """What may be shown (hello): names and the window, never the key, digests or projections."""
-        return {"kept": list(self.names), "unmatched": list(self.unmatched), "window": WINDOW}
-
 
 _BLOCK_WIRE = 2 + DIGEST_BYTES
 

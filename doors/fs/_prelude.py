@@ -69,7 +69,7 @@ class FsHandlers:
         for path in (call.path, call.dest):
             found = kept.first(path.text.encode()) if path is not None else None
             if found is not None:
-                detail = f"the path holds a {kept_kind(found.secret.name)}; nothing was done"
+                detail = f"the path holds a {kept_kind(found.secret)}; nothing was done"
                 return refuse(403, "refuse_secrets", detail,
                               "name files without the session's kept secrets (the keys door holds them)")
         return None

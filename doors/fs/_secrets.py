@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from doors._secret_match import CARRY as KEPT_CARRY
-from doors._secret_match import SecretMatcher
+from doors._secret_match import KeptSecret, SecretMatcher
 
 # (kind, a literal every match contains, the pattern). The literal is searched first (bytes.find runs at
 # memory speed); the regular expression runs only on windows that hold it.
@@ -48,9 +48,9 @@ def _first_match(window: bytes, min_end: int) -> tuple[str, int] | None:
     return best
 
 
-def kept_kind(name: str) -> str:
+def kept_kind(secret: KeptSecret) -> str:
     """What a finding of a kept secret says it found (the row that keeps it, never a byte of it)."""
-    return f"run of the secret kept as doors.keys.secrets.{name}"
+    return f"run of the secret kept as {secret.row}"
 
 
 class SecretScanner:
@@ -73,7 +73,7 @@ class SecretScanner:
             kind, end = hit
             self.finding = Finding(kind, self._fed + end - len(self._carry))
         elif self._kept is not None and (found := self._kept.feed(chunk)) is not None:
-            self.finding = Finding(kept_kind(found.secret.name), found.end)
+            self.finding = Finding(kept_kind(found.secret), found.end)
         self._fed += len(chunk)
         self._carry = window[-CARRY:]
         return self.finding

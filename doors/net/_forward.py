@@ -69,7 +69,7 @@ class _BodyGuard:
         window = self._held + data
         secret = unbound_secret(self._kept, window, self._host, len(self._held))
         if secret is not None:
-            raise _Failed(refusal.kept_secret(secret.name, self._host, sorted(secret.hosts)))
+            raise _Failed(refusal.kept_secret(secret.row, self._host, sorted(secret.hosts)))
         self._held = window[-KEPT_CARRY:]
         return window[: len(window) - len(self._held)]
 
@@ -180,7 +180,7 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
     exchange.host, exchange.port = str(target.host), target.port
     secret = _kept_before_dialling(config.kept_secrets, conn, request, exchange.host)
     if secret is not None:
-        return refusal.kept_secret(secret.name, exchange.host, sorted(secret.hosts))
+        return refusal.kept_secret(secret.row, exchange.host, sorted(secret.hosts))
     if not proxy.try_open(role):
         return refusal.too_many(f"role {role!r} has {config.max_tunnels} requests open", config.retry_after_s)
     try:

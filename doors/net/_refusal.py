@@ -72,11 +72,11 @@ def bad_tls(reason: str, detail: str) -> ProxyRefusal:
     return _refused(403, reason, ROW_TLS, detail, hint)
 
 
-def kept_secret(name: str, host: str, hosts: list[str]) -> ProxyRefusal:
-    """403: the request carries a secret the keys door keeps, to a host its row does not bind it to."""
-    row = f"doors.keys.secrets.{name}.hosts"
-    detail = (f"the request carries the secret kept as doors.keys.secrets.{name}, which is bound to {hosts}, "
-              f"not to {host}")
+def kept_secret(secret_row: str, host: str, hosts: list[str]) -> ProxyRefusal:
+    """403: the request carries a secret the keys door keeps (under `secret_row`), to a host the row does not
+    bind it to."""
+    row = f"{secret_row}.hosts"
+    detail = f"the request carries the secret kept as {secret_row}, which is bound to {hosts}, not to {host}"
     return _refused(403, "kept-secret", row, detail, f"add {host!r} to {row} if the secret is meant for it")
 
 
