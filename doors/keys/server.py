@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from doors._http import Request, Response, Route, json_response
 from doors._refusal import DoorRefused, Refusal
+from doors._secret_match import SecretFingerprint, fingerprint_of
 from doors.keys._policy import Ask, Grant, Ledger, SecretRow, decide, secret_rows
 from doors.keys._request import MAX_BODY_BYTES, RELEASE_PATH, parse_ask
 from doors.keys._seal import SUITE_NAME, Binding, seal
+from pki.vocabulary import fingerprint_message
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract
@@ -67,6 +69,8 @@ class KeysDoor:
                  clock: Clock = time.time) -> None:
         self.rows = dict(rows)
         self._secrets = dict(secrets)
+        # What the other doors and the audit get instead of a value (docs/decisions/keys.md, "Fingerprint").
+        self.fingerprint: SecretFingerprint = fingerprint_of(self._secrets, {n: r.hosts for n, r in self.rows.items()})
         self.ledger = Ledger()
         self.audit = audit
         self.clock = clock
@@ -121,8 +125,14 @@ def serve(contract: DoorContract) -> None:
 
     from doors._door import run_door
 
+    built: list[KeysDoor] = []
+
     def routes(runtime: Any) -> list[Route]:
         # Inside run_door, so a secret fd that cannot be read is reported as the door's fatal error.
-        return build(contract.rows, runtime.audit).routes()
+        built.append(build(contract.rows, runtime.audit))
+        return built[0].routes()
 
-    run_door(replace(contract, rows=describe_rows(contract.rows)), routes, held_rows=HELD_ROWS)
+    def announce() -> list[dict[str, Any]]:  # before ready: the launcher hands it to fs, net and its audit
+        return [fingerprint_message(part) for part in built[0].fingerprint.parts()]
+
+    run_door(replace(contract, rows=describe_rows(contract.rows)), routes, held_rows=HELD_ROWS, announce=announce)

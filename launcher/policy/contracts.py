@@ -9,6 +9,9 @@ from typing import Any
 from doors import DoorContract
 from launcher.manifest import Manifest
 
+# The doors that refuse content holding a kept secret, so the keys door's fingerprint is in their contracts.
+FINGERPRINT_ROLES = frozenset({"fs", "net"})
+
 
 def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
     """The manifest's rows for door `role` (a copy); the fs door is also told the workspace it holds.
@@ -60,8 +63,10 @@ def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = (
 
 def door_contract(
     manifest: Manifest, role: str, sid: str, bundle_pem: str, fds: DoorFds, not_after: int,
+    kept_secrets: Mapping[str, Any] | None = None,
 ) -> DoorContract:
-    """The one description door `role` gets: who it is, its edges, its rows and its listeners. Holds no secret."""
+    """The one description door `role` gets: who it is, its edges, its rows and its listeners, and for the fs and
+    net doors the keys door's fingerprint `kept_secrets` (its wire form). Holds no secret."""
     rows = door_rows(manifest, role)
     if fds.secrets:
         rows["secret_fds"] = dict(fds.secrets)
@@ -74,4 +79,5 @@ def door_contract(
         rows=rows,
         listen_fds=fds.listen_fds,
         not_after=not_after,
+        kept_secrets=dict(kept_secrets) if kept_secrets is not None and role in FINGERPRINT_ROLES else None,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from doors import SecretFingerprint, SecretMatcher
 from doors._contract import CONTRACT_ENV, DoorContract
 from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient, Dial, client_context_from_file
@@ -92,6 +93,11 @@ def running() -> Iterator[Running]:
 
 
 def test_release_from_an_inherited_fd(running: Running) -> None:
+    parts = [running.message(), running.message()]  # the fingerprint, one part per secret and the unmatched
+    assert [part["type"] for part in parts] == ["fingerprint", "fingerprint"]
+    fingerprint = SecretFingerprint.from_parts([part["fingerprint"] for part in parts])
+    assert fingerprint.names == ("anthropic",) and VALUE.decode() not in json.dumps(parts)
+    assert SecretMatcher(fingerprint).first(b"x" + VALUE + b"y") is not None
     assert running.message() == {"type": "ready"}
     assert trio.run(running.release_as, "model") == VALUE
     with pytest.raises(DoorRefused) as caught:
