@@ -25,6 +25,7 @@ from doors.model._upstream import Headers
 _Thinking = tuple[dict[str, Any], int] | None  # the thinking object to forward and its budget_tokens
 
 MAX_BODY_BYTES = 32 << 20  # the API's own limit (413 request_too_large above 32 MB), decompressed
+_INFLATE_STEP = 1 << 20  # inflated a MiB at a time: a refused bomb holds at most the cap
 THINKING_MIN_TOKENS = 1024  # the API refuses a thinking.budget_tokens below this
 # Tokens a prompt may cost beyond its bytes: the tool-use system prompt the API adds, message framing.
 PROMPT_OVERHEAD_TOKENS = 1024
@@ -119,13 +120,16 @@ def _too_large(cap: int) -> Refusal:
 
 def _gunzip(body: bytes, cap: int) -> bytes | Refusal:
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing only
-    inflated = bytearray()
+    pieces: list[bytes] = []
+    size = 0
     pending = body
     try:
         while pending and not inflater.eof:
             # Never ask for more than one byte past the cap: a bomb is refused, not inflated.
-            inflated += inflater.decompress(pending, cap + 1 - len(inflated))
-            if len(inflated) > cap:
+            piece = inflater.decompress(pending, min(_INFLATE_STEP, cap + 1 - size))
+            pieces.append(piece)
+            size += len(piece)
+            if size > cap:
                 return _too_large(cap)
             pending = inflater.unconsumed_tail
     except zlib.error as exc:
@@ -134,7 +138,7 @@ def _gunzip(body: bytes, cap: int) -> bytes | Refusal:
         return _invalid("the gzip body is truncated", "send the whole gzip body")
     if inflater.unused_data:
         return _invalid("bytes follow the gzip body's end", "send one gzip member and nothing after it")
-    return bytes(inflated)
+    return b"".join(pieces)
 
 
 def _no_constant(name: str) -> Any:
