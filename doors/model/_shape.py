@@ -1,9 +1,10 @@
-"""What the door forwards: the route, the headers, the body it rewrote, and what the call reserves. Pure.
+"""What the door forwards: the headers, the body it rewrote, and what the call reserves. Pure.
 
-The order the door applies them in: `route` (the path without its query string), `decoded_body` (gzip with
-a cap on what it inflates to), `read_request` (a JSON object with a model and, for a message, max_tokens),
-`model_price` (the `models` row, then a price), `plan_call` (the reservation and the lowered max_tokens),
-and `forward_headers` (an allowlist: whatever the client sent as a credential is never forwarded).
+The order the door applies them in, once doors/_http has routed the path without its query string (so
+`?beta=true` reaches /v1/messages): `decoded_body` (gzip with a cap on what it inflates to), `read_request`
+(a JSON object with a model and, for a message, max_tokens), `model_price` (the `models` row, then a price),
+`plan_call` (the reservation and the lowered max_tokens), and `forward_headers` (an allowlist: whatever the
+client sent as a credential is never forwarded).
 Each step returns its value or a Refusal, so the door's chain reads as these steps in order.
 """
 
@@ -30,26 +31,10 @@ THINKING_MIN_TOKENS = 1024  # the API refuses a thinking.budget_tokens below thi
 # Tokens a prompt may cost beyond its bytes: the tool-use system prompt the API adds, message framing.
 PROMPT_OVERHEAD_TOKENS = 1024
 
-# (method, path) → endpoint; the path is matched exactly, after the query string is cut off.
-ROUTES: Mapping[tuple[str, str], str] = {
-    ("POST", "/v1/messages"): "messages",
-    ("POST", "/v1/messages/count_tokens"): "count_tokens",
-    ("GET", "/v1/models"): "models",
-}
-MODEL_PATH_PREFIX = "/v1/models/"
-
 # Forwarded byte for byte (the gateway contract: anthropic-version and anthropic-beta unchanged). Everything
 # else is dropped: x-api-key, authorization, cookies, hop-by-hop headers, content-length and -encoding (the
 # body is re-encoded), x-stainless-*, x-app. The upstream client adds the key released for this call.
 FORWARDED_HEADERS = frozenset({b"anthropic-version", b"anthropic-beta", b"content-type"})
-
-
-@dataclass(frozen=True)
-class Route:
-    """Which endpoint a request is for (`model` for GET /v1/models/{id})."""
-
-    endpoint: str
-    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,30 +55,6 @@ class CallPlan:
 
 def _invalid(detail: str, hint: str) -> Refusal:
     return Refusal(400, ROW_REQUEST, WHO, detail, hint)
-
-
-def path_of(target: str) -> str:
-    """The request target without its query string (agents append `?beta=true`)."""
-    return target.split("?", 1)[0]
-
-
-def route(method: str, target: str) -> Route | Refusal:
-    """The endpoint for `method target`, or a 404 (unknown path) or 405 (known path, other method)."""
-    path = path_of(target)
-    endpoint = ROUTES.get((method, path))
-    if endpoint is not None:
-        return Route(endpoint)
-    model = path.removeprefix(MODEL_PATH_PREFIX)
-    if model != path and model and "/" not in model:
-        return Route("model", model) if method == "GET" else _method_refused(method, path)
-    if any(known_path == path for _, known_path in ROUTES):
-        return _method_refused(method, path)
-    return Refusal(404, "http.route", WHO, f"no endpoint {path!r}",
-                   "the model door serves POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models")
-
-
-def _method_refused(method: str, path: str) -> Refusal:
-    return Refusal(405, "http.route", WHO, f"{method} is not served on {path!r}", "see the endpoint's method")
 
 
 def forward_headers(headers: Iterable[tuple[bytes, bytes]]) -> Headers:

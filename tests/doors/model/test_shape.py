@@ -1,4 +1,4 @@
-"""Request shaping: routes, the header allowlist, gzip with a cap, request checks, and what a call reserves."""
+"""Request shaping: the header allowlist, gzip with a cap, request checks, and what a call reserves."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from doors.model._errors import error_type
 from doors.model._prices import SHIPPED_PRICES, Price, cost_microusd, price_table
 from doors.model._shape import (
     CallPlan,
-    Route,
     decoded_body,
     estimate_input_tokens,
     forward_headers,
@@ -25,7 +24,6 @@ from doors.model._shape import (
     model_price,
     plan_call,
     read_request,
-    route,
 )
 from doors.model._usage import Usage
 
@@ -37,39 +35,6 @@ def refused(value: object, status: int, row: str) -> Refusal:
     assert isinstance(value, Refusal), value
     assert (value.status, value.row, value.who) == (status, row, "model")
     return value
-
-
-# -- routes -----------------------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize(("method", "target", "expected"), [
-    ("POST", "/v1/messages", Route("messages")),
-    ("POST", "/v1/messages?beta=true", Route("messages")),
-    ("POST", "/v1/messages?", Route("messages")),
-    ("POST", "/v1/messages/count_tokens?beta=true", Route("count_tokens")),
-    ("GET", "/v1/models", Route("models")),
-    ("GET", "/v1/models?limit=20", Route("models")),
-    ("GET", "/v1/models/claude-haiku-4-5", Route("model", "claude-haiku-4-5")),
-])
-def test_routes(method: str, target: str, expected: Route) -> None:
-    assert route(method, target) == expected
-
-
-@pytest.mark.parametrize(("method", "target", "status"), [
-    ("GET", "/v1/messages", 405),
-    ("POST", "/v1/models", 405),
-    ("DELETE", "/v1/models/claude-haiku-4-5", 405),
-    ("HEAD", "/api/hello", 404),  # Claude Code's probe: a 404 is harmless
-    ("POST", "/v1/messages/", 404),
-    ("POST", "//v1/messages", 404),
-    ("POST", "/V1/messages", 404),
-    ("POST", "/v1/messages%3Fbeta=true", 404),
-    ("POST", "/v1/messages/batches", 404),
-    ("GET", "/v1/models/", 404),
-    ("GET", "/v1/models/a/b", 404),
-    ("POST", "http://127.0.0.1/v1/messages", 404),
-])
-def test_other_routes_are_refused(method: str, target: str, status: int) -> None:
-    refused(route(method, target), status, "http.route")
 
 
 # -- headers ----------------------------------------------------------------------------------------------------
