@@ -20,7 +20,7 @@ from typing import Any
 
 from doors._refusal import Refusal
 from doors.model._errors import ROW_BUDGET, ROW_MODELS, ROW_REQUEST, WHO
-from doors.model._prices import Price, price_for, undated
+from doors.model._prices import WEB_SEARCH_MICROUSD, Price, price_for, undated
 from doors.model._upstream import Headers
 
 _Thinking = tuple[dict[str, Any], int] | None  # the thinking object to forward and its budget_tokens
@@ -30,6 +30,11 @@ _INFLATE_STEP = 1 << 20  # inflated a MiB at a time: a refused bomb holds at mos
 THINKING_MIN_TOKENS = 1024  # the API refuses a thinking.budget_tokens below this
 # Tokens a prompt may cost beyond its bytes: the tool-use system prompt the API adds, message framing.
 PROMPT_OVERHEAD_TOKENS = 1024
+
+# The web search server tool (`web_search_20250305` and later) is billed per search; a tool that does not cap
+# its searches is given this many, or fewer when the budget pays for fewer.
+WEB_SEARCH_TOOL_PREFIX = "web_search_"
+DEFAULT_WEB_SEARCHES = 10
 
 # Forwarded byte for byte (the gateway contract: anthropic-version and anthropic-beta unchanged). Everything
 # else is dropped: x-api-key, authorization, cookies, hop-by-hop headers, content-length and -encoding (the
@@ -159,16 +164,23 @@ def plan_call(body: Mapping[str, Any], price: Price, remaining_microusd: int, in
               floor_tokens: int) -> CallPlan | Refusal:
     """Reserve the input at its dearest rate and output at max_tokens lowered to what remains; 402 below the floor.
 
-    `thinking.budget_tokens` is lowered with max_tokens to stay below it. The provider then enforces the cap.
+    `thinking.budget_tokens` is lowered with max_tokens to stay below it, and a web search tool's `max_uses` is
+    set to what remains after the input and the floor's output. The provider then enforces every cap.
     """
     requested = body["max_tokens"]
+    floor_out = min(floor_tokens, requested)
     input_exact = input_tokens_estimate * price.dearest_input(input_tokens_estimate)
     output_rate = price.band(input_tokens_estimate).output
-    affordable = math.floor((remaining_microusd - input_exact) / output_rate) if output_rate else requested
+    searches = _planned_searches(body.get("tools"), remaining_microusd - input_exact - floor_out * output_rate)
+    if isinstance(searches, Refusal):
+        return searches
+    tools, search_microusd = searches
+    left = remaining_microusd - input_exact - search_microusd
+    affordable = math.floor(left / output_rate) if output_rate else requested
     max_tokens = max(0, min(requested, affordable))
-    reserve = math.ceil(input_exact + max_tokens * output_rate)
-    if max_tokens < min(floor_tokens, requested) or reserve > remaining_microusd:
-        return _budget_refusal(remaining_microusd, input_exact, output_rate, min(floor_tokens, requested))
+    reserve = math.ceil(input_exact + max_tokens * output_rate) + search_microusd
+    if max_tokens < floor_out or reserve > remaining_microusd:
+        return _budget_refusal(remaining_microusd, input_exact, output_rate, floor_out)
     thinking = _lowered_thinking(body.get("thinking"), max_tokens, lowered=max_tokens < requested)
     if isinstance(thinking, Refusal):
         return thinking
@@ -176,7 +188,36 @@ def plan_call(body: Mapping[str, Any], price: Price, remaining_microusd: int, in
     budget_tokens = None
     if thinking is not None:
         forward["thinking"], budget_tokens = thinking
+    if tools is not None:
+        forward["tools"] = tools
     return CallPlan(_encode(forward), reserve, max_tokens, budget_tokens, requested)
+
+
+def _planned_searches(tools: object, money: Fraction) -> tuple[list[Any] | None, int] | Refusal:
+    """The tools with each web search's `max_uses` set to what `money` pays (None: unchanged), and their cost."""
+    if not isinstance(tools, list) or not any(_is_web_search(tool) for tool in tools):
+        return None, 0
+    planned: list[Any] = []
+    cost = 0
+    for tool in tools:
+        if not _is_web_search(tool):
+            planned.append(tool)
+            continue
+        wanted = tool.get("max_uses", DEFAULT_WEB_SEARCHES)
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
+            return _invalid(f"tools: max_uses {wanted!r} is not a positive whole number", "set `max_uses`")
+        uses = min(wanted, max(0, math.floor((money - cost) / WEB_SEARCH_MICROUSD)))
+        if uses < 1:
+            return Refusal(402, ROW_BUDGET, WHO, f"the session's budget cannot pay a web search "
+                           f"({WEB_SEARCH_MICROUSD} µUSD) besides the call's input and its least output",
+                           f"raise {ROW_BUDGET} for the next session, or send the request without web search")
+        planned.append(dict(tool, max_uses=uses))
+        cost += uses * WEB_SEARCH_MICROUSD
+    return planned, cost
+
+
+def _is_web_search(tool: object) -> bool:
+    return isinstance(tool, Mapping) and str(tool.get("type", "")).startswith(WEB_SEARCH_TOOL_PREFIX)
 
 
 def _budget_refusal(remaining: int, input_exact: Fraction, output_rate: Fraction, tokens: int) -> Refusal:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import tracemalloc
 from fractions import Fraction
 from typing import Any
@@ -311,12 +312,15 @@ def test_a_lone_surrogate_still_encodes() -> None:
 
 @given(remaining=st.integers(-1000, 5 * 10**6), estimate=st.integers(0, 300_000), requested=st.integers(1, 200_000),
        floor=st.integers(1, 4096), model=st.sampled_from(sorted(SHIPPED_PRICES)), split=st.tuples(
-           st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)))
+           st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)),
+       max_uses=st.none() | st.integers(1, 30), search=st.booleans())
 def test_whatever_the_call_uses_within_its_plan_costs_at_most_its_reservation(
         remaining: int, estimate: int, requested: int, floor: int, model: str,
-        split: tuple[float, float, float, float]) -> None:
+        split: tuple[float, float, float, float], max_uses: int | None, search: bool) -> None:
     price: Price = SHIPPED_PRICES[model]
-    plan = plan_call(request(requested), price, remaining, estimate, floor)
+    tool: dict[str, Any] = {"type": "web_search_20250305", "name": "web_search"}
+    tool.update({} if max_uses is None else {"max_uses": max_uses})
+    plan = plan_call(request(requested, tools=[tool] if search else []), price, remaining, estimate, floor)
     if isinstance(plan, Refusal):
         assert plan.status == 402
         return
@@ -325,5 +329,53 @@ def test_whatever_the_call_uses_within_its_plan_costs_at_most_its_reservation(
     # any prompt of at most `estimate` tokens, split over the kinds any way, and at most max_tokens of output
     cuts = sorted(int(estimate * share) for share in split)
     kinds = [cuts[0], cuts[1] - cuts[0], cuts[2] - cuts[1], cuts[3] - cuts[2]]
-    usage = Usage(kinds[0], kinds[1], kinds[2], kinds[3], plan.max_tokens)
+    searches = json.loads(plan.forward_body)["tools"][0]["max_uses"] if search else 0
+    usage = Usage(kinds[0], kinds[1], kinds[2], kinds[3], plan.max_tokens, searches)
     assert cost_microusd(usage, price) <= plan.reserve_microusd
+
+
+# -- web search -------------------------------------------------------------------------------------------------
+
+SEARCH = {"type": "web_search_20250305", "name": "web_search"}
+FETCH = {"type": "web_fetch_20250910", "name": "web_fetch"}
+CUSTOM = {"name": "read_file", "input_schema": {"type": "object"}}
+ONE_CALL = 1000 * 6 + 4096 * 15  # 1000 input tokens at the 1h rate, 4096 output tokens
+
+
+@pytest.mark.parametrize(("tools", "remaining", "uses", "max_tokens"), [
+    ([CUSTOM, {**SEARCH, "max_uses": 3}, FETCH], 10**9, [3], 4096),
+    ([SEARCH], 10**9, [10], 4096),  # no max_uses: the door caps it
+    ([{**SEARCH, "max_uses": 4}], ONE_CALL + 4 * 10_000, [4], 4096),  # 4 searches and all the output
+    # the floor's output comes first, then searches, then the rest of the output
+    ([SEARCH], ONE_CALL + 4 * 10_000, [8], 1429),
+    ([SEARCH], 6000 + 1024 * 15 + 2 * 10_000 + 9_999, [2], 1024 + 666),
+    ([{**SEARCH, "max_uses": 2}, {**SEARCH, "max_uses": 5}], ONE_CALL + 4 * 10_000, [2, 5], 2096),
+    ([{**SEARCH, "max_uses": 7}, {**SEARCH, "max_uses": 5}], ONE_CALL + 4 * 10_000, [7, 1], 1429),
+])
+def test_web_search_uses_are_reserved_and_capped(tools: list[dict[str, Any]], remaining: int, uses: list[int],
+                                                 max_tokens: int) -> None:
+    plan = plan_call(request(4096, tools=tools), SONNET, remaining, 1000, 1024)
+    assert isinstance(plan, CallPlan)
+    forwarded = json.loads(plan.forward_body)["tools"]
+    assert [tool["max_uses"] for tool in forwarded if tool.get("type", "").startswith("web_search_")] == uses
+    assert [tool for tool in forwarded if not tool.get("type", "").startswith("web_search_")] == [
+        tool for tool in tools if not tool.get("type", "").startswith("web_search_")]
+    assert plan.max_tokens == max_tokens
+    assert plan.reserve_microusd == math.ceil(6000 + max_tokens * 15) + sum(uses) * 10_000 <= remaining
+
+
+def test_no_search_tool_leaves_the_tools_as_they_were() -> None:
+    plan = plan_call(request(4096, tools=[CUSTOM, FETCH]), SONNET, 10**9, 1000, 1024)
+    assert isinstance(plan, CallPlan) and json.loads(plan.forward_body)["tools"] == [CUSTOM, FETCH]
+
+
+def test_a_budget_that_cannot_pay_one_search_is_402() -> None:
+    refusal = refused(plan_call(request(4096, tools=[SEARCH]), SONNET, 6000 + 1024 * 15 + 9_999, 1000, 1024),
+                      402, "doors.model.budget_microusd")
+    assert "web search" in refusal.detail
+
+
+@pytest.mark.parametrize("max_uses", [0, -1, "3", True, 1.5])
+def test_a_bad_max_uses_is_400(max_uses: object) -> None:
+    refused(plan_call(request(4096, tools=[{**SEARCH, "max_uses": max_uses}]), SONNET, 10**9, 1000, 1024),
+            400, "model.request")
