@@ -62,11 +62,15 @@ class _Connection:
             self.h11.start_next_cycle()
 
     async def _next_request(self) -> h11.Request:
+        event: h11.Event | None = None
         with trio.move_on_after(self.limits.idle_timeout_s):
             event = await self._next_event()
-            if isinstance(event, h11.Request):
-                return event
-        raise _Closed
+        if not isinstance(event, h11.Request):
+            raise _Closed  # idle too long, or not a request (a stray body event cannot come between cycles)
+        # h11 bounds a head that arrives in pieces only; one that arrives whole is measured here
+        if len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers) > self.limits.max_head_bytes:
+            await self._refuse(self._head_too_large())
+        return event
 
     async def _read_body(self, request: h11.Request) -> bytes:
         length = next((int(v) for k, v in request.headers if k == b"content-length"), 0)
@@ -101,6 +105,9 @@ class _Connection:
             await self._refuse(self._too_large())
         return plain
 
+    def _head_too_large(self) -> ApiError:
+        return ApiError(413, f"the request head is larger than {self.limits.max_head_bytes} bytes")
+
     def _too_large(self) -> ApiError:
         return ApiError(413, f"the request body is larger than {self.limits.max_body_bytes} bytes")
 
@@ -109,10 +116,9 @@ class _Connection:
             try:
                 event = self.h11.next_event()
             except h11.RemoteProtocolError as exc:
-                status = 413 if exc.error_status_hint == 431 else 400
-                message = (f"the request head is larger than {self.limits.max_head_bytes} bytes" if status == 413
-                           else f"the request is not well-formed HTTP/1.1: {exc}")
-                await self._refuse(ApiError(status, message))
+                if exc.error_status_hint == 431:
+                    await self._refuse(self._head_too_large())
+                await self._refuse(ApiError(400, f"the request is not well-formed HTTP/1.1: {exc}"))
             if event is h11.NEED_DATA:
                 self.h11.receive_data(bytes(await self.stream.receive_some(RECEIVE_BYTES)))
                 continue
