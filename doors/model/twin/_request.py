@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -116,3 +117,17 @@ def version_problem(headers: tuple[tuple[bytes, bytes], ...]) -> ApiError | None
     if any(name.lower() == b"anthropic-version" and value for name, value in headers):
         return None
     return ApiError(400, "anthropic-version: header is required")
+
+
+def inflate_gzip(body: bytes, limit: int) -> bytes | ApiError:
+    """A gzip request body inflated, holding at most `limit` + 1 bytes whatever it claims (a bomb is a 413)."""
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        plain = inflate.decompress(body, limit + 1)
+    except zlib.error:
+        return invalid("the gzip request body is corrupt")
+    if len(plain) > limit or inflate.unconsumed_tail:
+        return ApiError(413, f"the request body is larger than {limit} bytes once inflated")
+    if not inflate.eof:
+        return invalid("the gzip request body is truncated")
+    return plain

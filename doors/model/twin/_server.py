@@ -8,7 +8,6 @@ connection never stops the server. A cut stream closes the connection without th
 from __future__ import annotations
 
 import logging
-import zlib
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -16,6 +15,7 @@ import h11
 import trio
 
 from doors.model.twin._errors import ApiError
+from doors.model.twin._request import inflate_gzip
 from doors.model.twin._twin import Answer
 from doors.model.twin._upstream import TwinUpstream, paced
 
@@ -54,8 +54,12 @@ class _Connection:
             request = await self._next_request()
             body = await self._read_body(request)
             target = bytes(request.target)
-            answer = self.upstream.twin.answer(bytes(request.method), target.split(b"?", 1)[0],
-                                               tuple((bytes(k), bytes(v)) for k, v in request.headers), body)
+            try:
+                answer = self.upstream.twin.answer(bytes(request.method), target.split(b"?", 1)[0],
+                                                   tuple((bytes(k), bytes(v)) for k, v in request.headers), body)
+            except Exception as exc:  # a bug in the twin: answer it, say where (never what the client sent)
+                log.error("the twin failed: %s", type(exc).__name__)
+                await self._refuse(ApiError(500, f"the twin failed: {type(exc).__name__}"))
             await self._send_answer(answer)
             if self.h11.our_state is h11.MUST_CLOSE or not answer.complete:
                 raise _Closed
@@ -96,13 +100,9 @@ class _Connection:
         if encoding != b"gzip":
             await self._refuse(ApiError(400, f"content-encoding {encoding[:40].decode('latin-1')!r} is not "
                                              "supported (send gzip or none)"))
-        inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            plain = inflate.decompress(body, self.limits.max_body_bytes + 1)
-        except zlib.error:
-            await self._refuse(ApiError(400, "the gzip request body is corrupt"))
-        if len(plain) > self.limits.max_body_bytes or inflate.unconsumed_tail:
-            await self._refuse(self._too_large())
+        plain = inflate_gzip(body, self.limits.max_body_bytes)
+        if isinstance(plain, ApiError):
+            await self._refuse(plain)
         return plain
 
     def _head_too_large(self) -> ApiError:

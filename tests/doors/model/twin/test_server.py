@@ -5,9 +5,15 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import tracemalloc
 from typing import Any
 
 import pytest
+import trio
+
+from doors.model.twin import ApiError, TwinUpstream
+from doors.model.twin._request import inflate_gzip
+from doors.model.twin._server import serve_twin
 
 from .conftest import MAX_BODY_BYTES, TwinServer
 
@@ -106,3 +112,54 @@ def test_a_client_gone_mid_request_or_mid_stream_leaves_the_twin_up(twin_server:
 def test_the_query_string_is_not_part_of_the_route(twin_server: TwinServer) -> None:
     response = _exchange(twin_server, _request(MESSAGE, "connection: close", path="/v1/messages?beta=true"))
     assert response.startswith(b"HTTP/1.1 200 ")
+
+
+def test_a_gzip_bomb_is_refused_holding_no_more_than_the_limit() -> None:
+    bomb = gzip.compress(b"\0" * (64 * 1024 * 1024))  # 64 MiB in about 64 KiB
+    tracemalloc.start()
+    try:
+        refused = inflate_gzip(bomb, limit=1024 * 1024)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(refused, ApiError) and refused.status == 413
+    assert peak < 8 * 1024 * 1024  # the limit and a few buffers, not the 64 MiB it claims
+
+
+@pytest.mark.parametrize(("body", "result"), [
+    (gzip.compress(b"abc"), b"abc"),
+    (gzip.compress(b"abc")[:-4], "truncated"),
+    (b"plain", "corrupt"),
+])
+def test_inflate_gzip(body: bytes, result: bytes | str) -> None:
+    inflated = inflate_gzip(body, limit=100)
+    if isinstance(result, bytes):
+        assert inflated == result
+    else:
+        assert isinstance(inflated, ApiError) and inflated.status == 400 and result in inflated.message
+
+
+async def test_a_bug_in_the_twin_is_a_500_in_the_api_shape_and_the_server_stays_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    upstream = TwinUpstream()
+    answer = upstream.twin.answer
+
+    def broken(method: bytes, path: bytes, headers: Any, body: bytes) -> Any:
+        if path == b"/v1/broken":
+            raise KeyError("a bug")
+        return answer(method, path, headers, body)
+
+    monkeypatch.setattr(upstream.twin, "answer", broken)
+    async with trio.open_nursery() as nursery:
+        host, port = await nursery.start(serve_twin, "127.0.0.1", 0, upstream)
+        for path, status in (("/v1/broken", 500), ("/v1/messages", 200)):
+            stream = await trio.open_tcp_stream(host, port)
+            await stream.send_all(_request(MESSAGE, "connection: close", path=path))
+            received = bytearray()
+            while chunk := await stream.receive_some(65536):
+                received += chunk
+            await stream.aclose()
+            assert received.startswith(b"HTTP/1.1 %d " % status)
+            if status == 500:
+                assert _status_and_error(bytes(received))[1]["type"] == "api_error"
+        nursery.cancel_scope.cancel()
