@@ -17,7 +17,7 @@ from typing import Any
 
 from doors.model.twin._request import MessagesCall
 from doors.model.twin._script import Block, Reply
-from doors.model.twin._tokens import split_tokens
+from doors.model.twin._tokens import TOKEN_BYTES, split_tokens
 
 ECHO_CHARS = 200
 
@@ -86,7 +86,7 @@ def compose(reply: Reply, call: MessagesCall, tool_prefix: str) -> Composed:
         if block.kind == "thinking" and not call.thinking:
             continue
         text, found = _before_stop(block, call.stop_sequences)
-        out = _out_block(block, text, f"{tool_prefix}_{len(blocks)}")
+        out = _out_block(block, text[:(left + 1) * TOKEN_BYTES], f"{tool_prefix}_{len(blocks)}")
         if len(out.pieces) > left:
             if out.kind != "tool_use":
                 blocks.append(OutBlock(out.kind, out.pieces[:left]))

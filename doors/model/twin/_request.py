@@ -13,7 +13,8 @@ from doors.model.twin._errors import ERROR_TYPES, ApiError, invalid
 from doors.model.twin._script import Fault
 
 ROLES = ("user", "assistant")
-# `[twin:429]`, `[twin:529]`, `[twin:cut=3]`, `[twin:error=2]`, `[twin:slow=50]`, `[twin:retry_after=2]`
+# `[twin:429]`, `[twin:529]`, `[twin:cut=3]`, `[twin:error=2]`, `[twin:slow=50]`, `[twin:retry_after=2]`,
+# and `[twin:tokens=N]` (a reply of N tokens)
 MARKER = re.compile(r"\[twin:([a-z_]+|\d{3})(?:=(\d{1,6}))?\]")
 
 
@@ -110,6 +111,12 @@ def marker_fault(text: str) -> Fault:
         elif name == "retry_after" and value is not None:
             fault = fault.merged(Fault(retry_after_s=value))
     return fault
+
+
+def marker_tokens(text: str) -> int | None:
+    """The reply length `[twin:tokens=N]` asks for (N tokens of "twin"), None when no marker asks."""
+    asked = [int(number) for name, number in MARKER.findall(text) if name == "tokens" and number]
+    return asked[-1] if asked else None
 
 
 def version_problem(headers: tuple[tuple[bytes, bytes], ...]) -> ApiError | None:

@@ -13,8 +13,15 @@ from doors.model.twin._cache import PromptCache
 from doors.model.twin._compose import UsageCounts, compose
 from doors.model.twin._errors import ApiError, error_body, error_object
 from doors.model.twin._events import json_bytes, message_object, sse, stream_events
-from doors.model.twin._request import MessagesCall, marker_fault, messages_call, read_json, version_problem
-from doors.model.twin._script import Fault, Reply, Rule, TwinScript
+from doors.model.twin._request import (
+    MessagesCall,
+    marker_fault,
+    marker_tokens,
+    messages_call,
+    read_json,
+    version_problem,
+)
+from doors.model.twin._script import Block, Fault, Reply, Rule, TwinScript
 from doors.model.twin._tokens import measure_prompt
 
 Headers = tuple[tuple[bytes, bytes], ...]
@@ -147,6 +154,9 @@ class Twin:
                 break
         if self.script.markers:
             fault = fault.merged(marker_fault(call.last_user_text))
+            tokens = marker_tokens(call.last_user_text)
+            if tokens is not None:
+                reply = Reply((Block("text", "twin" * tokens),))
         return reply, fault
 
     def _models_page(self) -> dict[str, object]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from doors.model.twin import count_text, measure_prompt, split_tokens
@@ -104,3 +106,10 @@ def test_the_cache_forgets_its_oldest_prefix_past_its_size() -> None:
         cache.remember(prompt)
     assert cache.input_usage(prompts[0]).cache_read == 0
     assert cache.input_usage(prompts[2]).cache_read == 10
+
+
+@pytest.mark.parametrize("text", ["abcdefghij" * 7, "mixed é and ascii " * 5, "😀a" * 9])
+def test_the_ascii_fast_path_cuts_as_the_general_rule(text: str) -> None:
+    pieces = split_tokens(text)
+    assert all(len(piece.encode()) <= 4 for piece in pieces) and "".join(pieces) == text
+    assert all(len(a.encode()) + len(b[0].encode()) > 4 for a, b in itertools.pairwise(pieces))

@@ -174,3 +174,12 @@ async def test_a_slow_stream_pauses_before_each_event_but_the_first(autojump_clo
         arrivals.append(round(trio.current_time() - start, 6))
     assert arrivals == [0.25 * index for index in range(len(arrivals))]  # the mock clock: exact, not timed
 
+
+
+def test_a_tokens_marker_asks_for_a_reply_of_that_length() -> None:
+    capped = json.loads(_post(Twin(), _body("[twin:tokens=100000]", max_tokens=1000)).body)
+    assert (capped["stop_reason"], capped["usage"]["output_tokens"]) == ("max_tokens", 1000)
+    assert capped["content"][0]["text"] == "twin" * 1000
+    streamed = _post(Twin(), _body("[twin:tokens=10000]", max_tokens=20000, stream=True))
+    deltas = [data for name, data in _events(streamed) if name == "content_block_delta"]
+    assert len(deltas) == 10000 and _events(streamed)[-2][1]["usage"]["output_tokens"] == 10000
