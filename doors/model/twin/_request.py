@@ -12,7 +12,7 @@ from typing import Any
 from doors.model.twin._errors import ERROR_TYPES, ApiError, invalid
 from doors.model.twin._script import Fault
 
-ROLES = ("user", "assistant")
+MESSAGE_ROLES = ("user", "assistant")
 # `[twin:429]`, `[twin:529]`, `[twin:cut=3]`, `[twin:error=2]`, `[twin:slow=50]`, `[twin:retry_after=2]`,
 # and `[twin:tokens=N]` (a reply of N tokens)
 MARKER = re.compile(r"\[twin:([a-z_]+|\d{3})(?:=(\d{1,6}))?\]")
@@ -72,7 +72,7 @@ def messages_call(body: Mapping[str, Any], *, counting: bool = False) -> Message
 def _message_problem(message: Any) -> str | None:
     if not isinstance(message, dict):
         return "Input should be an object"
-    if message.get("role") not in ROLES:
+    if message.get("role") not in MESSAGE_ROLES:
         return "role: Input should be 'user' or 'assistant'"
     content = message.get("content")
     if not isinstance(content, str | list):
