@@ -3,16 +3,18 @@ stop reasons. Sans-IO: compose and stream_events only."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from doors.model._usage import Usage
 from doors.model.twin import Block, Reply
-from doors.model.twin._compose import UsageCounts, compose
+from doors.model.twin._compose import compose
 from doors.model.twin._events import message_object, sse, stream_events
 from doors.model.twin._request import MessagesCall
 
-USAGE = UsageCounts(input_tokens=7, cache_creation_5m=3, cache_creation_1h=2, cache_read=5, output_tokens=0)
+USAGE = Usage(input_tokens=7, cache_creation_5m=3, cache_creation_1h=2, cache_read=5, output_tokens=0)
 
 
 def _call(max_tokens: int = 100, stops: tuple[str, ...] = (), thinking: bool = False, text: str = "hi") -> MessagesCall:
@@ -21,8 +23,7 @@ def _call(max_tokens: int = 100, stops: tuple[str, ...] = (), thinking: bool = F
 
 def _events(reply: Reply, call: MessagesCall, **kw: Any) -> list[tuple[str, dict[str, Any]]]:
     composed = compose(reply, call, "toolu_t")
-    usage = UsageCounts(USAGE.input_tokens, USAGE.cache_creation_5m, USAGE.cache_creation_1h, USAGE.cache_read,
-                        composed.output_tokens)
+    usage = replace(USAGE, output_tokens=composed.output_tokens)
     return stream_events("msg_t", call.model, composed, usage, **kw)
 
 

@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
+from doors.model._usage import Usage
 from doors.model.twin import count_text, measure_prompt, split_tokens
-from doors.model.twin._cache import InputUsage, PromptCache
+from doors.model.twin._cache import PromptCache
 
 
 @pytest.mark.parametrize(("text", "tokens"), [
@@ -69,19 +70,19 @@ def test_the_same_prefix_is_the_same_digest_and_another_model_is_not() -> None:
 
 @pytest.mark.parametrize(("first", "second", "usage"), [
     # nothing seen: the prefix up to the mark is written at its TTL, the rest is input
-    (None, _cached("a" * 40), InputUsage(1, 10, 0, 0)),
-    (None, _cached("a" * 40, "1h"), InputUsage(1, 0, 10, 0)),
+    (None, _cached("a" * 40), Usage(1, 10, 0, 0)),
+    (None, _cached("a" * 40, "1h"), Usage(1, 0, 10, 0)),
     # seen: read
-    (_cached("a" * 40), _cached("a" * 40), InputUsage(1, 0, 0, 10)),
+    (_cached("a" * 40), _cached("a" * 40), Usage(1, 0, 0, 10)),
     # seen with another TTL: the content is what is cached
-    (_cached("a" * 40, "1h"), _cached("a" * 40), InputUsage(1, 0, 0, 10)),
+    (_cached("a" * 40, "1h"), _cached("a" * 40), Usage(1, 0, 0, 10)),
     # another prefix: written again
-    (_cached("a" * 40), _cached("b" * 40), InputUsage(1, 10, 0, 0)),
+    (_cached("a" * 40), _cached("b" * 40), Usage(1, 10, 0, 0)),
     # no cache_control: plain input
-    (None, {"model": "m", "messages": [{"role": "user", "content": "abcd"}]}, InputUsage(1, 0, 0, 0)),
+    (None, {"model": "m", "messages": [{"role": "user", "content": "abcd"}]}, Usage(1, 0, 0, 0)),
 ])
 def test_cache_reads_what_it_saw(first: dict[str, object] | None, second: dict[str, object],
-                                 usage: InputUsage) -> None:
+                                 usage: Usage) -> None:
     cache = PromptCache()
     if first is not None:
         cache.remember(measure_prompt(first))
@@ -96,7 +97,7 @@ def test_two_breakpoints_read_the_first_and_write_the_stretch_after_it() -> None
         {"type": "text", "text": "abcd"}]}]}
     cache = PromptCache()
     cache.remember(measure_prompt(first))
-    assert cache.input_usage(measure_prompt(second)) == InputUsage(1, 0, 5, 10)
+    assert cache.input_usage(measure_prompt(second)) == Usage(1, 0, 5, 10)
 
 
 def test_the_cache_forgets_its_oldest_prefix_past_its_size() -> None:
