@@ -139,3 +139,14 @@ def test_the_sdk_refusal_of_a_bad_request_is_a_bad_request_error(client: anthrop
     with pytest.raises(anthropic.BadRequestError) as raised:
         client.messages.create(model=MODEL, max_tokens=0, messages=_user("x"))
     assert raised.value.type == "invalid_request_error"
+
+
+async def test_the_async_client_streams_under_trio(twin_server: TwinServer) -> None:
+    async with anthropic.AsyncAnthropic(base_url=twin_server.base_url, api_key="placeholder",
+                                        max_retries=0) as sdk:
+        async with sdk.messages.stream(model=MODEL, max_tokens=100, messages=_user("the weather?")) as stream:
+            text = "".join([chunk async for chunk in stream.text_stream])
+            final = await stream.get_final_message()
+        with pytest.raises(anthropic.RateLimitError):
+            await sdk.messages.create(model=MODEL, max_tokens=10, messages=_user("[twin:429]"))
+    assert text == "Sunny, 21 degrees." and final.usage.output_tokens == 5
