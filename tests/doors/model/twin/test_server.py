@@ -203,3 +203,21 @@ def test_any_bytes_get_an_answer_in_the_api_shape_or_a_close(head: bytes, tail: 
         length = next(int(line.split(b":")[1]) for line in head_lines.split(b"\r\n")
                       if line.lower().startswith(b"content-length:"))
         assert json.loads(body[:length])["type"] == "error"
+
+
+def test_head_gets_the_head_alone_and_the_connection_goes_on() -> None:
+    """Claude Code sends `HEAD /api/hello` first: a 404 head with no body, then the next request is served."""
+    answered = _serve_bytes(b"HEAD /api/hello HTTP/1.1\r\nhost: t\r\n\r\nGET /v1/models HTTP/1.1\r\nhost: t\r\n\r\n")
+    first, _, second = answered.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 404 Not Found\r\n")
+    assert second.startswith(b"HTTP/1.1 200 OK\r\n") and b'"data":[' in second
+
+
+async def test_a_body_that_never_comes_closes_the_connection(autojump_clock: trio.testing.MockClock) -> None:
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_connection, server, TwinUpstream(), ServerLimits())
+        await client.send_all(_request(MESSAGE)[:-5])  # the head and most of the body; then nothing
+        with trio.fail_after(2 * ServerLimits().body_timeout_s):  # on the mock clock: no test waits in real time
+            assert await client.receive_some(65536) == b""  # closed, at body_timeout_s
+    assert trio.current_time() >= ServerLimits().body_timeout_s
