@@ -39,14 +39,18 @@ def excluded_spans() -> tuple[id_alloc.Span, ...]:
             *id_alloc.subordinate_spans(_read("/etc/subuid")), *id_alloc.subordinate_spans(_read("/etc/subgid")))
 
 
-STATUS_BYTES = 8192  # /proc/<pid>/status is some 1.5 kB; its id lines come within the first 500 bytes
+STATUS_BYTES = 8192  # /proc/<pid>/status is some 1.5 kB: one read and the one that says end of file
 
 
 def _status(pid: str) -> str:
-    """One process's status in one read (no buffered file object: this runs for every process)."""
+    """One process's status, read to its end (a Groups line of thousands of groups is longer than a read) with
+    no buffered file object: this runs for every process."""
     fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return os.read(fd, STATUS_BYTES).decode("ascii", "replace")
+        chunks = [os.read(fd, STATUS_BYTES)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, STATUS_BYTES))
+        return b"".join(chunks).decode("ascii", "replace")
     finally:
         os.close(fd)
 
