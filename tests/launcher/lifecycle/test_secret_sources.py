@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from launcher.lifecycle.preflight import PreflightError, open_secret_sources
+from launcher.lifecycle.preflight import PreflightError
+from launcher.lifecycle.preflight_sealed import open_secret_sources
 
 pytestmark = pytest.mark.root
 
@@ -26,17 +27,17 @@ def _secret(tmp_path: Path, mode: int = 0o600, uid: int = 0) -> Path:
 
 def test_a_root_0600_file_is_opened_read_only_and_not_read(tmp_path: Path) -> None:
     path = _secret(tmp_path)
-    fds = open_secret_sources({"anthropic": {"from": str(path)}})
+    sources = open_secret_sources({"anthropic": {"from": str(path)}})
     try:
-        fd = fds["anthropic"]
+        assert sources.machine_key is None  # no secret is sealed
+        fd = sources.fds["anthropic"]
         assert os.lseek(fd, 0, os.SEEK_CUR) == 0  # the launcher did not read it
         assert os.get_inheritable(fd) is False
         with pytest.raises(OSError):
             os.write(fd, b"x")
         assert os.pread(fd, 100, 0) == VALUE  # the door gets the whole file
     finally:
-        for fd in fds.values():
-            os.close(fd)
+        sources.close()
 
 
 def _symlink(tmp_path: Path) -> Path:
