@@ -153,9 +153,11 @@ class SealedHeader:
 def read_header(data: bytes) -> tuple[SealedHeader, bytes]:
     """The header and the ciphertext of a sealed file's content; SealedFileError saying what is wrong."""
     end = data.find(b"\n", 0, MAX_HEADER_BYTES)
-    if end < 0 or not data.startswith(FORMAT.encode() + b" "):
+    if not data.startswith(FORMAT.encode() + b" "):
         what = "another version of the format" if data.startswith(b"sharness-sealed/") else "not a sealed file"
         raise SealedFileError(f"{what} (it must start with a {FORMAT} header line)")
+    if end < 0:
+        raise SealedFileError(f"its header line has no end within {MAX_HEADER_BYTES} bytes (truncated)")
     match = _HEADER.fullmatch(data[:end].decode("ascii", "replace"))
     if match is None:
         raise SealedFileError(f"its {FORMAT} header line is malformed")
