@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -127,6 +128,10 @@ def serve(contract: DoorContract) -> None:
 
     def routes(runtime: Any) -> list[Route]:
         # Inside run_door, so a secret fd that cannot be read is reported as the door's fatal error.
-        return build(contract.rows, runtime.audit).routes()
+        try:
+            return build(contract.rows, runtime.audit).routes()
+        except ValueError as exc:  # its words name the row and hold no value: the person is shown them too
+            print(f"keys door: {exc}", file=sys.stderr, flush=True)
+            raise
 
     run_door(replace(contract, rows=describe_rows(contract.rows)), routes, held_rows=HELD_ROWS)

@@ -16,9 +16,9 @@ import termios
 from pathlib import Path
 from typing import Any
 
+import as_user
 import pytest
 
-import as_user
 from doors.keys import machine_key_of, open_value
 from tests.integration._session import LAUNCHER
 from tests.launcher.test_manifest_checks import SECRET
