@@ -9,6 +9,7 @@ ML-KEM-768 seed (64 bytes) and the X25519 private key (32). Suite: docs/decision
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -83,22 +84,24 @@ class MachineKey:
         return cls(mlkem.MLKEM768PrivateKey.generate().private_bytes_raw(),
                    x25519.X25519PrivateKey.generate().private_bytes_raw())
 
+    @functools.cached_property
+    def _halves(self) -> tuple[mlkem.MLKEM768PrivateKey, x25519.X25519PrivateKey]:
+        # Made once per key: expanding the ML-KEM seed is most of a seal's or an open's cost.
+        return (mlkem.MLKEM768PrivateKey.from_seed_bytes(self.mlkem_seed),
+                x25519.X25519PrivateKey.from_private_bytes(self.x25519_private))
+
     def private_key(self) -> hpke.MLKEM768X25519PrivateKey:
         """The HPKE private key (opens a sealed file)."""
-        return hpke.MLKEM768X25519PrivateKey(mlkem.MLKEM768PrivateKey.from_seed_bytes(self.mlkem_seed),
-                                             x25519.X25519PrivateKey.from_private_bytes(self.x25519_private))
+        return hpke.MLKEM768X25519PrivateKey(*self._halves)
 
     def public_key(self) -> hpke.MLKEM768X25519PublicKey:
         """The HPKE public key (seals a file)."""
-        return hpke.MLKEM768X25519PublicKey(
-            mlkem.MLKEM768PrivateKey.from_seed_bytes(self.mlkem_seed).public_key(),
-            x25519.X25519PrivateKey.from_private_bytes(self.x25519_private).public_key())
+        return hpke.MLKEM768X25519PublicKey(self._halves[0].public_key(), self._halves[1].public_key())
 
-    @property
+    @functools.cached_property
     def key_id(self) -> str:
         """A digest of the public half: names the key in each sealed file's header."""
-        public = (mlkem.MLKEM768PrivateKey.from_seed_bytes(self.mlkem_seed).public_key().public_bytes_raw()
-                  + x25519.X25519PrivateKey.from_private_bytes(self.x25519_private).public_key().public_bytes_raw())
+        public = self._halves[0].public_key().public_bytes_raw() + self._halves[1].public_key().public_bytes_raw()
         return hashlib.sha256(b"sharness-machine-key-id/v1" + public).hexdigest()[:_KEY_ID_HEX]
 
     def file_bytes(self) -> bytes:
