@@ -313,3 +313,19 @@ def test_a_sealed_name_not_in_the_store_is_refused_with_the_command_that_seals_i
     run, _ = _run_refused(tmp_path, _session_manifest(tmp_path, missing, f"sealed:{missing.stem}"))
     assert run.returncode == 78, run.stderr
     assert "/doors/keys/secrets/anthropic/from" in run.stderr and "secret add" in run.stderr
+
+
+def test_a_sealed_store_another_component_may_read_is_refused_before_anything_is_created(
+        tmp_path: Path, sealed_name: str) -> None:
+    """The sealed file and the machine key are secret sources too: a read path above them refuses the session
+    (were they only DAC-protected, a root 0700 directory bound into the app's root would be one chmod away)."""
+    source, source_from = _sealed_source(sealed_name, b"sk-never-read")
+    manifest_path = _session_manifest(tmp_path, source, source_from)
+    document = json.loads(manifest_path.read_text())
+    document["app"]["files"] = {"read": [str(source.parent)]}
+    document["app"]["argv"] = [sys.executable, "-c", "pass"]  # were it started, it would end at once
+    manifest_path.unlink()
+    manifest = write_manifest(tmp_path, document)
+    run, _ = _run_refused(tmp_path, manifest)
+    assert run.returncode == 78, run.stderr
+    assert "/doors/keys/secrets/anthropic/from" in run.stderr and "nothing was created" in run.stderr, run.stderr

@@ -184,3 +184,30 @@ def test_from_a_terminal_the_value_is_read_without_echo(tmp_path: Path) -> None:
     assert VALUE not in prompt + rest  # the terminal did not echo it, nor did the command print it
     key = machine_key_of((store / "machine.key").read_bytes())
     assert open_value(key, (store / "anthropic.sealed").read_bytes(), "anthropic") == VALUE
+
+
+@pytest.mark.parametrize(("what", "spoil", "said"), [
+    ("open to others", lambda store: store.chmod(0o755), "mode 0755"),
+    ("not root's", lambda store: os.chown(store, 65534, 65534), "owned by uid 65534"),
+    ("a symlink", lambda store: (store.rename(store.with_name("real")), store.symlink_to(store.with_name("real"))),
+     "is a symlink"),
+])
+def test_a_store_directory_not_to_trust_is_refused_and_nothing_written(tmp_path: Path, what: str, spoil: Any,
+                                                                        said: str) -> None:
+    store = tmp_path / "store"
+    assert _secret(store, "add", "first", stdin=b"v").returncode == 0
+    spoil(store)
+    run = _secret(store, "add", "anthropic", stdin=VALUE, json_out=True)
+    assert run.returncode == 66, run.stderr
+    refusal = json.loads(run.stdout)
+    assert said in refusal["message"] and "chmod 0700" in refusal["hint"]
+    assert not (store / "anthropic.sealed").exists()
+
+
+def test_a_machine_key_others_may_read_is_refused(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    assert _secret(store, "add", "first", stdin=b"v").returncode == 0
+    (store / "machine.key").chmod(0o644)
+    run = _secret(store, "add", "anthropic", stdin=VALUE)
+    assert run.returncode == 66 and b"mode 0644" in run.stderr, run.stderr
+    assert not (store / "anthropic.sealed").exists()
