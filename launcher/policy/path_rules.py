@@ -93,10 +93,17 @@ def symlink_refusal(named: NamedPath, component: str, target: str, resolved: str
 
 def missing_refusal(named: NamedPath, why: str) -> PathRefusal:
     """The path cannot be opened on this machine."""
-    sealed = named.use == "secret" and named.path.startswith(f"{SEALED_ROOT}/")
-    return PathRefusal(named.pointer, f"{named.path!r} cannot be used here: {why}",
-                       "seal it first: sudo sharness-launch secret add NAME (`secret list` shows what is sealed)"
-                       if sealed else "create it, or correct the path")
+    return PathRefusal(named.pointer, f"{named.path!r} cannot be used here: {why}", _missing_hint(named))
+
+
+def _missing_hint(named: NamedPath) -> str:
+    if named.use != "secret" or not named.path.startswith(f"{SEALED_ROOT}/"):
+        return "create it, or correct the path"
+    if named.path == f"{SEALED_ROOT}/{MACHINE_KEY_NAME}":
+        return ("the first `sharness-launch secret add` makes the machine key; sealed files made without it open "
+                "with no other key: restore it from a backup, or seal them again")
+    name = named.path.removeprefix(f"{SEALED_ROOT}/").removesuffix(SEALED_SUFFIX)
+    return f"seal it first: sudo sharness-launch secret add {name} (`secret list` shows what is sealed)"
 
 
 def refusal_of(named: NamedPath, found: Found) -> PathRefusal | None:

@@ -43,7 +43,8 @@ def test_a_sealed_source_names_its_sealed_file_and_the_machine_key_as_secrets() 
     where = "/doors/keys/secrets/anthropic/from"
     assert named_paths(manifest)[-2:] == (NamedPath(where, f"{SEALED_ROOT}/anthropic.sealed", "secret"),
                                           NamedPath(where, f"{SEALED_ROOT}/machine.key", "secret"))
-    assert "secret add" in missing_refusal(named_paths(manifest)[-1], "No such file or directory").hint
+    assert "secret add anthropic" in missing_refusal(named_paths(manifest)[-2], "No such file or directory").hint
+    assert "restore it from a backup" in missing_refusal(named_paths(manifest)[-1], "No such file or directory").hint
 
 
 @pytest.mark.parametrize(("use", "found", "words"), [
