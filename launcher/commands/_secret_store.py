@@ -27,18 +27,15 @@ from doors.keys import (
     machine_key_of,
     sealed_file,
 )
-from pki.vocabulary import SEALED_SUFFIX
+from launcher.commands import CommandError
+from pki.vocabulary import EXIT_NO_INPUT, SEALED_SUFFIX
 
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
 
 
-class StoreError(Exception):
-    """The store (its directory or a file in it) cannot be used as it is: what, and what to change."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+def _unusable(message: str, hint: str) -> CommandError:
+    """The store (its directory or a file in it) cannot be used as it is: 66, what, and what to change."""
+    return CommandError(EXIT_NO_INPUT, message, hint, error="store")
 
 
 def _problem(info: os.stat_result, kind: str) -> str | None:
@@ -53,14 +50,14 @@ def _problem(info: os.stat_result, kind: str) -> str | None:
 
 
 def ensure_store(root: str) -> None:
-    """Create the store's directory (root 0700) when it is missing; StoreError when it is not one to trust."""
+    """Create the store's directory (root 0700) when it is missing; CommandError (66) when it is not one to trust."""
     with contextlib.suppress(FileExistsError):
         os.makedirs(os.path.dirname(root), mode=0o755, exist_ok=True)
         os.mkdir(root, 0o700)
     info = os.lstat(root)
     problem = "is a symlink" if stat.S_ISLNK(info.st_mode) else _problem(info, "directory")
     if problem is not None:
-        raise StoreError(f"the sealed store {root} {problem}", f"chown root:root {root} && chmod 0700 {root}")
+        raise _unusable(f"the sealed store {root} {problem}", f"chown root:root {root} && chmod 0700 {root}")
 
 
 def read_file(path: str, limit: int) -> bytes:
@@ -69,7 +66,7 @@ def read_file(path: str, limit: int) -> bytes:
     try:
         problem = _problem(os.fstat(fd), "regular file")
         if problem is not None:
-            raise StoreError(f"{path} {problem}", f"chown root:root {path} && chmod 0600 {path}")
+            raise _unusable(f"{path} {problem}", f"chown root:root {path} && chmod 0600 {path}")
         chunks, size = [], 0
         while size <= limit and (chunk := os.read(fd, limit + 1 - size)):
             chunks.append(chunk)
@@ -122,7 +119,7 @@ def machine_key(root: str) -> MachineKey:
     try:
         return machine_key_of(data)
     except SealedFileError as exc:
-        raise StoreError(f"the machine key {path}: {exc}", "restore it from a backup; without it no sealed "
+        raise _unusable(f"the machine key {path}: {exc}", "restore it from a backup; without it no sealed "
                          "secret opens (remove it and every .sealed file to start again)") from None
 
 
@@ -136,7 +133,7 @@ def machine_key_id(root: str) -> str | None:
     try:
         return key_id_of_header(os.pread(fd, KEY_HEADER_BYTES, 0))
     except SealedFileError as exc:
-        raise StoreError(f"the machine key {path}: {exc}", "restore it from a backup") from None
+        raise _unusable(f"the machine key {path}: {exc}", "restore it from a backup") from None
     finally:
         os.close(fd)
 
@@ -183,8 +180,10 @@ def entries(root: str) -> list[Entry]:
         path = sealed_file(root, name)
         try:
             found.append(Entry(name, path, check_sealed(read_file(path, MAX_SEALED_BYTES), name, key_id), None))
-        except (SealedFileError, StoreError) as exc:
+        except SealedFileError as exc:
             found.append(Entry(name, path, None, str(exc)))
+        except CommandError as exc:
+            found.append(Entry(name, path, None, exc.message))
         except OSError as exc:
             found.append(Entry(name, path, None, os.strerror(exc.errno or errno.EIO)))
     return found

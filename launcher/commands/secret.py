@@ -20,7 +20,6 @@ from doors.keys import MAX_VALUE_BYTES, SUITE_NAME, seal_value, sealed_name, sec
 from launcher.commands import CommandError, fail, read_manifest
 from launcher.commands._secret_store import (
     Entry,
-    StoreError,
     ensure_store,
     entries,
     machine_key,
@@ -61,8 +60,6 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "rm":
             return _remove(args)
         return _list(args)
-    except StoreError as exc:
-        return fail(args, CommandError(EXIT_NO_INPUT, exc.message, exc.hint, error="store"))
     except CommandError as error:
         return fail(args, error)
 
