@@ -159,11 +159,19 @@ def run_door(contract: DoorContract, routes: RoutesArg = None, *, held_rows: fro
         trio.run(functools.partial(serve_door, contract, status, routes, held_rows=held_rows, limits=limits,
                                    announce=announce))
     except BaseException as exc:
-        status.fatal(f"the {contract.role} door failed: {type(exc).__name__}: {_first_line(exc)}")
+        cause = _innermost(exc)
+        status.fatal(f"the {contract.role} door failed: {type(cause).__name__}: {_first_line(cause)}")
         raise SystemExit(1) from exc
     finally:
         with contextlib.suppress(OSError):
             status.close()
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The one error inside trio's nursery groups, so the fatal message names it (not "ExceptionGroup")."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _first_line(exc: BaseException) -> str:

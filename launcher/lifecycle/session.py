@@ -26,12 +26,12 @@ from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.path_owners import owners_to_avoid
 from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
-    open_secret_sources,
     refuse_reachable_sockets,
     refuse_unreachable_python,
     workspace_owner,
 )
 from launcher.lifecycle.preflight_paths import Pins, resolve_paths
+from launcher.lifecycle.preflight_sealed import SecretSources, open_secret_sources
 from launcher.lifecycle.spawn import Spawned, exit_code_of, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
@@ -159,7 +159,7 @@ class Session:
         self._stdio: AppStdio | None = None
         self._exec_witness: int | None = None  # read end: one byte once the app's child is confined, at execve
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
-        self._secret_fds: dict[str, int] = {}  # the keys door's sources, opened as root, never read here
+        self._secret_fds = SecretSources()  # the keys door's sources, opened as root, never read here
         self._kept_secrets: SecretFingerprint | None = None  # the keys door's fingerprint of them (no value)
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
@@ -275,9 +275,7 @@ class Session:
         return supervisor.wait_ready(doors, self.options.ready_timeout_s)
 
     def _close_secret_fds(self) -> None:
-        for fd in self._secret_fds.values():
-            os.close(fd)
-        self._secret_fds = {}
+        self._secret_fds.close()
 
     def _open_audit_log(self) -> None:
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)
@@ -359,10 +357,13 @@ class Session:
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
-        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest))
+        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest),
+                       sealed=self._secret_fds.machine_key is not None)
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
-        handles.update({fd: self._secret_fds[name] for name, fd in fds.secrets.items()})
+        handles.update({fd: self._secret_fds.fds[name] for name, fd in fds.secrets.items()})
+        if fds.machine_key is not None and self._secret_fds.machine_key is not None:
+            handles[fds.machine_key] = self._secret_fds.machine_key
         kept = self._kept_secrets.to_json() if self._kept_secrets is not None else None
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
                                  resources.minted.not_after, kept)
