@@ -20,12 +20,12 @@ from cryptography.hazmat.primitives import hpke
 from cryptography.hazmat.primitives.asymmetric import mlkem, x25519
 
 from doors.keys._seal import SUITE, SUITE_NAME
-from pki.vocabulary import MACHINE_KEY_NAME, SEALED_PREFIX, SEALED_SUFFIX
+from pki.vocabulary import MACHINE_KEY_NAME, SEALED_PREFIX, SEALED_SUFFIX, SECRET_NAME_PATTERN
 
 MAX_VALUE_BYTES = 64 * 1024  # the keys door's limit for any secret
 FORMAT = "sharness-sealed/v1"
 KEY_FORMAT = "sharness-machine-key/v1"
-_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")  # the manifest's secret_name
+_NAME = re.compile(SECRET_NAME_PATTERN)
 _KEY_ID_HEX = 32
 KEY_HEADER_BYTES = len(f"{KEY_FORMAT} {SUITE_NAME} {'0' * _KEY_ID_HEX}\n")
 _SEED_BYTES, _X25519_BYTES = 64, 32

@@ -5,15 +5,13 @@ Each raises ManifestError naming the JSON pointer of the value to change.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from launcher.manifest import _rules
 from launcher.manifest._errors import ManifestError, child
 from launcher.manifest._model import effective_edges, scratch_limits_of, started_roles
-from pki.vocabulary import SEALED_PREFIX
+from pki.vocabulary import SEALED_PREFIX, valid_secret_name
 
-_SEALED_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")  # the schema's secret_name
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
 _ABS_HINT = "write an absolute, normalised path: no '.', '..', '//', trailing '/' or control characters"
 _REL_HINT = "write a path inside the workspace, relative to it, with no '.', '..' or '//'"
@@ -166,7 +164,7 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
     for name, secret in keys.get("secrets", {}).items():
         ptr = child("/doors/keys/secrets", name)
         if secret["from"].startswith(SEALED_PREFIX):
-            if not _SEALED_NAME.fullmatch(secret["from"].removeprefix(SEALED_PREFIX)):
+            if not valid_secret_name(secret["from"].removeprefix(SEALED_PREFIX)):
                 raise ManifestError(child(ptr, "from"), f"{secret['from']!r} names no secret of the sealed store",
                                     "write sealed:NAME, NAME as `sharness-launch secret add NAME` was given it")
             _check_roles_of_secret(started, edges, ptr, secret)

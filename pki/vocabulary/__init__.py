@@ -31,6 +31,7 @@ from pki.vocabulary.exits import (
 )
 from pki.vocabulary.fds import DOOR_LISTENER, FIRST_LISTENER_FD, PROXY_LISTENER_PREFIX, STATUS_FD, SVID_FD
 from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
+from pki.vocabulary.names import SECRET_NAME_PATTERN, valid_secret_name
 from pki.vocabulary.paths import (
     AUDIT_ROOT,
     HELLO_ROOT,
@@ -114,6 +115,7 @@ __all__ = [
     "SEALED_PREFIX",
     "SEALED_ROOT",
     "SEALED_SUFFIX",
+    "SECRET_NAME_PATTERN",
     "SESSIONS_ROOT",
     "SETTING",
     "SID_BYTES",
@@ -140,5 +142,6 @@ __all__ = [
     "ready_message",
     "unreadable",
     "unreadable_char",
+    "valid_secret_name",
     "valid_sid",
 ]
