@@ -344,9 +344,10 @@ class Session:
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
-        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest))
+        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest), resources.model_listeners)
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
+        handles.update({fd: resources.model_listeners[client].fileno() for client, fd in fds.models.items()})
         handles.update({fd: self._secret_fds[name] for name, fd in fds.secrets.items()})
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
                                  resources.minted.not_after)

@@ -8,6 +8,8 @@ from typing import Any
 
 from doors import DoorContract
 from launcher.manifest import Manifest
+from launcher.policy.layout import SessionPaths
+from pki.vocabulary import MODEL_LISTENER_PREFIX, PROXY_LISTENER_PREFIX
 
 
 def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
@@ -37,25 +39,32 @@ class DoorFds:
     door: int
     proxies: Mapping[str, int]  # client role → the net door's proxy listener inside that client's netns
     secrets: Mapping[str, int] = field(default_factory=dict)  # secret name → its source, opened by the launcher
+    models: Mapping[str, int] = field(default_factory=dict)  # client role → the model door's listener in its netns
 
     @property
     def listen_fds(self) -> dict[str, int]:
         """The listeners by the names the door's contract gives them."""
-        return {"door": self.door, **{f"proxy.{client}": fd for client, fd in self.proxies.items()}}
+        return {"door": self.door, **{f"{PROXY_LISTENER_PREFIX}{client}": fd for client, fd in self.proxies.items()},
+                **{f"{MODEL_LISTENER_PREFIX}{client}": fd for client, fd in self.models.items()}}
 
     @property
     def keep(self) -> tuple[int, ...]:
         """Every fd the door keeps open: 0–2, the status fd, the SVID memfd, its listeners and secrets."""
-        return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values())) + 1))
+        return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values(),
+                                *self.models.values())) + 1))
 
 
-def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = ()) -> DoorFds:
+def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = (),
+             model_clients: Iterable[str] = ()) -> DoorFds:
     """The fd contract of door `role`: only the net door holds proxy listeners, one per client, in role order;
-    only the keys door holds secret sources, one per secret, in name order, after its listener."""
+    only the keys door holds secret sources, one per secret, in name order; only the model door holds plain-HTTP
+    listeners, one per client, in role order; each after its listener."""
     clients = sorted(proxy_clients) if role == "net" else []
     names = sorted(secrets) if role == "keys" else []
+    model = sorted(model_clients) if role == "model" else []
     return DoorFds(svid=4, door=5, proxies={client: 6 + index for index, client in enumerate(clients)},
-                   secrets={name: 6 + index for index, name in enumerate(names)})
+                   secrets={name: 6 + index for index, name in enumerate(names)},
+                   models={client: 6 + index for index, client in enumerate(model)})
 
 
 def door_contract(
@@ -65,6 +74,8 @@ def door_contract(
     rows = door_rows(manifest, role)
     if fds.secrets:
         rows["secret_fds"] = dict(fds.secrets)
+    if role == "model" and ("model", "keys") in manifest.edges:
+        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")  # where it asks for the provider key
     return DoorContract(
         role=role,
         session_id=sid,
