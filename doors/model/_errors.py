@@ -14,6 +14,14 @@ from typing import Any
 from doors._http import json_body
 from doors._refusal import Refusal
 
+WHO = "model"
+# The manifest rows the model door's refusals name (the schema's `doors.model` object).
+ROW_BUDGET = "doors.model.budget_microusd"
+ROW_PRICES = "doors.model.prices"
+ROW_MODELS = "doors.model.models"
+# A request the door cannot read as the Messages API: not a manifest row, the protocol's.
+ROW_REQUEST = "model.request"
+
 # status → error.type, as the API documents them; 402 is what an agent CLI stops on without retrying.
 ERROR_TYPES: Mapping[int, str] = {
     400: "invalid_request_error",
