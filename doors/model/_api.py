@@ -1,9 +1,8 @@
-"""The model door's answers in the Messages API's own shape: request ids, error bodies, SSE error events. Pure.
+"""The model door's answers as the Messages API gives them: request ids, refusals, JSON answers. Pure.
 
-A client of the model door is an Anthropic SDK or an agent CLI, not a door client: it reads
-`{"type":"error","error":{"type","message"}}` and the `request-id` header, and picks its retry behaviour from
-the status, `x-should-retry` and `retry-after`. The door's own `who` and `hint` ride in `error.details`, beside
-`error_code`, which names the manifest row (or protocol row) that refused.
+A client of the model door is an Anthropic SDK or an agent CLI, not a door client: it reads the API's error
+shape (doors/model/_errors.py) and the `request-id` header, and decides whether to retry from the status,
+`x-should-retry` and `retry-after`.
 """
 
 from __future__ import annotations
@@ -13,14 +12,11 @@ from collections.abc import Iterable
 
 from doors._http import Response
 from doors._refusal import Refusal
-from doors.model._errors import error_body, error_type
+from doors.model._errors import error_headers, refusal_body
 
 JSON_TYPE = "application/json"
 SSE_TYPE = "text/event-stream"
 REQUEST_ID_HEADER = "request-id"
-# Statuses after which a retry cannot succeed in this session: the SDKs and Claude Code stop at once on
-# `x-should-retry: false` (notes A.1, A.2), where a plain 429 makes them retry for minutes.
-NO_RETRY_STATUSES = frozenset({400, 401, 402, 403, 404, 413})
 
 
 def new_request_id() -> str:
@@ -29,16 +25,11 @@ def new_request_id() -> str:
 
 
 def refusal_response(refusal: Refusal, request_id: str, *, retry_after_s: int | None = None,
-                     close: bool = False, extra: Iterable[tuple[str, str]] = ()) -> Response:
+                     close: bool = False) -> Response:
     """The API-shaped answer to `refusal`: its status, error type, message, and the row as `error_code`."""
-    details = {"error_code": refusal.row, "who": refusal.who, "hint": refusal.hint}
-    body = error_body(error_type(refusal.status), str(refusal.detail), details)
-    headers = [("content-type", JSON_TYPE), (REQUEST_ID_HEADER, request_id)]
-    if refusal.status in NO_RETRY_STATUSES:
-        headers.append(("x-should-retry", "false"))
-    if retry_after_s is not None:
-        headers.append(("retry-after", str(retry_after_s)))
-    return Response(refusal.status, (*headers, *extra), body, close=close)
+    headers = (("content-type", JSON_TYPE), (REQUEST_ID_HEADER, request_id),
+               *error_headers(refusal.status, retry_after_s))
+    return Response(refusal.status, headers, refusal_body(refusal, request_id=request_id), close=close)
 
 
 def json_answer(body: bytes, request_id: str, status: int = 200,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from doors.model._prices import Price, price_table
+from doors.model._prices import Price, price_table, undated
 from doors.net._addr import IPNetwork
 
 TWIN = "twin"
@@ -59,7 +59,8 @@ class ModelConfig:
     floor_tokens: int = DEFAULT_FLOOR_TOKENS
 
     def allows(self, model: str) -> bool:
-        return model in self.models
+        """Whether the app may call `model`: listed by its name, or by its alias without the snapshot date."""
+        return model in self.models or undated(model) in self.models
 
 
 def parse_upstream(value: object) -> Upstream:

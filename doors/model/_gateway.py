@@ -19,10 +19,12 @@ from doors._http import Request, Response, Route, json_body
 from doors._refusal import DoorRefused, Refusal
 from doors.model._api import SSE_TYPE, json_answer, new_request_id, refusal_response
 from doors.model._body import WHO, parse_json_object, read_body
-from doors.model._budget import Ledger, plan_call
+from doors.model._budget import Ledger
+from doors.model._shape import plan_call
 from doors.model._config import ModelConfig
+from doors.model._prices import Price, price_for
 from doors.model._record import CallRecord
-from doors.model._relay import Relay
+from doors.model._relay import UPSTREAM_FAILURES, Relay
 from doors.model._upstream import Upstream, UpstreamRequest, UpstreamResponse
 
 AuditSink = Callable[[dict[str, Any]], None]
@@ -33,7 +35,7 @@ MESSAGES, COUNT_TOKENS, MODELS = "/v1/messages", "/v1/messages/count_tokens", "/
 ROUTE_BODY_CEILING = 1 << 40
 FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
 RETRY_AFTER_S = 1
-ROW_MODELS, ROW_PRICES, ROW_BUDGET = "doors.model.models", "doors.model.prices", "doors.model.budget_microusd"
+ROW_MODELS, ROW_BUDGET = "doors.model.models", "doors.model.budget_microusd"
 ROW_MAX_CALLS = "doors.model.max_calls"
 
 
@@ -71,12 +73,14 @@ class Gateway:
         """POST /v1/messages/count_tokens: forwarded as it is (the provider does not bill it)."""
         record = self._record(request, COUNT_TOKENS)
         try:
-            document, body = await self._read_call(request, record)
+            _, body, _ = await self._read_call(request, record)
             self._announce(record)
             upstream = await self._exchange(request, body, COUNT_TOKENS)
             answer = await Relay.read_whole(self.upstream, upstream, self.config.max_body_bytes)
         except DoorRefused as refused:
             return self._refused(record, refused)
+        except UPSTREAM_FAILURES as exc:
+            return self._refused(record, DoorRefused(_unreachable(self.upstream.name, exc)))
         record.upstream_status = record.status = upstream.status
         record.ended = "complete"
         self._finish(record)
@@ -102,9 +106,8 @@ class Gateway:
     async def _messages(self, request: Request, record: CallRecord) -> Response:
         if self.in_flight >= self.config.max_calls:
             raise _overloaded(f"{self.config.max_calls} calls are in flight", ROW_MAX_CALLS)
-        document, body = await self._read_call(request, record)
+        document, body, price = await self._read_call(request, record)
         record.streamed = document.get("stream") is True
-        price = self.config.prices[record.model]
         plan = plan_call(document, price, self.ledger.remaining, len(body), self.config.floor_tokens)
         if isinstance(plan, Refusal):
             raise DoorRefused(plan)
@@ -133,7 +136,7 @@ class Gateway:
     def _call_ended(self) -> None:
         self.in_flight -= 1
 
-    async def _read_call(self, request: Request, record: CallRecord) -> tuple[dict[str, Any], bytes]:
+    async def _read_call(self, request: Request, record: CallRecord) -> tuple[dict[str, Any], bytes, Price]:
         """The body as a JSON object naming an allowed, priced model."""
         assert request.body_stream is not None
         body = await read_body(request.body_stream, self.config.max_body_bytes, request.header("content-encoding"))
@@ -145,10 +148,10 @@ class Gateway:
         if not self.config.allows(model):
             raise DoorRefused(Refusal(403, ROW_MODELS, WHO, f"model {model[:200]!r} is not in doors.model.models",
                                       f"use one of {', '.join(self.config.models)}, or add it to doors.model.models"))
-        if model not in self.config.prices:
-            raise DoorRefused(Refusal(403, ROW_PRICES, WHO, f"model {model[:200]!r} has no price",
-                                      "add its price to doors.model.prices"))
-        return document, body
+        price = price_for(self.config.prices, model)
+        if isinstance(price, Refusal):
+            raise DoorRefused(price)
+        return document, body, price
 
     def _announce(self, record: CallRecord) -> None:
         try:
@@ -166,9 +169,7 @@ class Gateway:
         try:
             return await self.upstream.exchange(UpstreamRequest(b"POST", path.encode(), tuple(headers), body))
         except OSError as exc:
-            raise DoorRefused(Refusal(502, "doors.model.upstream", WHO,
-                                      f"the upstream {self.upstream.name} is unreachable: {type(exc).__name__}",
-                                      "check doors.model.upstream and the door's log; nothing was charged")) from exc
+            raise DoorRefused(_unreachable(self.upstream.name, exc)) from exc
         finally:
             del headers  # the released key goes with this request
 
@@ -190,6 +191,11 @@ class Gateway:
 
 def _overloaded(why: str, row: str) -> DoorRefused:
     return DoorRefused(Refusal(529, row, WHO, f"the model door is overloaded: {why}", "retry after a moment"))
+
+
+def _unreachable(name: str, exc: BaseException) -> Refusal:
+    return Refusal(502, "doors.model.upstream", WHO, f"the upstream {name} failed: {type(exc).__name__}",
+                   "check doors.model.upstream and the door's log; nothing was charged")
 
 
 def _budget_spent(remaining: int, needed: int) -> Refusal:

@@ -10,7 +10,7 @@ from typing import Any
 
 from doors.model._usage import Usage
 
-NO_USAGE = Usage(0, 0, 0, 0, 0)
+NO_USAGE = Usage()
 
 
 @dataclass
@@ -26,6 +26,7 @@ class CallRecord:
     streamed: bool = False
     reserved_microusd: int = 0
     charged_microusd: int = 0
+    overrun_microusd: int = 0  # what the usage said beyond the reservation (the reservation was wrong)
     usage: Usage = field(default=NO_USAGE)
     upstream_status: int = 0
     status: int = 0
@@ -45,7 +46,7 @@ class CallRecord:
                 "request_id": self.request_id, "model": self.model, "streamed": self.streamed,
                 "upstream": self.upstream, "upstream_status": self.upstream_status, "status": self.status,
                 "ended": self.ended, "row": self.row, "reserved_microusd": self.reserved_microusd,
-                "charged_microusd": self.charged_microusd,
+                "charged_microusd": self.charged_microusd, "overrun_microusd": self.overrun_microusd,
                 "tokens": {"input": usage.input_tokens, "cache_creation_5m": usage.cache_creation_5m,
                            "cache_creation_1h": usage.cache_creation_1h, "cache_read": usage.cache_read,
                            "output": usage.output_tokens},

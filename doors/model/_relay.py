@@ -15,15 +15,15 @@ import trio
 
 from doors.model._budget import Ledger, Reservation
 from doors.model._errors import error_body, sse_error_event
-from doors.model._prices import Price
+from doors.model._prices import Price, cost_microusd
 from doors.model._record import CallRecord
 from doors.model._upstream import Upstream, UpstreamResponse
-from doors.model._usage import UsageReader, cost_microusd
+from doors.model._usage import UsageError, UsageReader, UsageReport
 
 # The upstream may pause between events (a model thinking) but not forever: past this, the call is cut.
 UPSTREAM_IDLE_S = 600.0
 CLOSE_GRACE_S = 5.0
-UPSTREAM_FAILURES = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError)
+UPSTREAM_FAILURES = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, UsageError)
 CUT_MESSAGE = "the upstream ended the stream before message_stop; the call was charged its whole reservation"
 
 
@@ -72,51 +72,52 @@ class Relay:
         self.ledger.settle(self.reservation, 0)
         self._settled = True
 
-    def _settle(self, reader: UsageReader | None, ended: str) -> None:
+    def _settle(self, report: UsageReport | None, ended: str) -> None:
         if self._settled:
             return
         self._settled = True
         record = self.record
-        if reader is not None:
-            record.usage = reader.usage
-        if ended == "complete" and reader is not None:
-            charged = min(cost_microusd(reader.usage, self.price), record.reserved_microusd)
+        if report is not None:
+            record.usage = report.usage
+        if ended == "complete" and report is not None:
+            settlement = self.ledger.settle(self.reservation, cost_microusd(report.usage, self.price))
         elif ended == "upstream-error":
-            charged = 0  # the provider answered an error: it bills nothing
+            settlement = self.ledger.settle(self.reservation, 0)  # the provider answered an error: it bills nothing
         else:
-            charged = record.reserved_microusd
-        self.ledger.settle(self.reservation, charged)
-        record.charged_microusd, record.ended = charged, ended
+            settlement = self.ledger.settle_cut(self.reservation)
+        record.charged_microusd, record.overrun_microusd = settlement.charged_microusd, settlement.overrun_microusd
+        record.ended = ended
         self.on_end()
         self.finish(record)
 
     async def stream(self, response: UpstreamResponse, limit: int) -> AsyncIterator[bytes]:
         """The SSE body relayed as it arrives; an `error` event when it cannot finish."""
-        reader = UsageReader()
-        ended = "client-gone"
+        reader = UsageReader(stream=True)
+        ended, report = "client-gone", None
         self.record.status = 200
         try:
             try:
                 async for chunk in _chunks(response):
                     reader.feed(chunk)
                     yield chunk
-                ended = "complete" if reader.complete else "cut"
             except UPSTREAM_FAILURES:
-                ended = "cut"
-            if ended == "cut":
+                pass
+            report = reader.finish()
+            ended = "complete" if report.complete else "cut"
+            if ended == "cut" and report.error_type is None:  # an upstream `error` event already said it
                 yield sse_error_event("api_error", CUT_MESSAGE)
         finally:
-            self._settle(reader, ended)
+            self._settle(report or reader.finish(), ended)
             await _close(self.upstream, response)
 
     async def whole(self, response: UpstreamResponse, limit: int) -> WholeAnswer:
         """A non-streaming answer read whole; a cut or oversized one becomes a 502 (charged in full)."""
-        reader = UsageReader()
+        reader = UsageReader(stream=False)
         try:
             body = await self._read(response, limit, reader)
         except (*UPSTREAM_FAILURES, UpstreamTooLarge):
             self.record.status = 502
-            self._settle(reader, "cut")
+            self._settle(reader.finish(), "cut")
             return WholeAnswer(502, error_body("api_error", CUT_MESSAGE.replace("stream", "answer")))
         finally:
             await _close(self.upstream, response)
@@ -124,7 +125,8 @@ class Relay:
         if response.status != 200:
             self._settle(None, "upstream-error")
         else:
-            self._settle(reader, "complete" if reader.complete else "cut")
+            report = reader.finish()
+            self._settle(report, "complete" if report.complete else "cut")
         return WholeAnswer(response.status, body)
 
     @staticmethod

@@ -1,0 +1,150 @@
+"""The model door's routes against the in-process twin, with the official anthropic SDK as the client."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import pytest
+import trio
+
+from tests.doors.model._harness import MODEL, RecordingUpstream, served, twin_config
+from doors.model.twin import TwinUpstream
+
+HELLO = [{"role": "user", "content": "hello there"}]
+
+
+def _create(**extra: Any) -> Any:
+    return lambda client: client.messages.with_raw_response.create(model=MODEL, max_tokens=64, messages=HELLO,
+                                                                   **extra)
+
+
+async def test_create_answers_the_message_with_a_request_id_and_one_audit_line() -> None:
+    async with served(twin_config()) as door:
+        raw = await door.run(_create())
+    message = raw.parse()
+    assert message.content[0].text and message.usage.output_tokens > 0
+    assert raw.headers["request-id"].startswith("req_sh")
+    (call,) = door.audit.calls()
+    assert call["request_id"] == raw.headers["request-id"] and call["ended"] == "complete"
+    assert 0 < call["charged_microusd"] <= call["reserved_microusd"]
+    assert call["tokens"]["output"] == message.usage.output_tokens and call["streamed"] is False
+    assert door.gateway.ledger.spent == call["charged_microusd"] and door.gateway.ledger.reserved == 0
+    text = json.dumps(door.audit.reports + door.audit.acts)
+    assert "hello there" not in text and message.content[0].text not in text  # never prompt or completion
+
+
+async def test_a_stream_ends_with_message_stop_and_is_charged_its_usage() -> None:
+    async with served(twin_config()) as door:
+        def stream(client: anthropic.Anthropic) -> Any:
+            with client.messages.stream(model=MODEL, max_tokens=64, messages=HELLO) as events:
+                return events.get_final_message()
+        message = await door.run(stream)
+    assert message.stop_reason == "end_turn"
+    (call,) = door.audit.calls()
+    assert call["streamed"] is True and call["ended"] == "complete"
+    assert call["tokens"]["output"] == message.usage.output_tokens
+    assert 0 < call["charged_microusd"] <= call["reserved_microusd"]
+
+
+async def test_count_tokens_and_models() -> None:
+    async with served(twin_config(models=[MODEL, "claude-opus-5-5"])) as door:
+        counted = await door.run(lambda c: c.messages.count_tokens(model=MODEL, messages=HELLO))
+        listed = await door.run(lambda c: [m.id for m in c.models.list()])
+    assert counted.input_tokens > 0
+    assert listed == [MODEL, "claude-opus-5-5"]
+
+
+@pytest.mark.parametrize(("marker", "error"), [
+    ("[twin:429]", anthropic.RateLimitError),
+    ("[twin:529]", anthropic.OverloadedError),
+    ("[twin:400]", anthropic.BadRequestError),
+])
+async def test_an_injected_error_reaches_the_sdk_as_its_class(marker: str, error: type[Exception]) -> None:
+    async with served(twin_config()) as door:
+        with pytest.raises(error) as caught:
+            await door.run(lambda c: c.messages.create(model=MODEL, max_tokens=64,
+                                                       messages=[{"role": "user", "content": marker}]))
+    assert caught.value.request_id.startswith("req_sh")  # type: ignore[attr-defined]
+    (call,) = door.audit.calls()
+    assert call["charged_microusd"] == 0 and call["ended"] == "upstream-error"
+
+
+@pytest.mark.parametrize("marker", ["[twin:cut=3]", "[twin:error=3]"])
+async def test_a_stream_that_cannot_finish_raises_in_the_sdk_and_is_charged_its_reservation(marker: str) -> None:
+    async with served(twin_config()) as door:
+        def stream(client: anthropic.Anthropic) -> Any:
+            with client.messages.stream(model=MODEL, max_tokens=64,
+                                        messages=[{"role": "user", "content": marker}]) as events:
+                return events.get_final_message()
+        with pytest.raises(anthropic.APIStatusError):
+            await door.run(stream)
+    (call,) = door.audit.calls()
+    assert call["ended"] == "cut" and call["charged_microusd"] == call["reserved_microusd"] > 0
+    assert door.gateway.ledger.spent == call["reserved_microusd"]
+
+
+async def test_a_model_outside_the_allow_row_is_refused_naming_the_row() -> None:
+    async with served(twin_config(models=[MODEL])) as door:
+        with pytest.raises(anthropic.PermissionDeniedError) as caught:
+            await door.run(lambda c: c.messages.create(model="claude-opus-5-5", max_tokens=64, messages=HELLO))
+    body: Any = caught.value.body
+    assert body["error"]["details"]["error_code"] == "doors.model.models"
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert door.gateway.ledger.spent == 0 and door.audit.acts == []  # refused before anything was forwarded
+
+
+async def test_the_budget_spent_is_a_402_billing_error_that_says_do_not_retry() -> None:
+    async with served(twin_config(budget_microusd=0)) as door:
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            await door.run(_create())
+    assert caught.value.status_code == 402
+    body: Any = caught.value.body
+    assert body["error"]["type"] == "billing_error"
+    assert body["error"]["details"]["error_code"] == "doors.model.budget_microusd"
+    assert caught.value.response.headers["x-should-retry"] == "false"
+
+
+async def test_the_clients_credential_is_never_forwarded_and_the_released_key_is() -> None:
+    recorder = RecordingUpstream(TwinUpstream(None))
+
+    async def key() -> bytes:
+        return b"sk-released-for-this-call"
+
+    async with served(twin_config(), upstream=recorder, key_source=key) as door:
+        await door.run(_create(extra_headers={"anthropic-beta": "a-beta,b-beta", "authorization": "Bearer sk-x"}))
+    (sent,) = recorder.requests
+    headers = dict(sent.headers)
+    assert headers[b"x-api-key"] == b"sk-released-for-this-call"
+    assert headers[b"anthropic-beta"] == b"a-beta,b-beta" and b"anthropic-version" in headers
+    assert not any(b"sk-client" in value or b"sk-x" in value for _, value in sent.headers)
+    assert b"authorization" not in headers and sent.path == b"/v1/messages"
+
+
+async def test_fifty_parallel_streams_against_a_budget_for_ten_never_overspend() -> None:
+    async with served(twin_config()) as door:
+        await door.run(_create(stream=True))
+        one = door.audit.calls()[0]["reserved_microusd"]
+    budget = 10 * one
+    async with served(twin_config(budget_microusd=budget)) as door:
+        outcomes: list[str] = []
+
+        async def one_stream() -> None:
+            def stream(client: anthropic.Anthropic) -> str:
+                try:
+                    with client.messages.stream(model=MODEL, max_tokens=64,
+                                                messages=[{"role": "user", "content": "[twin:slow=20] go"}]) as s:
+                        s.get_final_message()
+                    return "ok"
+                except anthropic.APIStatusError as exc:
+                    return str(exc.status_code)
+            outcomes.append(await door.run(stream))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(50):
+                nursery.start_soon(one_stream)
+        ledger = door.gateway.ledger
+        assert ledger.spent <= budget and ledger.reserved == 0
+        assert "ok" in outcomes and "402" in outcomes and set(outcomes) <= {"ok", "402"}
+        assert sum(c["charged_microusd"] for c in door.audit.calls()) == ledger.spent
