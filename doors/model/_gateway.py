@@ -20,11 +20,11 @@ from doors._refusal import DoorRefused, Refusal
 from doors.model._api import SSE_TYPE, json_answer, new_request_id, refusal_response
 from doors.model._body import WHO, parse_json_object, read_body
 from doors.model._budget import Ledger
-from doors.model._shape import plan_call
 from doors.model._config import ModelConfig
 from doors.model._prices import Price, price_for
 from doors.model._record import CallRecord
 from doors.model._relay import UPSTREAM_FAILURES, Relay
+from doors.model._shape import plan_call
 from doors.model._upstream import Upstream, UpstreamRequest, UpstreamResponse
 
 AuditSink = Callable[[dict[str, Any]], None]
@@ -54,11 +54,12 @@ class Gateway:
 
     def routes(self) -> list[Route]:
         """The API's routes, then a catch-all that answers 404 in the API's shape (with a request id)."""
-        body = {"stream_body": True, "max_body_bytes": ROUTE_BODY_CEILING}
-        return [Route("POST", MESSAGES, self.messages, **body), Route("POST", COUNT_TOKENS, self.count_tokens, **body),
+        ceiling = ROUTE_BODY_CEILING
+        return [Route("POST", MESSAGES, self.messages, True, ceiling),
+                Route("POST", COUNT_TOKENS, self.count_tokens, True, ceiling),
                 Route("GET", MODELS, self.models),
-                *(Route(method, "/*", self.not_found, **body) for method in ("GET", "POST", "HEAD", "PUT",
-                                                                             "DELETE", "PATCH"))]
+                *(Route(method, "/*", self.not_found, True, ceiling)
+                  for method in ("GET", "POST", "HEAD", "PUT", "DELETE", "PATCH"))]
 
     # -- routes --
     async def messages(self, request: Request) -> Response:

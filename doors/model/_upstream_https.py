@@ -18,7 +18,7 @@ from doors._refusal import DoorRefused, Refusal
 from doors.model._config import ModelConfig
 from doors.model._upstream import Headers, UpstreamRequest, UpstreamResponse
 from doors.net._addr import AddressPolicy, IPNetwork
-from doors.net._resolve import Resolver, ResolveError, SystemResolver, resolve_once
+from doors.net._resolve import ResolveError, Resolver, SystemResolver, resolve_once
 
 RECEIVE = 64 * 1024
 RESOLVE_TIMEOUT_S = 5.0
@@ -113,7 +113,7 @@ async def _next(conn: h11.Connection, tls: trio.SSLStream[trio.SocketStream]) ->
         event = conn.next_event()
         if event is not h11.NEED_DATA:
             return event
-        conn.receive_data(await tls.receive_some(RECEIVE))
+        conn.receive_data(bytes(await tls.receive_some(RECEIVE)))
 
 
 async def _body(conn: h11.Connection, tls: trio.SSLStream[trio.SocketStream]) -> AsyncIterator[bytes]:

@@ -9,8 +9,8 @@ import anthropic
 import pytest
 import trio
 
-from tests.doors.model._harness import MODEL, RecordingUpstream, served, twin_config
 from doors.model.twin import TwinUpstream
+from tests.doors.model._harness import MODEL, RecordingUpstream, served, twin_config
 
 HELLO = [{"role": "user", "content": "hello there"}]
 
