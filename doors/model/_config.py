@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from doors.model._prices import Price, price_table, undated
+from doors._refusal import Refusal
+from doors.model._prices import Price, price_for, price_table
+from doors.model._shape import MAX_BODY_BYTES
 from doors.net._addr import IPNetwork
 
 TWIN = "twin"
-# The API's own ceiling on a Messages request body (Cloudflare answers 413 above it; notes A.1).
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+DEFAULT_MAX_BODY_BYTES = MAX_BODY_BYTES
 DEFAULT_MAX_CALLS = 64  # calls in flight at once; more are answered 529 with retry-after
 # Below this many output tokens a call is refused rather than forwarded (a reply that short is useless and
 # would only spend the rest of the budget on input).
@@ -49,7 +51,7 @@ class ModelConfig:
     upstream: Upstream
     secret: str | None
     budget_microusd: int
-    models: tuple[str, ...]
+    models: frozenset[str] | None  # None: every priced model
     prices: Mapping[str, Price]
     ca_bundle: str | None = None
     internal_ranges: tuple[IPNetwork, ...] = ()
@@ -57,10 +59,6 @@ class ModelConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_calls: int = DEFAULT_MAX_CALLS
     floor_tokens: int = DEFAULT_FLOOR_TOKENS
-
-    def allows(self, model: str) -> bool:
-        """Whether the app may call `model`: listed by its name, or by its alias without the snapshot date."""
-        return model in self.models or undated(model) in self.models
 
 
 def parse_upstream(value: object) -> Upstream:
@@ -102,8 +100,8 @@ def config_from_rows(rows: Mapping[str, Any]) -> ModelConfig:
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
         raise ValueError(f"doors.model.budget_microusd must be an integer >= 0, not {budget!r}")
     prices = price_table(rows.get("prices"))
-    models = tuple(str(name) for name in rows.get("models", sorted(prices)))
-    unpriced = sorted(set(models) - set(prices))
+    models = frozenset(str(name) for name in rows["models"]) if "models" in rows else None
+    unpriced = sorted(name for name in models or () if isinstance(price_for(prices, name), Refusal))
     if unpriced:
         raise ValueError(f"doors.model.models lists {unpriced} with no price: add them to doors.model.prices")
     return ModelConfig(

@@ -18,13 +18,22 @@ from doors._audit_queue import AuditBackpressure
 from doors._http import Request, Response, Route, json_body
 from doors._refusal import DoorRefused, Refusal
 from doors.model._api import SSE_TYPE, json_answer, new_request_id, refusal_response
-from doors.model._body import WHO, parse_json_object, read_body
+from doors.model._body import read_body
 from doors.model._budget import Ledger
 from doors.model._config import ModelConfig
-from doors.model._prices import Price, price_for
+from doors.model._errors import ROW_BUDGET, WHO
+from doors.model._prices import Price
 from doors.model._record import CallRecord
 from doors.model._relay import UPSTREAM_FAILURES, Relay
-from doors.model._shape import plan_call
+from doors.model._shape import (
+    decoded_body,
+    estimate_input_tokens,
+    forward_headers,
+    listed_models,
+    model_price,
+    plan_call,
+    read_request,
+)
 from doors.model._upstream import Upstream, UpstreamRequest, UpstreamResponse
 
 AuditSink = Callable[[dict[str, Any]], None]
@@ -33,9 +42,7 @@ MESSAGES, COUNT_TOKENS, MODELS = "/v1/messages", "/v1/messages/count_tokens", "/
 # Read by the route only to let the body reach the handler, which holds the real limit (max_body_bytes) and
 # answers past it in the API's shape.
 ROUTE_BODY_CEILING = 1 << 40
-FORWARDED_HEADERS = ("anthropic-version", "anthropic-beta")
 RETRY_AFTER_S = 1
-ROW_MODELS, ROW_BUDGET = "doors.model.models", "doors.model.budget_microusd"
 ROW_MAX_CALLS = "doors.model.max_calls"
 
 
@@ -74,7 +81,7 @@ class Gateway:
         """POST /v1/messages/count_tokens: forwarded as it is (the provider does not bill it)."""
         record = self._record(request, COUNT_TOKENS)
         try:
-            _, body, _ = await self._read_call(request, record)
+            _, body, _ = await self._read_call(request, record, "count_tokens")
             self._announce(record)
             upstream = await self._exchange(request, body, COUNT_TOKENS)
             answer = await Relay.read_whole(self.upstream, upstream, self.config.max_body_bytes)
@@ -91,7 +98,7 @@ class Gateway:
         """GET /v1/models: the models the manifest allows, in the API's list shape."""
         record = self._record(request, MODELS)
         data = [{"type": "model", "id": name, "display_name": name, "created_at": "1970-01-01T00:00:00Z"}
-                for name in self.config.models]
+                for name in listed_models(self.config.models, self.config.prices)]
         listing = {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
                    "last_id": data[-1]["id"] if data else None}
         return json_answer(json_body(listing), record.request_id)
@@ -107,9 +114,10 @@ class Gateway:
     async def _messages(self, request: Request, record: CallRecord) -> Response:
         if self.in_flight >= self.config.max_calls:
             raise _overloaded(f"{self.config.max_calls} calls are in flight", ROW_MAX_CALLS)
-        document, body, price = await self._read_call(request, record)
+        document, body, price = await self._read_call(request, record, "messages")
         record.streamed = document.get("stream") is True
-        plan = plan_call(document, price, self.ledger.remaining, len(body), self.config.floor_tokens)
+        plan = plan_call(document, price, self.ledger.remaining, estimate_input_tokens(body),
+                         self.config.floor_tokens)
         if isinstance(plan, Refusal):
             raise DoorRefused(plan)
         reservation = self.ledger.reserve(plan.reserve_microusd)  # no await since `remaining` was read
@@ -137,21 +145,15 @@ class Gateway:
     def _call_ended(self) -> None:
         self.in_flight -= 1
 
-    async def _read_call(self, request: Request, record: CallRecord) -> tuple[dict[str, Any], bytes, Price]:
-        """The body as a JSON object naming an allowed, priced model."""
+    async def _read_call(self, request: Request, record: CallRecord,
+                         endpoint: str) -> tuple[dict[str, Any], bytes, Price]:
+        """The body (inflated) as a JSON object naming an allowed, priced model, and that model's price."""
         assert request.body_stream is not None
-        body = await read_body(request.body_stream, self.config.max_body_bytes, request.header("content-encoding"))
-        document = parse_json_object(body)
-        model = document.get("model")
-        if not isinstance(model, str) or not model:
-            raise DoorRefused(Refusal(400, "http.json", WHO, "the body names no model", "send a \"model\" string"))
-        record.model = model[:200]
-        if not self.config.allows(model):
-            raise DoorRefused(Refusal(403, ROW_MODELS, WHO, f"model {model[:200]!r} is not in doors.model.models",
-                                      f"use one of {', '.join(self.config.models)}, or add it to doors.model.models"))
-        price = price_for(self.config.prices, model)
-        if isinstance(price, Refusal):
-            raise DoorRefused(price)
+        sent = await read_body(request.body_stream, self.config.max_body_bytes)
+        body = _held(decoded_body(_raw(request.headers), sent, self.config.max_body_bytes))
+        document = _held(read_request(body, endpoint))
+        record.model = str(document["model"])[:200]
+        price = _held(model_price(document["model"], self.config.models, self.config.prices))
         return document, body, price
 
     def _announce(self, record: CallRecord) -> None:
@@ -162,9 +164,10 @@ class Gateway:
 
     async def _exchange(self, request: Request, body: bytes, path: str) -> UpstreamResponse:
         """Forward to the upstream with the released key; the client's own credentials never go on."""
-        headers: list[tuple[bytes, bytes]] = [(b"content-type", b"application/json")]
-        for name in FORWARDED_HEADERS:
-            headers.extend((name.encode(), value.encode("latin-1")) for key, value in request.headers if key == name)
+        # The body is re-encoded JSON, whatever content-type came with it.
+        headers = [(b"content-type", b"application/json"),
+                   *((name, value) for name, value in forward_headers(_raw(request.headers))
+                     if name != b"content-type")]
         if self._key_source is not None:
             headers.append((b"x-api-key", await self._key_source()))
         try:
@@ -188,6 +191,17 @@ class Gateway:
 
     def _finish(self, record: CallRecord) -> None:
         self._report(record.event(trio.current_time()))
+
+
+def _held(outcome: Any) -> Any:
+    """A core step's value, or its Refusal raised."""
+    if isinstance(outcome, Refusal):
+        raise DoorRefused(outcome)
+    return outcome
+
+
+def _raw(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[bytes, bytes], ...]:
+    return tuple((name.encode("latin-1"), value.encode("latin-1")) for name, value in headers)
 
 
 def _overloaded(why: str, row: str) -> DoorRefused:

@@ -87,7 +87,7 @@ async def test_a_stream_that_cannot_finish_raises_in_the_sdk_and_is_charged_its_
 
 async def test_a_model_outside_the_allow_row_is_refused_naming_the_row() -> None:
     async with served(twin_config(models=[MODEL])) as door:
-        with pytest.raises(anthropic.PermissionDeniedError) as caught:
+        with pytest.raises(anthropic.NotFoundError) as caught:
             await door.run(lambda c: c.messages.create(model="claude-opus-5-5", max_tokens=64, messages=HELLO))
     body: Any = caught.value.body
     assert body["error"]["details"]["error_code"] == "doors.model.models"
