@@ -35,14 +35,14 @@ class CallRecord:
 
     def open_event(self) -> dict[str, Any]:
         """`model.open`: queued before the door forwards anything (the door acts only once it is)."""
-        return {"door": "model", "kind": "model.open", "role": self.role, "route": self.route,
+        return {"door": "model", "kind": "model.open", "caller": self.role, "route": self.route,
                 "request_id": self.request_id, "model": self.model, "streamed": self.streamed,
                 "reserved_microusd": self.reserved_microusd, "upstream": self.upstream}
 
     def event(self, now: float) -> dict[str, Any]:
         """`model.call`: the one line that says what this call cost and how it ended."""
         usage = self.usage
-        return {"door": "model", "kind": "model.call", "role": self.role, "route": self.route,
+        return {"door": "model", "kind": "model.call", "caller": self.role, "route": self.route,
                 "request_id": self.request_id, "model": self.model, "streamed": self.streamed,
                 "upstream": self.upstream, "upstream_status": self.upstream_status, "status": self.status,
                 "ended": self.ended, "row": self.row, "reserved_microusd": self.reserved_microusd,

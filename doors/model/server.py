@@ -24,6 +24,8 @@ from doors.keys.client import release
 from doors.model._config import ModelConfig, config_from_rows
 from doors.model._gateway import Gateway, KeySource
 from doors.model._upstream import Upstream
+from doors.model._upstream_https import HttpsUpstream
+from doors.model.twin import TwinUpstream
 from pki.vocabulary import MODEL_LISTENER_PREFIX
 
 HELD_ROWS = frozenset({"upstream", "secret", "budget_microusd", "models", "prices", "ca_bundle", "internal_ranges",
@@ -41,11 +43,7 @@ def model_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.Socke
 def make_upstream(config: ModelConfig, test_internet: tuple[Any, ...] = ()) -> Upstream:
     """The twin in process, or the HTTPS client for `https://host:port`."""
     if config.upstream.twin:
-        from doors.model.twin import TwinUpstream
-
         return TwinUpstream(None)
-    from doors.model._upstream_https import HttpsUpstream
-
     return HttpsUpstream(config, test_internet=test_internet)
 
 

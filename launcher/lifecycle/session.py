@@ -22,6 +22,7 @@ from launcher.lifecycle import audit_keys
 from launcher.lifecycle.app_stdio import AppStdio
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
+from launcher.lifecycle.model_spend import ModelSpend
 from launcher.lifecycle.path_owners import owners_to_avoid
 from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
@@ -80,6 +81,7 @@ class SessionResult:
     audit_public_key: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
     teardown_errors: list[str] = field(default_factory=list)
+    model_spend: ModelSpend | None = None  # with the model door: what it reported spending, beside the budget
 
 
 def _starttime(pid: int) -> str:
@@ -159,10 +161,14 @@ class Session:
         self._exec_witness: int | None = None  # read end: one byte once the app's child is confined, at execve
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
         self._secret_fds: dict[str, int] = {}  # the keys door's sources, opened as root, never read here
+        model_rows = manifest.door_rows("model")
+        self._model_spend = ModelSpend(int(model_rows["budget_microusd"])) if model_rows else None
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
         record = {**fields, "event": event, "t_ms": round((time.monotonic() - self._t0) * 1000, 1)}
+        if self._model_spend is not None and event == "door.event" and fields.get("role") == "model":
+            self._model_spend.note(fields)
         if self._audit_log is None:
             self._pending_audit.append(record)
         else:
@@ -312,6 +318,7 @@ class Session:
         result.audit_public_key = public_key
         result.timings_ms = dict(self._timings)
         result.teardown_errors = errors
+        result.model_spend = self._model_spend
 
     def _verdict(self, ending: Ending) -> tuple[Ending, int | None]:
         """The app's own exit, once it reached execve: in words that claim nothing (its 205 is not a confinement

@@ -27,7 +27,7 @@ async def test_create_answers_the_message_with_a_request_id_and_one_audit_line()
     assert message.content[0].text and message.usage.output_tokens > 0
     assert raw.headers["request-id"].startswith("req_sh")
     (call,) = door.audit.calls()
-    assert call["request_id"] == raw.headers["request-id"] and call["ended"] == "complete"
+    assert call["request_id"] == raw.headers["request-id"] and call["ended"] == "complete" and call["caller"] == "app"
     assert 0 < call["charged_microusd"] <= call["reserved_microusd"]
     assert call["tokens"]["output"] == message.usage.output_tokens and call["streamed"] is False
     assert door.gateway.ledger.spent == call["charged_microusd"] and door.gateway.ledger.reserved == 0
