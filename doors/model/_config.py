@@ -15,7 +15,6 @@ from typing import Any
 from doors._refusal import Refusal
 from doors.model._prices import Price, price_for, price_table
 from doors.model._shape import MAX_BODY_BYTES
-from doors.net._addr import IPNetwork
 
 TWIN = "twin"
 
@@ -25,6 +24,7 @@ DEFAULT_MAX_CALLS = 64  # calls in flight at once; more are answered 529 with re
 # would only spend the rest of the budget on input).
 DEFAULT_FLOOR_TOKENS = 16
 KEYS_SOCKET_ROW = "keys_socket"
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 # Never an upstream, whatever `internal_ranges` says: the door's host, and where the session's listeners live.
 NEVER_INTERNAL = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"),
                   ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10"),

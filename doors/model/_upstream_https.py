@@ -15,10 +15,9 @@ import h11
 import trio
 
 from doors._refusal import DoorRefused, Refusal
-from doors.model._config import ModelConfig
+from doors.model._config import IPNetwork, ModelConfig
 from doors.model._upstream import Headers, UpstreamRequest, UpstreamResponse
-from doors.net._addr import AddressPolicy, IPNetwork
-from doors.net._resolve import ResolveError, Resolver, SystemResolver, resolve_once
+from doors.net import AddressPolicy, ResolveError, Resolver, SystemResolver
 
 RECEIVE = 64 * 1024
 RESOLVE_TIMEOUT_S = 5.0
@@ -50,9 +49,10 @@ class HttpsUpstream:
 
     async def _dial(self) -> trio.SocketStream:
         try:
-            answers = await resolve_once(self.resolver, self.host, RESOLVE_TIMEOUT_S)
-        except ResolveError as exc:
-            raise OSError(f"{self.host} did not resolve ({exc.reason})") from exc
+            with trio.fail_after(RESOLVE_TIMEOUT_S):
+                answers = await self.resolver.resolve(self.host)
+        except (ResolveError, trio.TooSlowError) as exc:
+            raise OSError(f"{self.host} did not resolve ({getattr(exc, 'reason', 'timeout')})") from exc
         refused = {str(ip): reason for ip in answers if (reason := self.addresses.refusal(ip, self.port))}
         allowed = [ip for ip in answers if str(ip) not in refused]
         if not allowed:

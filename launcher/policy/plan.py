@@ -203,6 +203,8 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
                     "holds", BOUNDARY, f"{kernel} (credentials)", _root)
     if role in _OWN_NETNS:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
+        if role not in _NO_EGRESS and (role, "model") in manifest.edges:
+            inside += f", and the model door's listener (127.0.0.1:{MODEL_PORT})"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
                     f"{kernel} (network namespace)", _netns)
     yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", _root)
@@ -344,6 +346,8 @@ def _connects(manifest: Manifest, role: str) -> tuple[str, ...]:
     connects = tuple(f"{server} door (mTLS)" for server in manifest.edges_out(role))
     net_allow = manifest.door_rows("net").get("allow", {})
     if role in ("app", "shell"):
+        if (role, "model") in manifest.edges:
+            connects = (*connects, f"model door (plain HTTP, 127.0.0.1:{MODEL_PORT} in its netns)")
         return (*connects, *(f"{entry} via the net door" for entry in net_allow.get(role, [])))
     if role == "net":
         return (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
