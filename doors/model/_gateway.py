@@ -149,7 +149,7 @@ class Gateway:
                          endpoint: str) -> tuple[dict[str, Any], bytes, Price]:
         """The body (inflated) as a JSON object naming an allowed, priced model, and that model's price."""
         assert request.body_stream is not None
-        sent = await read_body(request.body_stream, self.config.max_body_bytes)
+        sent = await read_body(request.body_stream, self.config.max_body_bytes, request.header("content-length"))
         body = _held(decoded_body(_raw(request.headers), sent, self.config.max_body_bytes))
         document = _held(read_request(body, endpoint))
         record.model = str(document["model"])[:200]
