@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from doors.model._prices import SHIPPED_PRICES
-from doors.model._shape import estimate_input_tokens, plan_call
+from doors.model._shape import CallPlan, estimate_input_tokens, plan_call
 from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, write_manifest
 
 pytestmark = pytest.mark.root
@@ -97,14 +97,14 @@ def _reservation(max_tokens: int, content: str) -> int:
     body = json.dumps({"max_tokens": max_tokens, "messages": [{"role": "user", "content": content}],
                        "model": MODEL, "stream": True}).encode()
     plan = plan_call(json.loads(body), SHIPPED_PRICES[MODEL], 10**12, estimate_input_tokens(body), 16)
-    assert not isinstance(plan, type(None)) and hasattr(plan, "reserve_microusd")
-    return int(plan.reserve_microusd)
+    assert isinstance(plan, CallPlan)
+    return plan.reserve_microusd
 
 
 def test_fifty_parallel_streams_against_a_budget_for_ten_never_spend_more(tmp_path: Path) -> None:
     budget = 10 * _reservation(64, "[twin:slow=5] go") + 2 * _reservation(32, "[twin:cut=3]")
     manifest = _manifest(tmp_path, ["parallel", "50"], {"upstream": "twin", "budget_microusd": budget})
-    probes, summary, events = _run(manifest, tmp_path / "audit")
+    probes, _, events = _run(manifest, tmp_path / "audit")
     outcomes = probes["parallel"]["outcomes"]
     assert "ok" in outcomes and "402" in outcomes and set(outcomes) <= {"ok", "402"}, outcomes
     calls = _calls(events)
