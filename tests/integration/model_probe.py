@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+import time
 from typing import Any
 
 import anthropic
@@ -119,6 +120,15 @@ def main() -> None:
         raw_refusals()
     elif which == "parallel":
         parallel(int(sys.argv[2]))
+    elif which == "hold":
+        answer = anthropic.Anthropic(max_retries=0).messages.with_raw_response.create(
+            model=MODEL, max_tokens=32, messages=HELLO)
+        report("hold", text=answer.parse().content[0].text, headers=dict(answer.headers),
+               body=answer.http_response.text)
+        go = os.path.join(os.environ["TMPDIR"], "sharness-go")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(go) and time.monotonic() < deadline:
+            time.sleep(0.02)
     elif which == "once":
         report("once", text=anthropic.Anthropic(max_retries=0).messages.create(
             model=MODEL, max_tokens=32, messages=HELLO).content[0].text)
