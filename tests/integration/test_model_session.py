@@ -10,7 +10,11 @@ the row, a client that never reads) each answered clearly with the door still se
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import pwd
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +24,17 @@ import pytest
 
 from doors.model._prices import SHIPPED_PRICES
 from doors.model._shape import CallPlan, estimate_input_tokens, plan_call
-from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, write_manifest
+from launcher.kernel import netns
+from tests.integration._session import (
+    LAUNCHER,
+    SESSIONS,
+    basic_manifest,
+    leftovers,
+    manifest_hash,
+    pids_with_uids,
+    session_owner,
+    write_manifest,
+)
 
 pytestmark = pytest.mark.root
 PROBE = str(Path(__file__).with_name("model_probe.py"))
@@ -116,3 +130,35 @@ def test_fifty_parallel_streams_against_a_budget_for_ten_never_spend_more(tmp_pa
                            for call in refused)
     cut = [call for call in calls if call["ended"] == "cut"]
     assert all(call["charged_microusd"] == call["reserved_microusd"] for call in cut)
+
+
+def _connect_in(netns_name: str | None) -> int:
+    """connect() to the model listener's address from `netns_name` (None: the host's), as root; 0 or the errno."""
+    with (netns.entered(netns_name) if netns_name else contextlib.nullcontext()), \
+            socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(10)
+        return sock.connect_ex(("127.0.0.1", 3129))
+
+
+def test_the_kernel_admits_the_caller_only_the_apps_netns_has_the_listener(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, ["hold"], {"upstream": "twin", "budget_microusd": 1_000_000})
+    launcher = subprocess.Popen([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
+                                 "--audit-dir", str(tmp_path / "audit"), "--json"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert launcher.stdout is not None
+        while not (line := launcher.stdout.readline()).startswith('{"probe": "hold"'):
+            assert line, "the launcher ended before the app held"
+        sid = next(path.name for path in SESSIONS.iterdir()
+                   if not path.name.startswith(".") and session_owner(path) == launcher.pid)
+        assert _connect_in(f"sh-{sid}-app") == 0  # the control: the app's namespace has it
+        assert _connect_in(None) == errno.ECONNREFUSED  # the host's loopback has no such listener
+        app_pids = pids_with_uids({pwd.getpwnam(f"sh-{sid}-app").pw_uid})
+        tmpdirs = [Path(f"/proc/{pid}/root/run/sharness/{sid}/app/tmp") for pid in app_pids]
+        next(tmpdir for tmpdir in tmpdirs if tmpdir.is_dir()).joinpath("sharness-go").touch()
+        launcher.communicate(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    assert launcher.returncode == 0
