@@ -20,6 +20,8 @@ from doors.model._errors import ROW_PRICES, WHO
 from doors.model._usage import Usage
 
 NANO_PER_MICRO = 1000
+# The web search server tool: $10 per 1000 searches, on top of the tokens (the pricing page's "Web search").
+WEB_SEARCH_MICROUSD = 10_000
 _SNAPSHOT_DATE = re.compile(r"-\d{8}$")
 
 
@@ -143,11 +145,12 @@ def price_for(table: Mapping[str, Price], model: str) -> Price | Refusal:
 
 
 def cost_microusd(usage: Usage, price: Price) -> int:
-    """What `usage` costs at `price`, in whole µUSD, rounded up (never under what the provider bills)."""
+    """What `usage` costs at `price`, in whole µUSD, rounded up (never under what the provider bills), web
+    searches included."""
     band = price.band(usage.prompt_tokens)
     exact = (usage.input_tokens * band.input
              + usage.cache_creation_5m * band.cache_write_5m
              + usage.cache_creation_1h * band.cache_write_1h
              + usage.cache_read * band.cache_read
              + usage.output_tokens * band.output)
-    return math.ceil(exact)
+    return math.ceil(exact) + usage.web_search_requests * WEB_SEARCH_MICROUSD

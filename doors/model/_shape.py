@@ -1,9 +1,10 @@
-"""What the door forwards: the route, the headers, the body it rewrote, and what the call reserves. Pure.
+"""What the door forwards: the headers, the body it rewrote, and what the call reserves. Pure.
 
-The order the door applies them in: `route` (the path without its query string), `decoded_body` (gzip with
-a cap on what it inflates to), `read_request` (a JSON object with a model and, for a message, max_tokens),
-`model_price` (the `models` row, then a price), `plan_call` (the reservation and the lowered max_tokens),
-and `forward_headers` (an allowlist: whatever the client sent as a credential is never forwarded).
+The order the door applies them in, once doors/_http has routed the path without its query string (so
+`?beta=true` reaches /v1/messages): `decoded_body` (gzip with a cap on what it inflates to), `read_request`
+(a JSON object with a model and, for a message, max_tokens), `model_price` (the `models` row, then a price),
+`plan_call` (the reservation and the lowered max_tokens), and `forward_headers` (an allowlist: whatever the
+client sent as a credential is never forwarded).
 Each step returns its value or a Refusal, so the door's chain reads as these steps in order.
 """
 
@@ -19,36 +20,26 @@ from typing import Any
 
 from doors._refusal import Refusal
 from doors.model._errors import ROW_BUDGET, ROW_MODELS, ROW_REQUEST, WHO
-from doors.model._prices import Price, price_for, undated
+from doors.model._prices import WEB_SEARCH_MICROUSD, Price, price_for, undated
 from doors.model._upstream import Headers
 
 _Thinking = tuple[dict[str, Any], int] | None  # the thinking object to forward and its budget_tokens
 
 MAX_BODY_BYTES = 32 << 20  # the API's own limit (413 request_too_large above 32 MB), decompressed
+_INFLATE_STEP = 1 << 20  # inflated a MiB at a time: a refused bomb holds at most the cap
 THINKING_MIN_TOKENS = 1024  # the API refuses a thinking.budget_tokens below this
 # Tokens a prompt may cost beyond its bytes: the tool-use system prompt the API adds, message framing.
 PROMPT_OVERHEAD_TOKENS = 1024
 
-# (method, path) → endpoint; the path is matched exactly, after the query string is cut off.
-ROUTES: Mapping[tuple[str, str], str] = {
-    ("POST", "/v1/messages"): "messages",
-    ("POST", "/v1/messages/count_tokens"): "count_tokens",
-    ("GET", "/v1/models"): "models",
-}
-MODEL_PATH_PREFIX = "/v1/models/"
+# The web search server tool (`web_search_20250305` and later) is billed per search; a tool that does not cap
+# its searches is given this many, or fewer when the budget pays for fewer.
+WEB_SEARCH_TOOL_PREFIX = "web_search_"
+DEFAULT_WEB_SEARCHES = 10
 
 # Forwarded byte for byte (the gateway contract: anthropic-version and anthropic-beta unchanged). Everything
 # else is dropped: x-api-key, authorization, cookies, hop-by-hop headers, content-length and -encoding (the
 # body is re-encoded), x-stainless-*, x-app. The upstream client adds the key released for this call.
 FORWARDED_HEADERS = frozenset({b"anthropic-version", b"anthropic-beta", b"content-type"})
-
-
-@dataclass(frozen=True)
-class Route:
-    """Which endpoint a request is for (`model` for GET /v1/models/{id})."""
-
-    endpoint: str
-    model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,30 +60,6 @@ class CallPlan:
 
 def _invalid(detail: str, hint: str) -> Refusal:
     return Refusal(400, ROW_REQUEST, WHO, detail, hint)
-
-
-def path_of(target: str) -> str:
-    """The request target without its query string (agents append `?beta=true`)."""
-    return target.split("?", 1)[0]
-
-
-def route(method: str, target: str) -> Route | Refusal:
-    """The endpoint for `method target`, or a 404 (unknown path) or 405 (known path, other method)."""
-    path = path_of(target)
-    endpoint = ROUTES.get((method, path))
-    if endpoint is not None:
-        return Route(endpoint)
-    model = path.removeprefix(MODEL_PATH_PREFIX)
-    if model != path and model and "/" not in model:
-        return Route("model", model) if method == "GET" else _method_refused(method, path)
-    if any(known_path == path for _, known_path in ROUTES):
-        return _method_refused(method, path)
-    return Refusal(404, "http.route", WHO, f"no endpoint {path!r}",
-                   "the model door serves POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models")
-
-
-def _method_refused(method: str, path: str) -> Refusal:
-    return Refusal(405, "http.route", WHO, f"{method} is not served on {path!r}", "see the endpoint's method")
 
 
 def forward_headers(headers: Iterable[tuple[bytes, bytes]]) -> Headers:
@@ -119,13 +86,16 @@ def _too_large(cap: int) -> Refusal:
 
 def _gunzip(body: bytes, cap: int) -> bytes | Refusal:
     inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # gzip framing only
-    inflated = bytearray()
+    pieces: list[bytes] = []
+    size = 0
     pending = body
     try:
         while pending and not inflater.eof:
             # Never ask for more than one byte past the cap: a bomb is refused, not inflated.
-            inflated += inflater.decompress(pending, cap + 1 - len(inflated))
-            if len(inflated) > cap:
+            piece = inflater.decompress(pending, min(_INFLATE_STEP, cap + 1 - size))
+            pieces.append(piece)
+            size += len(piece)
+            if size > cap:
                 return _too_large(cap)
             pending = inflater.unconsumed_tail
     except zlib.error as exc:
@@ -134,7 +104,7 @@ def _gunzip(body: bytes, cap: int) -> bytes | Refusal:
         return _invalid("the gzip body is truncated", "send the whole gzip body")
     if inflater.unused_data:
         return _invalid("bytes follow the gzip body's end", "send one gzip member and nothing after it")
-    return bytes(inflated)
+    return b"".join(pieces)
 
 
 def _no_constant(name: str) -> Any:
@@ -194,16 +164,23 @@ def plan_call(body: Mapping[str, Any], price: Price, remaining_microusd: int, in
               floor_tokens: int) -> CallPlan | Refusal:
     """Reserve the input at its dearest rate and output at max_tokens lowered to what remains; 402 below the floor.
 
-    `thinking.budget_tokens` is lowered with max_tokens to stay below it. The provider then enforces the cap.
+    `thinking.budget_tokens` is lowered with max_tokens to stay below it, and a web search tool's `max_uses` is
+    set to what remains after the input and the floor's output. The provider then enforces every cap.
     """
     requested = body["max_tokens"]
+    floor_out = min(floor_tokens, requested)
     input_exact = input_tokens_estimate * price.dearest_input(input_tokens_estimate)
     output_rate = price.band(input_tokens_estimate).output
-    affordable = math.floor((remaining_microusd - input_exact) / output_rate) if output_rate else requested
+    searches = _planned_searches(body.get("tools"), remaining_microusd - input_exact - floor_out * output_rate)
+    if isinstance(searches, Refusal):
+        return searches
+    tools, search_microusd = searches
+    left = remaining_microusd - input_exact - search_microusd
+    affordable = math.floor(left / output_rate) if output_rate else requested
     max_tokens = max(0, min(requested, affordable))
-    reserve = math.ceil(input_exact + max_tokens * output_rate)
-    if max_tokens < min(floor_tokens, requested) or reserve > remaining_microusd:
-        return _budget_refusal(remaining_microusd, input_exact, output_rate, min(floor_tokens, requested))
+    reserve = math.ceil(input_exact + max_tokens * output_rate) + search_microusd
+    if max_tokens < floor_out or reserve > remaining_microusd:
+        return _budget_refusal(remaining_microusd, input_exact, output_rate, floor_out)
     thinking = _lowered_thinking(body.get("thinking"), max_tokens, lowered=max_tokens < requested)
     if isinstance(thinking, Refusal):
         return thinking
@@ -211,7 +188,36 @@ def plan_call(body: Mapping[str, Any], price: Price, remaining_microusd: int, in
     budget_tokens = None
     if thinking is not None:
         forward["thinking"], budget_tokens = thinking
+    if tools is not None:
+        forward["tools"] = tools
     return CallPlan(_encode(forward), reserve, max_tokens, budget_tokens, requested)
+
+
+def _planned_searches(tools: object, money: Fraction) -> tuple[list[Any] | None, int] | Refusal:
+    """The tools with each web search's `max_uses` set to what `money` pays (None: unchanged), and their cost."""
+    if not isinstance(tools, list) or not any(_is_web_search(tool) for tool in tools):
+        return None, 0
+    planned: list[Any] = []
+    cost = 0
+    for tool in tools:
+        if not _is_web_search(tool):
+            planned.append(tool)
+            continue
+        wanted = tool.get("max_uses", DEFAULT_WEB_SEARCHES)
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
+            return _invalid(f"tools: max_uses {wanted!r} is not a positive whole number", "set `max_uses`")
+        uses = min(wanted, max(0, math.floor((money - cost) / WEB_SEARCH_MICROUSD)))
+        if uses < 1:
+            return Refusal(402, ROW_BUDGET, WHO, f"the session's budget cannot pay a web search "
+                           f"({WEB_SEARCH_MICROUSD} µUSD) besides the call's input and its least output",
+                           f"raise {ROW_BUDGET} for the next session, or send the request without web search")
+        planned.append(dict(tool, max_uses=uses))
+        cost += uses * WEB_SEARCH_MICROUSD
+    return planned, cost
+
+
+def _is_web_search(tool: object) -> bool:
+    return isinstance(tool, Mapping) and str(tool.get("type", "")).startswith(WEB_SEARCH_TOOL_PREFIX)
 
 
 def _budget_refusal(remaining: int, input_exact: Fraction, output_rate: Fraction, tokens: int) -> Refusal:

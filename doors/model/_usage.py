@@ -9,7 +9,8 @@ event over `max_event_bytes` (a body over `max_json_bytes`) is an error, not a b
 Cache writes: `cache_creation.ephemeral_5m/1h_input_tokens` when the response splits them; whatever part of
 `cache_creation_input_tokens` the split does not account for (all of it when there is no split) is counted
 as a 1-hour write, the dearest, so an unsplit answer is never under-charged. Beta `usage.iterations` entries
-of type `compaction` are outside the top-level fields, so they are added.
+of type `compaction` are outside the top-level fields, so they are added. Web searches
+(`server_tool_use.web_search_requests`) are counted: they are billed per search.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Usage:
     cache_creation_1h: int = 0
     cache_read: int = 0
     output_tokens: int = 0
+    web_search_requests: int = 0  # `server_tool_use.web_search_requests`: billed per search, not per token
 
     @property
     def prompt_tokens(self) -> int:
@@ -46,7 +48,7 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.input_tokens + other.input_tokens, self.cache_creation_5m + other.cache_creation_5m,
                      self.cache_creation_1h + other.cache_creation_1h, self.cache_read + other.cache_read,
-                     self.output_tokens + other.output_tokens)
+                     self.output_tokens + other.output_tokens, self.web_search_requests + other.web_search_requests)
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,10 @@ def usage_from(fields: Mapping[str, Any]) -> Usage:
     split = split if isinstance(split, Mapping) else {}
     five, hour = (_count(split, name) for name in _SPLIT_FIELDS)
     unsplit = max(0, counts["cache_creation_input_tokens"] - five - hour)
+    tools = fields.get("server_tool_use")
+    searches = _count(tools, "web_search_requests") if isinstance(tools, Mapping) else 0
     usage = Usage(counts["input_tokens"], five, hour + unsplit, counts["cache_read_input_tokens"],
-                  counts["output_tokens"])
+                  counts["output_tokens"], searches)
     for iteration in _iterations(fields):
         usage += usage_from({k: v for k, v in iteration.items() if k != "iterations"})
     return usage

@@ -9,19 +9,11 @@ same requests in the same order get the same usage. At most MAX_PREFIXES are kep
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 
+from doors.model._usage import Usage
 from doors.model.twin._tokens import Prompt
 
 MAX_PREFIXES = 4096
-
-
-@dataclass(frozen=True)
-class InputUsage:
-    input_tokens: int
-    cache_creation_5m: int
-    cache_creation_1h: int
-    cache_read: int
 
 
 class PromptCache:
@@ -31,8 +23,8 @@ class PromptCache:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._max = max_prefixes
 
-    def input_usage(self, prompt: Prompt) -> InputUsage:
-        """How `prompt`'s input splits into plain input, cache writes and cache reads, given what was seen."""
+    def input_usage(self, prompt: Prompt) -> Usage:
+        """How `prompt`'s input splits into plain input, cache writes and cache reads (no output yet)."""
         read = max((mark.tokens for mark in prompt.breakpoints if mark.digest in self._seen), default=0)
         written = {"5m": 0, "1h": 0}
         start = read
@@ -41,7 +33,7 @@ class PromptCache:
                 written[mark.ttl] += mark.tokens - start
                 start = mark.tokens
         plain = prompt.tokens - read - written["5m"] - written["1h"]
-        return InputUsage(plain, written["5m"], written["1h"], read)
+        return Usage(plain, written["5m"], written["1h"], read)
 
     def remember(self, prompt: Prompt) -> None:
         """Record `prompt`'s breakpoints as cached."""

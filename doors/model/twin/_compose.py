@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from doors.model._usage import Usage
 from doors.model.twin._request import MessagesCall
 from doors.model.twin._script import Block, Reply
-from doors.model.twin._tokens import split_tokens
+from doors.model.twin._tokens import TOKEN_BYTES, split_tokens
 
 ECHO_CHARS = 200
 
@@ -50,25 +51,15 @@ class Composed:
     output_tokens: int
 
 
-@dataclass(frozen=True)
-class UsageCounts:
-    """The usage the twin reports, by kind (the API's `input_tokens` excludes both cache kinds)."""
-
-    input_tokens: int
-    cache_creation_5m: int
-    cache_creation_1h: int
-    cache_read: int
-    output_tokens: int
-
-    def replaced(self, figures: Mapping[str, int]) -> UsageCounts:
-        """These counts with a script's figures (keys as in the script's `usage`) in place of what was counted."""
-        return UsageCounts(
-            figures.get("input_tokens", self.input_tokens),
-            figures.get("cache_creation_5m", self.cache_creation_5m),
-            figures.get("cache_creation_1h", self.cache_creation_1h),
-            figures.get("cache_read_input_tokens", self.cache_read),
-            figures.get("output_tokens", self.output_tokens),
-        )
+def with_figures(usage: Usage, figures: Mapping[str, int]) -> Usage:
+    """`usage` with a script's figures (keys as in the script's `usage`) in place of what was counted."""
+    return Usage(
+        figures.get("input_tokens", usage.input_tokens),
+        figures.get("cache_creation_5m", usage.cache_creation_5m),
+        figures.get("cache_creation_1h", usage.cache_creation_1h),
+        figures.get("cache_read_input_tokens", usage.cache_read),
+        figures.get("output_tokens", usage.output_tokens),
+    )
 
 
 def echo_reply(call: MessagesCall) -> Reply:
@@ -86,7 +77,7 @@ def compose(reply: Reply, call: MessagesCall, tool_prefix: str) -> Composed:
         if block.kind == "thinking" and not call.thinking:
             continue
         text, found = _before_stop(block, call.stop_sequences)
-        out = _out_block(block, text, f"{tool_prefix}_{len(blocks)}")
+        out = _out_block(block, text[:(left + 1) * TOKEN_BYTES], f"{tool_prefix}_{len(blocks)}")
         if len(out.pieces) > left:
             if out.kind != "tool_use":
                 blocks.append(OutBlock(out.kind, out.pieces[:left]))

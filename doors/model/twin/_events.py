@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from doors.model.twin._compose import Composed, OutBlock, UsageCounts
+from doors.model._usage import Usage
+from doors.model.twin._compose import Composed, OutBlock
 
 Event = tuple[str, dict[str, Any]]  # (the SSE event name, its data)
 DELTA_TYPES = {"text": ("text_delta", "text"), "thinking": ("thinking_delta", "thinking"),
                "tool_use": ("input_json_delta", "partial_json")}
 
 
-def usage_object(usage: UsageCounts, output_tokens: int | None = None) -> dict[str, Any]:
+def usage_object(usage: Usage, output_tokens: int | None = None) -> dict[str, Any]:
     """The API's `usage` object (`output_tokens` given: that count instead of the total)."""
     return {
         "input_tokens": usage.input_tokens,
@@ -39,7 +40,7 @@ def block_object(block: OutBlock) -> dict[str, Any]:
     return {"type": "text", "text": block.text}
 
 
-def message_object(message_id: str, model: str, composed: Composed, usage: UsageCounts) -> dict[str, Any]:
+def message_object(message_id: str, model: str, composed: Composed, usage: Usage) -> dict[str, Any]:
     """The non-streamed answer."""
     return {
         "id": message_id, "type": "message", "role": "assistant", "model": model,
@@ -50,7 +51,7 @@ def message_object(message_id: str, model: str, composed: Composed, usage: Usage
 
 
 def stream_events(
-    message_id: str, model: str, composed: Composed, usage: UsageCounts, *, full_delta_usage: bool = True
+    message_id: str, model: str, composed: Composed, usage: Usage, *, full_delta_usage: bool = True
 ) -> list[Event]:
     """The streamed answer, event by event (`full_delta_usage`: message_delta repeats the input counts)."""
     start: dict[str, Any] = {

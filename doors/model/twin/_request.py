@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,8 +12,9 @@ from typing import Any
 from doors.model.twin._errors import ERROR_TYPES, ApiError, invalid
 from doors.model.twin._script import Fault
 
-ROLES = ("user", "assistant")
-# `[twin:429]`, `[twin:529]`, `[twin:cut=3]`, `[twin:error=2]`, `[twin:slow=50]`, `[twin:retry_after=2]`
+MESSAGE_ROLES = ("user", "assistant")
+# `[twin:429]`, `[twin:529]`, `[twin:cut=3]`, `[twin:error=2]`, `[twin:slow=50]`, `[twin:retry_after=2]`,
+# and `[twin:tokens=N]` (a reply of N tokens)
 MARKER = re.compile(r"\[twin:([a-z_]+|\d{3})(?:=(\d{1,6}))?\]")
 
 
@@ -70,7 +72,7 @@ def messages_call(body: Mapping[str, Any], *, counting: bool = False) -> Message
 def _message_problem(message: Any) -> str | None:
     if not isinstance(message, dict):
         return "Input should be an object"
-    if message.get("role") not in ROLES:
+    if message.get("role") not in MESSAGE_ROLES:
         return "role: Input should be 'user' or 'assistant'"
     content = message.get("content")
     if not isinstance(content, str | list):
@@ -111,8 +113,28 @@ def marker_fault(text: str) -> Fault:
     return fault
 
 
+def marker_tokens(text: str) -> int | None:
+    """The reply length `[twin:tokens=N]` asks for (N tokens of "twin"), None when no marker asks."""
+    asked = [int(number) for name, number in MARKER.findall(text) if name == "tokens" and number]
+    return asked[-1] if asked else None
+
+
 def version_problem(headers: tuple[tuple[bytes, bytes], ...]) -> ApiError | None:
     """The API refuses a request without `anthropic-version`: so does the twin (a door that drops it shows)."""
     if any(name.lower() == b"anthropic-version" and value for name, value in headers):
         return None
     return ApiError(400, "anthropic-version: header is required")
+
+
+def inflate_gzip(body: bytes, limit: int) -> bytes | ApiError:
+    """A gzip request body inflated, holding at most `limit` + 1 bytes whatever it claims (a bomb is a 413)."""
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        plain = inflate.decompress(body, limit + 1)
+    except zlib.error:
+        return invalid("the gzip request body is corrupt")
+    if len(plain) > limit or inflate.unconsumed_tail:
+        return ApiError(413, f"the request body is larger than {limit} bytes once inflated")
+    if not inflate.eof:
+        return invalid("the gzip request body is truncated")
+    return plain

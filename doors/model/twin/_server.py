@@ -8,7 +8,6 @@ connection never stops the server. A cut stream closes the connection without th
 from __future__ import annotations
 
 import logging
-import zlib
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -16,6 +15,7 @@ import h11
 import trio
 
 from doors.model.twin._errors import ApiError
+from doors.model.twin._request import inflate_gzip
 from doors.model.twin._twin import Answer
 from doors.model.twin._upstream import TwinUpstream, paced
 
@@ -54,19 +54,27 @@ class _Connection:
             request = await self._next_request()
             body = await self._read_body(request)
             target = bytes(request.target)
-            answer = self.upstream.twin.answer(bytes(request.method), target.split(b"?", 1)[0],
-                                               tuple((bytes(k), bytes(v)) for k, v in request.headers), body)
+            try:
+                answer = self.upstream.twin.answer(bytes(request.method), target.split(b"?", 1)[0],
+                                                   tuple((bytes(k), bytes(v)) for k, v in request.headers), body)
+            except Exception as exc:  # a bug in the twin: answer it, say where (never what the client sent)
+                log.error("the twin failed: %s", type(exc).__name__)
+                await self._refuse(ApiError(500, f"the twin failed: {type(exc).__name__}"))
             await self._send_answer(answer)
             if self.h11.our_state is h11.MUST_CLOSE or not answer.complete:
                 raise _Closed
             self.h11.start_next_cycle()
 
     async def _next_request(self) -> h11.Request:
+        event: h11.Event | None = None
         with trio.move_on_after(self.limits.idle_timeout_s):
             event = await self._next_event()
-            if isinstance(event, h11.Request):
-                return event
-        raise _Closed
+        if not isinstance(event, h11.Request):
+            raise _Closed  # idle too long, or not a request (a stray body event cannot come between cycles)
+        # h11 bounds a head that arrives in pieces only; one that arrives whole is measured here
+        if len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers) > self.limits.max_head_bytes:
+            await self._refuse(self._head_too_large())
+        return event
 
     async def _read_body(self, request: h11.Request) -> bytes:
         length = next((int(v) for k, v in request.headers if k == b"content-length"), 0)
@@ -92,14 +100,13 @@ class _Connection:
         if encoding != b"gzip":
             await self._refuse(ApiError(400, f"content-encoding {encoding[:40].decode('latin-1')!r} is not "
                                              "supported (send gzip or none)"))
-        inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            plain = inflate.decompress(body, self.limits.max_body_bytes + 1)
-        except zlib.error:
-            await self._refuse(ApiError(400, "the gzip request body is corrupt"))
-        if len(plain) > self.limits.max_body_bytes or inflate.unconsumed_tail:
-            await self._refuse(self._too_large())
+        plain = inflate_gzip(body, self.limits.max_body_bytes)
+        if isinstance(plain, ApiError):
+            await self._refuse(plain)
         return plain
+
+    def _head_too_large(self) -> ApiError:
+        return ApiError(413, f"the request head is larger than {self.limits.max_head_bytes} bytes")
 
     def _too_large(self) -> ApiError:
         return ApiError(413, f"the request body is larger than {self.limits.max_body_bytes} bytes")
@@ -109,10 +116,9 @@ class _Connection:
             try:
                 event = self.h11.next_event()
             except h11.RemoteProtocolError as exc:
-                status = 413 if exc.error_status_hint == 431 else 400
-                message = (f"the request head is larger than {self.limits.max_head_bytes} bytes" if status == 413
-                           else f"the request is not well-formed HTTP/1.1: {exc}")
-                await self._refuse(ApiError(status, message))
+                if exc.error_status_hint == 431:
+                    await self._refuse(self._head_too_large())
+                await self._refuse(ApiError(400, f"the request is not well-formed HTTP/1.1: {exc}"))
             if event is h11.NEED_DATA:
                 self.h11.receive_data(bytes(await self.stream.receive_some(RECEIVE_BYTES)))
                 continue

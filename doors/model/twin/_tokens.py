@@ -19,6 +19,8 @@ TOKEN_BYTES = 4
 
 def split_tokens(text: str) -> list[str]:
     """`text` cut into its tokens: pieces of at most TOKEN_BYTES UTF-8 bytes, whole characters only."""
+    if text.isascii():
+        return [text[start:start + TOKEN_BYTES] for start in range(0, len(text), TOKEN_BYTES)]
     pieces: list[str] = []
     start, size = 0, 0
     for index, char in enumerate(text):

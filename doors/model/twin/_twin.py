@@ -7,14 +7,21 @@ only pace and send what it decided.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from doors.model.twin._cache import PromptCache
-from doors.model.twin._compose import UsageCounts, compose
+from doors.model.twin._compose import compose, with_figures
 from doors.model.twin._errors import ApiError, error_body, error_object
 from doors.model.twin._events import json_bytes, message_object, sse, stream_events
-from doors.model.twin._request import MessagesCall, marker_fault, messages_call, read_json, version_problem
-from doors.model.twin._script import Fault, Reply, Rule, TwinScript
+from doors.model.twin._request import (
+    MessagesCall,
+    marker_fault,
+    marker_tokens,
+    messages_call,
+    read_json,
+    version_problem,
+)
+from doors.model.twin._script import Block, Fault, Reply, Rule, TwinScript
 from doors.model.twin._tokens import measure_prompt
 
 Headers = tuple[tuple[bytes, bytes], ...]
@@ -102,8 +109,7 @@ class Twin:
         counted = self._cache.input_usage(prompt)
         self._cache.remember(prompt)
         composed = compose(reply, call, self._id("toolu"))
-        usage = UsageCounts(counted.input_tokens, counted.cache_creation_5m, counted.cache_creation_1h,
-                            counted.cache_read, composed.output_tokens).replaced(reply.usage)
+        usage = with_figures(replace(counted, output_tokens=composed.output_tokens), reply.usage)
         if fault != Fault():
             self._counts["faults"] += 1
         message_id = self._id("msg")
@@ -147,6 +153,9 @@ class Twin:
                 break
         if self.script.markers:
             fault = fault.merged(marker_fault(call.last_user_text))
+            tokens = marker_tokens(call.last_user_text)
+            if tokens is not None:
+                reply = Reply((Block("text", "twin" * tokens),))
         return reply, fault
 
     def _models_page(self) -> dict[str, object]:

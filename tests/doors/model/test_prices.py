@@ -37,6 +37,7 @@ HAIKU_55 = SHIPPED_PRICES["claude-haiku-5-5"]
     (Usage(input_tokens=1000, cache_creation_5m=2000, cache_read=5000, output_tokens=100), 13_500),
     (Usage(input_tokens=1000, cache_creation_5m=2000, cache_creation_1h=3000, cache_read=5000, output_tokens=100),
      31_500),
+    (Usage(output_tokens=1, web_search_requests=3), 15 + 30_000),  # $10 per 1000 searches
 ])
 def test_cost_of_each_kind(usage: Usage, microusd: int) -> None:
     assert cost_microusd(usage, SONNET) == microusd

@@ -140,6 +140,9 @@ def test_message_delta_overwrites_only_what_it_carries() -> None:
         {"type": "compaction", "input_tokens": 1000, "output_tokens": 200, "cache_read_input_tokens": 3},
         {"type": "message", "input_tokens": 10, "output_tokens": 5}]},
      Usage(input_tokens=1010, cache_read=3, output_tokens=205)),
+    ({"output_tokens": 5, "server_tool_use": {"web_search_requests": 3, "web_fetch_requests": 1}},
+     Usage(output_tokens=5, web_search_requests=3)),
+    ({"server_tool_use": None}, Usage()),
 ])
 def test_usage_fields(fields: dict[str, Any], usage: Usage) -> None:
     assert usage_from(fields) == usage
@@ -155,6 +158,11 @@ def test_a_bad_count_in_a_stream_is_a_problem_not_a_charge() -> None:
     report = read([stream(delta_usage={"output_tokens": "lots"})])
     assert not report.complete
     assert report.problem is not None and "output_tokens" in report.problem
+
+
+def test_a_bad_search_count_is_refused() -> None:
+    with pytest.raises(UsageError, match="web_search_requests"):
+        usage_from({"server_tool_use": {"web_search_requests": -2}})
 
 
 def test_bad_iterations_are_refused() -> None:
