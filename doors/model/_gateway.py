@@ -138,7 +138,7 @@ class Gateway:
         if record.streamed and upstream.status == 200:
             return Response(200, (("content-type", SSE_TYPE), ("cache-control", "no-cache"),
                                   ("request-id", record.request_id), *_passed_back(upstream)),
-                            relay.stream(upstream, self.config.max_body_bytes))
+                            relay.stream(upstream, self.config.max_body_bytes), flush_each=True)
         answer = await relay.whole(upstream, self.config.max_body_bytes)
         return json_answer(answer.body, record.request_id, answer.status, _passed_back(upstream))
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
 import pytest
 import trio
 
+from doors.model._upstream import UpstreamRequest, UpstreamResponse
 from doors.model.twin import TwinUpstream
 from tests.doors.model._harness import MODEL, RecordingUpstream, served, twin_config
 
@@ -148,3 +150,40 @@ async def test_fifty_parallel_streams_against_a_budget_for_ten_never_overspend()
         assert ledger.spent <= budget and ledger.reserved == 0
         assert "ok" in outcomes and "402" in outcomes and set(outcomes) <= {"ok", "402"}
         assert sum(c["charged_microusd"] for c in door.audit.calls()) == ledger.spent
+
+
+class _HeldStream:
+    """An upstream whose stream sends its first event, then waits for the test before it goes on."""
+
+    name = "held"
+
+    def __init__(self) -> None:
+        self.go_on = trio.Event()
+
+    async def exchange(self, request: UpstreamRequest) -> UpstreamResponse:
+        async def body() -> AsyncIterator[bytes]:
+            yield b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":1}}}\n\n'
+            await self.go_on.wait()
+            yield b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+        return UpstreamResponse(200, (), body())
+
+    async def aclose_response(self, response: UpstreamResponse) -> None:
+        pass
+
+
+async def test_each_event_reaches_the_client_as_the_upstream_sends_it() -> None:
+    upstream = _HeldStream()
+    async with served(twin_config(), upstream=upstream) as door:
+        stream = await trio.open_tcp_stream("127.0.0.1", door.port)
+        body = json.dumps({"model": MODEL, "max_tokens": 16, "stream": True, "messages": HELLO}).encode()
+        await stream.send_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                              b"content-length: %d\r\n\r\n" % len(body) + body)
+        seen = b""
+        with trio.fail_after(30):  # a guard against a hang, not a threshold: the event arrives or it never does
+            while b"message_start" not in seen:
+                seen += await stream.receive_some(65536)
+        upstream.go_on.set()
+        with trio.fail_after(30):
+            while b"message_stop" not in seen:
+                seen += await stream.receive_some(65536)
+        await stream.aclose()
