@@ -209,7 +209,8 @@ def _overloaded(why: str, row: str) -> DoorRefused:
 
 
 def _unreachable(name: str, exc: BaseException) -> Refusal:
-    return Refusal(502, "doors.model.upstream", WHO, f"the upstream {name} failed: {type(exc).__name__}",
+    why = str(exc) if isinstance(exc, OSError) and str(exc) else type(exc).__name__
+    return Refusal(502, "doors.model.upstream", WHO, f"the upstream {name} failed: {why}",
                    "check doors.model.upstream and the door's log; nothing was charged")
 
 

@@ -91,7 +91,7 @@ class HttpsUpstream:
                 raise OSError("the upstream closed the connection before answering")
         except (trio.BrokenResourceError, trio.TooSlowError, ssl.SSLError, h11.ProtocolError) as exc:
             await trio.aclose_forcefully(tls)
-            raise OSError(f"the upstream failed: {type(exc).__name__}") from exc
+            raise OSError(f"the upstream failed: {_why(exc)}") from exc
         except BaseException:
             await trio.aclose_forcefully(tls)
             raise
@@ -106,6 +106,16 @@ class HttpsUpstream:
         for closer in response.closers:
             if isinstance(closer, trio.abc.AsyncResource):
                 await trio.aclose_forcefully(closer)
+
+
+def _why(exc: BaseException) -> str:
+    """What failed, in words that hold nothing sent: a TLS failure names itself (trio wraps it)."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, ssl.SSLError) else exc
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return f"TLS: the upstream's certificate is not trusted ({cause.verify_message})"
+    if isinstance(cause, ssl.SSLError):
+        return f"TLS: {cause.reason or type(cause).__name__}"
+    return type(exc).__name__
 
 
 async def _next(conn: h11.Connection, tls: trio.SSLStream[trio.SocketStream]) -> object:

@@ -127,7 +127,7 @@ async def test_the_clients_credential_is_never_forwarded_and_the_released_key_is
 async def test_fifty_parallel_streams_against_a_budget_for_ten_never_overspend() -> None:
     async with served(twin_config()) as door:
         await door.run(_create(stream=True))
-        one = door.audit.calls()[0]["reserved_microusd"]
+        one = door.audit.acts[0]["reserved_microusd"]  # model.open: queued before forwarding
     budget = 10 * one
     async with served(twin_config(budget_microusd=budget)) as door:
         outcomes: list[str] = []
