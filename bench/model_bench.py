@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any
 
-from bench._stats import ratio, rate_per_s, summarize
+from bench._stats import rate_per_s, ratio, summarize
 
 RATIOS = (("model_stream_events_per_s_door", "model_stream_events_per_s_direct"),)
 MODEL = "claude-haiku-4-5"
@@ -87,7 +87,14 @@ def _call_ms(conn: http.client.HTTPConnection, body: bytes) -> tuple[float, floa
     return first_ms, end_ms, (first + rest).count(b"\nevent: ") + (first + rest).startswith(b"event: ")
 
 
-def _measure(ports: dict[str, int], quick: bool) -> dict[str, Any]:
+def _cpu_s(pid: int) -> float:
+    """CPU seconds `pid` has used (user + system): a per-call figure the machine's load barely moves."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _measure(ports: dict[str, int], pids: dict[str, int], quick: bool) -> dict[str, Any]:
     conns = {name: http.client.HTTPConnection("127.0.0.1", port, timeout=60) for name, port in ports.items()}
     rounds, long_tokens = (100, 2000) if quick else (1000, 10000)
     plain, ttft = _body(False), _body(True)
@@ -99,11 +106,14 @@ def _measure(ports: dict[str, int], quick: bool) -> dict[str, Any]:
     for name in ports:
         samples["model non-streaming (ms)"][name] = []
         samples["model first byte (ms)"][name] = []
+    cpu_before = {name: _cpu_s(pid) for name, pid in pids.items()}
     for _ in range(rounds):
         for name, conn in conns.items():
             samples["model non-streaming (ms)"][name].append(_call_ms(conn, plain)[1])
             samples["model first byte (ms)"][name].append(_call_ms(conn, ttft)[0])
-    figures: dict[str, Any] = {}
+    figures: dict[str, Any] = {f"model_cpu_per_call_{name}_ms": round((_cpu_s(pid) - cpu_before[name]) * 1000
+                                                                      / (2 * rounds), 4)
+                               for name, pid in pids.items()}
     for name in conns:
         figures.update(summarize(f"model_call_{name}", samples["model non-streaming (ms)"][name]))
         figures.update(summarize(f"model_ttfb_{name}", samples["model first byte (ms)"][name]))
@@ -130,7 +140,7 @@ def run(quick: bool) -> dict[str, Any]:
     processes = [_start(["-m", "doors.model.twin", "--listen", f"127.0.0.1:{ports['direct']}"]),
                  _start(["-m", "bench.model_bench", "--serve-door", str(ports["door"])])]
     try:
-        return _measure(ports, quick)
+        return _measure(ports, {"direct": processes[0].pid, "door": processes[1].pid}, quick)
     finally:
         for process in processes:
             process.kill()
