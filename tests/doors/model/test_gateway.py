@@ -187,3 +187,16 @@ async def test_each_event_reaches_the_client_as_the_upstream_sends_it() -> None:
             while b"message_stop" not in seen:
                 seen += await stream.receive_some(65536)
         await stream.aclose()
+
+
+async def test_ten_thousand_tiny_deltas_stream_through_and_are_counted() -> None:
+    async with served(twin_config()) as door:
+        def stream(client: anthropic.Anthropic) -> Any:
+            with client.messages.stream(model=MODEL, max_tokens=20000, messages=[
+                    {"role": "user", "content": "[twin:tokens=10000] go"}]) as events:
+                return events.get_final_message()
+        message = await door.run(stream)
+    assert message.usage.output_tokens == 10000 and message.stop_reason == "end_turn"
+    (call,) = door.audit.calls()
+    assert call["ended"] == "complete" and call["tokens"]["output"] == 10000
+    assert call["charged_microusd"] <= call["reserved_microusd"]
