@@ -83,7 +83,8 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
         app = manifest.app
         return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
                              may_use_model=(role, "model") in manifest.edges)
-    return door_allowance(role, layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy)
+    return door_allowance(role, layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy,
+                          may_use_model=(role, "model") in manifest.edges)
 
 
 def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, ...]:
@@ -107,6 +108,7 @@ def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, .
 def door_allowance(
     role: str, layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object],
     may_use_proxy: bool = False,
+    may_use_model: bool = False,
 ) -> Allowance:
     """A door is forked from the pre-imported launcher: it reads Python and executes nothing.
 
@@ -122,7 +124,9 @@ def door_allowance(
     if host:  # the egress doors resolve names: UDP and TCP to port 53 for their resolver
         tcp_connect: tuple[int, ...] = tuple(sorted({*egress_ports(rows, role), DNS_PORT}))
     else:
-        tcp_connect = (PROXY_PORT,) if role == "shell" and may_use_proxy else ()
+        shell = role == "shell"  # its commands reach the proxy and the model door's listener in its netns
+        tcp_connect = (*((PROXY_PORT,) if shell and may_use_proxy else ()),
+                       *((MODEL_PORT,) if shell and may_use_model else ()))
     return Allowance(
         # No component is given a secret source's path, the keys door included: it gets each as an fd the
         # launcher opened as root (preflight refuses a source any component could read by its path).
@@ -131,7 +135,7 @@ def door_allowance(
         exec=(),
         tcp_bind=(),
         tcp_connect=tcp_connect,
-        deny_inet=not host and not (role == "shell" and may_use_proxy),
+        deny_inet=not host and not tcp_connect,
         allow_udp=host,
     )
 

@@ -54,7 +54,8 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
     elif role == "keys":  # no secret source by path: the keys door gets each as an fd opened by the launcher
         want.update(read={*SYSTEM, *PYTHON, _private(role)})
     elif role == "shell":
-        want.update(tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
+        want.update(tcp_connect=(*((3128,) if to_net else ()), *((3129,) if to_model else ())),
+                    deny_inet=not (to_net or to_model))
     elif role == "net":
         allow = manifest.door_rows("net").get("allow", {})
         ports = {int(entry.rpartition(":")[2]) for entries in allow.values() for entry in entries}
