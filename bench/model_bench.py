@@ -33,9 +33,8 @@ def serve_door(port: int) -> None:
     """The door's gateway on 127.0.0.1:`port` (plain HTTP, caller "app"), its upstream the in-process twin."""
     import trio
 
-    from doors._http import Router
-    from doors.model._config import config_from_rows
-    from doors.model._gateway import Gateway
+    from doors import Router
+    from doors.model import Gateway, config_from_rows
     from doors.model.server import serve_plain
     from doors.model.twin import TwinUpstream
 
