@@ -42,6 +42,12 @@ STATUSES: Mapping[str, int] = {error_type: status for status, error_type in ERRO
 _FINAL_STATUSES = frozenset({400, 401, 402, 403, 404, 413})
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """`value` as a refusal may quote it: its repr, cut to `limit` characters (a client's value may be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
 def error_type(status: int) -> str:
     """The API's `error.type` for an HTTP status (unlisted: `api_error` from 500 up, else invalid_request_error)."""
     if status in ERROR_TYPES:

@@ -16,7 +16,7 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from doors._refusal import Refusal
-from doors.model._errors import ROW_PRICES, WHO
+from doors.model._errors import ROW_PRICES, WHO, shown
 from doors.model._usage import Usage
 
 NANO_PER_MICRO = 1000
@@ -123,7 +123,7 @@ def _override(model: str, rates: Mapping[str, object]) -> Price:
 def _nano_rate(row: str, value: object) -> Fraction:
     # bool is an int to Python, and a float is how money goes wrong: neither is a price.
     if isinstance(value, bool) or not isinstance(value, int | Fraction):
-        raise PriceError(f"{row}: {value!r} is not a whole number of nano-USD per token ($3/MTok is 3000)")
+        raise PriceError(f"{row}: {shown(value)} is not a whole number of nano-USD per token ($3/MTok is 3000)")
     if value < 0:
         raise PriceError(f"{row}: {value} is negative")
     return Fraction(value) / NANO_PER_MICRO
@@ -139,8 +139,8 @@ def price_for(table: Mapping[str, Price], model: str) -> Price | Refusal:
     price = table.get(model) or table.get(undated(model))
     if price is not None:
         return price
-    return Refusal(404, ROW_PRICES, WHO, f"model {model!r} has no price, so the budget cannot hold it",
-                   f"add {model!r} to {ROW_PRICES} (nano-USD per token for {', '.join(RATE_FIELDS)}), "
+    return Refusal(404, ROW_PRICES, WHO, f"model {shown(model)} has no price, so the budget cannot hold it",
+                   f"add {shown(model)} to {ROW_PRICES} (nano-USD per token for {', '.join(RATE_FIELDS)}), "
                    "or ask for a priced model")
 
 

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from doors._refusal import Refusal
-from doors.model._errors import ROW_BUDGET, ROW_MODELS, ROW_REQUEST, WHO
+from doors.model._errors import ROW_BUDGET, ROW_MODELS, ROW_REQUEST, WHO, shown
 from doors.model._prices import WEB_SEARCH_MICROUSD, Price, price_for, undated
 from doors.model._upstream import Headers
 
@@ -75,8 +75,8 @@ def decoded_body(headers: Iterable[tuple[bytes, bytes]], body: bytes, cap: int =
     if not codings:
         return body if len(body) <= cap else _too_large(cap)
     if codings not in ([b"gzip"], [b"x-gzip"]):
-        shown = ", ".join(coding.decode("latin-1") for coding in codings)
-        return _invalid(f"content-encoding {shown!r} is not accepted", "send the body as is, or gzip it once")
+        listed = ", ".join(coding.decode("latin-1") for coding in codings)
+        return _invalid(f"content-encoding {shown(listed)} is not accepted", "send the body as is, or gzip it once")
     return _gunzip(body, cap)
 
 
@@ -111,6 +111,9 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_JSON_KINDS = {list: "array", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
 def read_request(body: bytes, endpoint: str) -> dict[str, Any] | Refusal:
     """The request as a JSON object with a `model` (and, for a message, a `max_tokens`), or a 400 saying why."""
     try:
@@ -119,7 +122,7 @@ def read_request(body: bytes, endpoint: str) -> dict[str, Any] | Refusal:
         detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return _invalid(f"the body is not JSON: {detail}", "send a JSON object (the Messages API's request)")
     if not isinstance(request, dict):
-        return _invalid(f"the body is a JSON {type(request).__name__}, not an object", "send a JSON object")
+        return _invalid(f"the body is a JSON {_JSON_KINDS[type(request)]}, not an object", "send a JSON object")
     model = request.get("model")
     if not isinstance(model, str) or not model:
         return _invalid("model: a model name is required", "set `model` to a model the manifest allows")
@@ -127,10 +130,10 @@ def read_request(body: bytes, endpoint: str) -> dict[str, Any] | Refusal:
         return request
     max_tokens = request.get("max_tokens")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        return _invalid(f"max_tokens: {max_tokens!r} is not a positive whole number", "set `max_tokens`")
+        return _invalid(f"max_tokens: {shown(max_tokens)} is not a positive whole number", "set `max_tokens`")
     stream = request.get("stream", False)
     if not isinstance(stream, bool):
-        return _invalid(f"stream: {stream!r} is not true or false", "set `stream` to true or false")
+        return _invalid(f"stream: {shown(stream)} is not true or false", "set `stream` to true or false")
     return request
 
 
@@ -142,16 +145,16 @@ def model_allowed(model: str, allowed: frozenset[str] | None) -> bool:
 def model_price(model: str, allowed: frozenset[str] | None, table: Mapping[str, Price]) -> Price | Refusal:
     """The model's price when the `models` row allows it and it has one; else a 404 naming the row."""
     if not model_allowed(model, allowed):
-        return Refusal(404, ROW_MODELS, WHO, f"model {model!r} is not in the models this session allows",
-                       f"add {model!r} to {ROW_MODELS}, or ask for one of {sorted(allowed or ())}")
+        return Refusal(404, ROW_MODELS, WHO, f"model {shown(model)} is not in the models this session allows",
+                       f"add {shown(model)} to {ROW_MODELS}, or ask for one of {sorted(allowed or ())}")
     return price_for(table, model)
 
 
 def listed_models(allowed: frozenset[str] | None, table: Mapping[str, Price]) -> list[str]:
     """What GET /v1/models lists: the models the row allows that have a price (all priced ones without a row)."""
-    names = table.keys() if allowed is None else (name for name in allowed if not isinstance(
-        price_for(table, name), Refusal))
-    return sorted(names)
+    if allowed is None:
+        return sorted(table)
+    return sorted(name for name in allowed if not isinstance(price_for(table, name), Refusal))
 
 
 def estimate_input_tokens(body: bytes) -> int:
@@ -205,7 +208,7 @@ def _planned_searches(tools: object, money: Fraction) -> tuple[list[Any] | None,
             continue
         wanted = tool.get("max_uses", DEFAULT_WEB_SEARCHES)
         if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 1:
-            return _invalid(f"tools: max_uses {wanted!r} is not a positive whole number", "set `max_uses`")
+            return _invalid(f"tools: max_uses {shown(wanted)} is not a positive whole number", "set `max_uses`")
         uses = min(wanted, max(0, math.floor((money - cost) / WEB_SEARCH_MICROUSD)))
         if uses < 1:
             return Refusal(402, ROW_BUDGET, WHO, f"the session's budget cannot pay a web search "
@@ -234,7 +237,7 @@ def _lowered_thinking(thinking: object, max_tokens: int, *, lowered: bool) -> _T
         return None  # absent, disabled or adaptive: no budget_tokens to keep under max_tokens
     budget = thinking.get("budget_tokens")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        return _invalid(f"thinking.budget_tokens: {budget!r} is not a positive whole number",
+        return _invalid(f"thinking.budget_tokens: {shown(budget)} is not a positive whole number",
                         "set `thinking.budget_tokens`")
     if not lowered or budget < max_tokens:
         return dict(thinking), budget

@@ -87,7 +87,7 @@ def _count(fields: Mapping[str, Any], name: str) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UsageError(f"usage.{name} is {value!r}, not a count of tokens")
+        raise UsageError(f"usage.{name} is {repr(value)[:40]}, not a count of tokens")
     return value
 
 
@@ -125,7 +125,10 @@ class UsageReader:
         if self._problem is not None:
             raise UsageError(self._problem)
         try:
-            self._feed_sse(chunk) if self._stream else self._feed_json(chunk)
+            if self._stream:
+                self._feed_sse(chunk)
+            else:
+                self._feed_json(chunk)
         except UsageError as exc:
             self._problem = str(exc)
             self._pending.clear()

@@ -47,7 +47,7 @@ def messages_call(body: Mapping[str, Any], *, counting: bool = False) -> Message
     model = body.get("model")
     if not isinstance(model, str) or not model:
         return invalid("model: Field required" if model is None else "model: Input should be a valid string")
-    max_tokens = body.get("max_tokens", 0 if counting else None)
+    max_tokens = 0 if counting else body.get("max_tokens")  # count_tokens has none, and ignores one it is sent
     if not counting and (type(max_tokens) is not int or max_tokens < 1):
         return invalid("max_tokens: Field required" if max_tokens is None
                        else "max_tokens: Input should be an integer greater than or equal to 1")
@@ -66,7 +66,8 @@ def messages_call(body: Mapping[str, Any], *, counting: bool = False) -> Message
         return invalid("stop_sequences: Input should be a list of non-empty strings")
     thinking = body.get("thinking")
     enabled = isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
-    return MessagesCall(body, model, int(max_tokens or 0), stream, _last_user_text(messages), tuple(stops), enabled)
+    limit = max_tokens if type(max_tokens) is int else 0
+    return MessagesCall(body, model, limit, stream, _last_user_text(messages), tuple(stops), enabled)
 
 
 def _message_problem(message: Any) -> str | None:

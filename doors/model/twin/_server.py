@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import NoReturn
 
 import h11
@@ -22,6 +23,7 @@ from doors.model.twin._upstream import TwinUpstream, paced
 log = logging.getLogger(__name__)
 
 RECEIVE_BYTES = 64 * 1024
+_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 LINGER_S = 1.0
 LINGER_READS = 64
 
@@ -32,7 +34,8 @@ class ServerLimits:
 
     max_body_bytes: int = 32 * 1024 * 1024  # the API's own limit for Messages and count_tokens
     max_head_bytes: int = 64 * 1024
-    idle_timeout_s: float = 120.0  # a connection with no request for this long is closed
+    idle_timeout_s: float = 120.0  # a connection with no request (or an unfinished head) this long is closed
+    body_timeout_s: float = 60.0  # a request body not all there after this long: the connection is closed
     send_timeout_s: float = 30.0  # a client that does not take a piece of the answer for this long is cut
 
 
@@ -52,7 +55,8 @@ class _Connection:
     async def serve(self) -> None:
         while True:
             request = await self._next_request()
-            body = await self._read_body(request)
+            with trio.fail_after(self.limits.body_timeout_s):
+                body = await self._read_body(request)
             target = bytes(request.target)
             try:
                 answer = self.upstream.twin.answer(bytes(request.method), target.split(b"?", 1)[0],
@@ -60,7 +64,7 @@ class _Connection:
             except Exception as exc:  # a bug in the twin: answer it, say where (never what the client sent)
                 log.error("the twin failed: %s", type(exc).__name__)
                 await self._refuse(ApiError(500, f"the twin failed: {type(exc).__name__}"))
-            await self._send_answer(answer)
+            await self._send_answer(answer, head_only=request.method == b"HEAD")
             if self.h11.our_state is h11.MUST_CLOSE or not answer.complete:
                 raise _Closed
             self.h11.start_next_cycle()
@@ -140,7 +144,8 @@ class _Connection:
                 if not await self.stream.receive_some(RECEIVE_BYTES):
                     return
 
-    async def _send_answer(self, answer: Answer, *, close: bool = False) -> None:
+    async def _send_answer(self, answer: Answer, *, close: bool = False, head_only: bool = False) -> None:
+        """Send `answer` (`head_only`: a HEAD request's, its head alone), paced, ending it unless it is cut."""
         headers = list(answer.headers)
         if not answer.complete or dict(answer.headers).get(b"content-type") == b"text/event-stream":
             headers.append((b"transfer-encoding", b"chunked"))
@@ -148,7 +153,11 @@ class _Connection:
             headers.append((b"content-length", str(len(answer.body)).encode()))
         if close:
             headers.append((b"connection", b"close"))
-        await self._send(h11.Response(status_code=answer.status, headers=headers))
+        reason = _REASONS.get(answer.status, b"")
+        await self._send(h11.Response(status_code=answer.status, headers=headers, reason=reason))
+        if head_only:
+            await self._send(h11.EndOfMessage())
+            return
         async for piece in paced(answer):
             await self._send(h11.Data(data=piece))
         if answer.complete:

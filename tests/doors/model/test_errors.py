@@ -13,6 +13,7 @@ from doors.model._errors import (
     error_headers,
     error_type,
     refusal_body,
+    shown,
     sse_error_event,
     status_for,
 )
@@ -93,3 +94,10 @@ def test_final_statuses_say_do_not_retry(status: int) -> None:
 def test_overload_says_when_to_retry() -> None:
     assert dict(error_headers(529, retry_after_s=2)) == {"retry-after": "2", "x-should-retry": "true"}
     assert error_headers(500) == ()
+
+
+def test_shown_quotes_short_values_and_cuts_long_ones() -> None:
+    assert shown("abc") == "'abc'"
+    assert shown(12) == "12"
+    cut = shown("x" * 1000)
+    assert cut.startswith("'xxx") and cut.endswith("... (1002 characters)") and len(cut) < 120

@@ -148,10 +148,10 @@ def test_bad_encodings_are_400(headers: list[tuple[bytes, bytes]], body: bytes, 
     (b'{"model": "m", "max_tokens": NaN}', "NaN is not JSON"),
     (b'{"model": "m", "max_tokens": Infinity}', "Infinity is not JSON"),
     (b'{"model": "m", "max_tokens": 1, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
-    (b"[]", "JSON list, not an object"),
-    (b'"hi"', "JSON str"),
-    (b"null", "JSON NoneType"),
-    (b"3", "JSON int"),
+    (b"[]", "JSON array, not an object"),
+    (b'"hi"', "JSON string"),
+    (b"null", "JSON null"),
+    (b"3", "JSON number"),
     (b'{"max_tokens": 10}', "model: a model name is required"),
     (b'{"model": "", "max_tokens": 10}', "model: a model name"),
     (b'{"model": ["m"], "max_tokens": 10}', "model: a model name"),
@@ -163,6 +163,7 @@ def test_bad_encodings_are_400(headers: list[tuple[bytes, bytes]], body: bytes, 
     (b'{"model": "m", "max_tokens": "10"}', "max_tokens: '10'"),
     (b'{"model": "m", "max_tokens": true}', "max_tokens: True"),
     (b'{"model": "m", "max_tokens": 10, "stream": "yes"}', "stream: 'yes'"),
+    (b'{"model": "m", "max_tokens": "' + b"x" * 100_000 + b'"}', "... (100002 characters)"),
 ])
 def test_bad_requests_are_400_in_the_api_shape(body: bytes, detail: str) -> None:
     refusal = refused(read_request(body, "messages"), 400, "model.request")
@@ -189,6 +190,12 @@ def test_a_duplicate_key_is_forwarded_once_as_it_was_checked() -> None:
 
 
 # -- models -----------------------------------------------------------------------------------------------------
+
+def test_a_huge_model_name_is_not_echoed_whole() -> None:
+    refusal = refused(model_price("m" * 100_000, frozenset({"claude-haiku-4-5"}), SHIPPED_PRICES), 404,
+                      "doors.model.models")
+    assert len(refusal.detail) + len(refusal.hint) < 400
+
 
 def test_the_models_row() -> None:
     assert model_price("claude-haiku-4-5", None, SHIPPED_PRICES) == SHIPPED_PRICES["claude-haiku-4-5"]

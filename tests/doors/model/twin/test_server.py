@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from doors.model.twin import ApiError, TwinUpstream
 from doors.model.twin._request import inflate_gzip
-from doors.model.twin._server import serve_twin
+from doors.model.twin._server import ServerLimits, serve_connection, serve_twin
 
 from .conftest import MAX_BODY_BYTES, TwinServer
 
@@ -163,3 +166,58 @@ async def test_a_bug_in_the_twin_is_a_500_in_the_api_shape_and_the_server_stays_
             if status == 500:
                 assert _status_and_error(bytes(received))[1]["type"] == "api_error"
         nursery.cancel_scope.cancel()
+
+
+def _serve_bytes(raw: bytes) -> bytes:
+    """What the twin's connection handler answers to `raw` followed by the client's end of sending."""
+
+    async def run() -> bytes:
+        client, server = trio.testing.memory_stream_pair()
+        received = bytearray()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_connection, server, TwinUpstream(), ServerLimits(max_body_bytes=4096))
+            await client.send_all(raw)
+            await client.send_eof()
+            while chunk := await client.receive_some(65536):
+                received += chunk
+        return bytes(received)
+
+    return trio.run(run)
+
+
+HEADS = st.sampled_from([b"POST /v1/messages HTTP/1.1\r\nhost: t\r\nanthropic-version: 1\r\n",
+                         b"GET /v1/models HTTP/1.1\r\nhost: t\r\n", b"POST /v1/messages HTTP/1.0\r\n", b""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(HEADS, st.binary(max_size=300))
+def test_any_bytes_get_an_answer_in_the_api_shape_or_a_close(head: bytes, tail: bytes) -> None:
+    """The first answer to any bytes, if there is one, is HTTP/1.1; an error one is in the API's shape."""
+    answered = _serve_bytes(head + tail)
+    if not answered:
+        return
+    assert answered.startswith(b"HTTP/1.1 ")
+    status_line, _, rest = answered.partition(b"\r\n")
+    head_lines, _, body = rest.partition(b"\r\n\r\n")
+    if int(status_line.split()[1]) >= 400:
+        length = next(int(line.split(b":")[1]) for line in head_lines.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        assert json.loads(body[:length])["type"] == "error"
+
+
+def test_head_gets_the_head_alone_and_the_connection_goes_on() -> None:
+    """Claude Code sends `HEAD /api/hello` first: a 404 head with no body, then the next request is served."""
+    answered = _serve_bytes(b"HEAD /api/hello HTTP/1.1\r\nhost: t\r\n\r\nGET /v1/models HTTP/1.1\r\nhost: t\r\n\r\n")
+    first, _, second = answered.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 404 Not Found\r\n")
+    assert second.startswith(b"HTTP/1.1 200 OK\r\n") and b'"data":[' in second
+
+
+async def test_a_body_that_never_comes_closes_the_connection(autojump_clock: trio.testing.MockClock) -> None:
+    client, server = trio.testing.memory_stream_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_connection, server, TwinUpstream(), ServerLimits())
+        await client.send_all(_request(MESSAGE)[:-5])  # the head and most of the body; then nothing
+        with trio.fail_after(2 * ServerLimits().body_timeout_s):  # on the mock clock: no test waits in real time
+            assert await client.receive_some(65536) == b""  # closed, at body_timeout_s
+    assert trio.current_time() >= ServerLimits().body_timeout_s

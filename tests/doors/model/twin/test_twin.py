@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from doors.model._upstream import UpstreamRequest
 from doors.model.twin import TWIN_NAME, Answer, Twin, TwinScript, TwinUpstream
@@ -183,3 +185,30 @@ def test_a_tokens_marker_asks_for_a_reply_of_that_length() -> None:
     streamed = _post(Twin(), _body("[twin:tokens=10000]", max_tokens=20000, stream=True))
     deltas = [data for name, data in _events(streamed) if name == "content_block_delta"]
     assert len(deltas) == 10000 and _events(streamed)[-2][1]["usage"]["output_tokens"] == 10000
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                                max_size=4),
+                    max_leaves=30)
+BLOCK = JSON | st.fixed_dictionaries({"type": st.sampled_from(["text", "image", "tool_use", "tool_result"])},
+                                     optional={"text": JSON | st.text(), "cache_control": JSON, "input": JSON})
+MESSAGE = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant"]),
+                                 "content": st.text() | st.lists(BLOCK, max_size=3) | JSON})
+# A valid request with any field junk or missing: each check must answer 400 or let a request through that
+# the rest of the twin can take
+BODY = st.fixed_dictionaries(
+    {"model": st.just("m"), "max_tokens": st.integers(1, 50) | JSON,
+     "messages": st.lists(MESSAGE, min_size=1, max_size=3)},
+    optional={"stream": st.booleans() | JSON, "system": st.text() | st.lists(BLOCK, max_size=2) | JSON,
+              "tools": st.lists(BLOCK, max_size=2) | JSON, "stop_sequences": st.lists(st.text(), max_size=2) | JSON,
+              "thinking": JSON | st.just({"type": "enabled", "budget_tokens": 10})})
+
+
+@settings(max_examples=500, deadline=None)
+@given(BODY, st.sampled_from([b"/v1/messages", b"/v1/messages/count_tokens"]))
+def test_any_json_body_gets_an_answer_never_an_exception(body: dict[str, Any], path: bytes) -> None:
+    answer = _post(Twin(), json.dumps(body).encode(), path)
+    assert answer.status in (200, 400)
+    if answer.status == 400:
+        assert _error(answer)[1] == "invalid_request_error"
