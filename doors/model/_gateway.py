@@ -10,6 +10,7 @@ reports is charged; a call that does not end properly is charged its whole reser
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -108,7 +109,7 @@ class Gateway:
         record = self._record(request, request.path[:200])
         refusal = Refusal(404, "http.route", WHO, f"no route {request.method} {request.path[:200]}",
                           f"the model door serves POST {MESSAGES}, POST {COUNT_TOKENS} and GET {MODELS}")
-        return self._refused(record, DoorRefused(refusal))
+        return self._refused(record, DoorRefused(refusal), head=request.method == "HEAD")
 
     # -- one call --
     async def _messages(self, request: Request, record: CallRecord) -> Response:
@@ -182,12 +183,13 @@ class Gateway:
         return CallRecord(role=request.peer_role or "", route=route, request_id=new_request_id(),
                           upstream=self.upstream.name, started=trio.current_time())
 
-    def _refused(self, record: CallRecord, refused: DoorRefused) -> Response:
+    def _refused(self, record: CallRecord, refused: DoorRefused, *, head: bool = False) -> Response:
         refusal = refused.refusal
         record.status, record.row, record.ended = refusal.status, refusal.row, "refused"
         self._finish(record)
         retry = RETRY_AFTER_S if refusal.status in (429, 529) else None
-        return refusal_response(refusal, record.request_id, retry_after_s=retry, close=refused.close)
+        response = refusal_response(refusal, record.request_id, retry_after_s=retry, close=refused.close)
+        return replace(response, body=b"") if head else response  # a HEAD answer has no body
 
     def _finish(self, record: CallRecord) -> None:
         self._report(record.event(trio.current_time()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -28,6 +29,7 @@ from doors.model._upstream_https import HttpsUpstream
 from doors.model.twin import TwinUpstream
 from pki.vocabulary import MODEL_LISTENER_PREFIX
 
+log = logging.getLogger(__name__)
 HELD_ROWS = frozenset({"upstream", "secret", "budget_microusd", "models", "prices", "ca_bundle", "internal_ranges",
                        "max_body_bytes", "max_calls", "floor_tokens"})
 # A streamed answer may pause while the model thinks; the caller must still drain each piece it is sent.
@@ -80,6 +82,8 @@ async def serve_plain(listener: trio.SocketListener, role: str, router: Router,
         try:
             async with stream:
                 await serve_http(stream, router, LIMITS, peer_role=role)
+        except Exception as exc:  # one broken connection never ends the door: say what, not what was sent
+            log.error("model door connection for %s failed: %s", role, type(exc).__name__)
         finally:
             slots.release()
 

@@ -200,3 +200,20 @@ async def test_ten_thousand_tiny_deltas_stream_through_and_are_counted() -> None
     (call,) = door.audit.calls()
     assert call["ended"] == "complete" and call["tokens"]["output"] == 10000
     assert call["charged_microusd"] <= call["reserved_microusd"]
+
+
+async def test_claude_codes_head_probe_gets_a_bodiless_404_and_the_door_goes_on() -> None:
+    # Claude Code sends HEAD /api/hello to its base URL; a body in the answer broke h11 and ended the listener.
+    async with served(twin_config()) as door:
+        stream = await trio.open_tcp_stream("127.0.0.1", door.port)
+        await stream.send_all(b"HEAD /api/hello HTTP/1.1\r\nhost: x\r\n\r\n"
+                              b"GET /v1/models HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        answer = b""
+        with trio.fail_after(30):  # a guard against a hang, not a threshold
+            while chunk := await stream.receive_some(65536):
+                answer += chunk
+        head, _, rest = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 404") and b"request-id: req_sh" in head and b"content-length: 0" in head
+        assert rest.startswith(b"HTTP/1.1 200") and MODEL.encode() in rest
+        listed = await door.run(lambda c: [m.id for m in c.models.list()])
+    assert MODEL in listed
