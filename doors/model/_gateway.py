@@ -172,11 +172,15 @@ class Gateway:
         if self._key_source is not None:
             headers.append((b"x-api-key", await self._key_source()))
         try:
-            return await self.upstream.exchange(UpstreamRequest(b"POST", path.encode(), tuple(headers), body))
+            response = await self.upstream.exchange(UpstreamRequest(b"POST", path.encode(), tuple(headers), body))
         except OSError as exc:
             raise DoorRefused(_unreachable(self.upstream.name, exc)) from exc
         finally:
             del headers  # the released key goes with this request
+        if not 200 <= response.status <= 599 or response.status in (204, 304):  # a status that cannot carry JSON
+            await self.upstream.aclose_response(response)
+            raise DoorRefused(_unreachable(self.upstream.name, OSError(f"it answered status {response.status}")))
+        return response
 
     # -- records --
     def _record(self, request: Request, route: str) -> CallRecord:

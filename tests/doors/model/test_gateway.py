@@ -217,3 +217,31 @@ async def test_claude_codes_head_probe_gets_a_bodiless_404_and_the_door_goes_on(
         assert rest.startswith(b"HTTP/1.1 200") and MODEL.encode() in rest
         listed = await door.run(lambda c: [m.id for m in c.models.list()])
     assert MODEL in listed
+
+
+class _Answers:
+    """An upstream that answers every request with `status` and an empty body."""
+
+    name = "odd"
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    async def exchange(self, request: UpstreamRequest) -> UpstreamResponse:
+        async def body() -> AsyncIterator[bytes]:
+            if False:
+                yield b""
+        return UpstreamResponse(self.status, (), body())
+
+    async def aclose_response(self, response: UpstreamResponse) -> None:
+        pass
+
+
+@pytest.mark.parametrize("status", [101, 204, 304])
+async def test_an_upstream_status_that_cannot_carry_an_answer_is_a_502_and_the_door_goes_on(status: int) -> None:
+    async with served(twin_config(), upstream=_Answers(status)) as door:
+        for _ in range(2):  # the same connection pool, the same listener: still serving
+            with pytest.raises(anthropic.APIStatusError) as caught:
+                await door.run(_create())
+            assert caught.value.status_code == 502
+    assert door.gateway.ledger.spent == 0 and door.gateway.ledger.reserved == 0
