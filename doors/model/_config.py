@@ -19,6 +19,7 @@ from doors.model._shape import MAX_BODY_BYTES
 TWIN = "twin"
 
 DEFAULT_MAX_BODY_BYTES = MAX_BODY_BYTES
+DEFAULT_MAX_BODY_BYTES_IN_FLIGHT = 2 * MAX_BODY_BYTES  # of a 256 MiB door: parsed JSON takes a multiple
 DEFAULT_MAX_CALLS = 64  # calls in flight at once; more are answered 529 with retry-after
 # Below this many output tokens a call is refused rather than forwarded (a reply that short is useless and
 # would only spend the rest of the budget on input).
@@ -58,6 +59,7 @@ class ModelConfig:
     keys_socket: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_calls: int = DEFAULT_MAX_CALLS
+    max_body_bytes_in_flight: int = DEFAULT_MAX_BODY_BYTES_IN_FLIGHT
     floor_tokens: int = DEFAULT_FLOOR_TOKENS
 
 
@@ -110,5 +112,6 @@ def config_from_rows(rows: Mapping[str, Any]) -> ModelConfig:
         keys_socket=rows.get(KEYS_SOCKET_ROW),
         max_body_bytes=_positive(rows, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
         max_calls=_positive(rows, "max_calls", DEFAULT_MAX_CALLS),
+        max_body_bytes_in_flight=_positive(rows, "max_body_bytes_in_flight", DEFAULT_MAX_BODY_BYTES_IN_FLIGHT),
         floor_tokens=_positive(rows, "floor_tokens", DEFAULT_FLOOR_TOKENS),
     )

@@ -19,7 +19,7 @@ from doors._audit_queue import AuditBackpressure
 from doors._http import Request, Response, Route, json_body
 from doors._refusal import DoorRefused, Refusal
 from doors.model._api import SSE_TYPE, json_answer, new_request_id, refusal_response
-from doors.model._body import read_body
+from doors.model._body import BodiesInFlight, read_body
 from doors.model._budget import Ledger
 from doors.model._config import ModelConfig
 from doors.model._errors import ROW_BUDGET, WHO
@@ -59,6 +59,7 @@ class Gateway:
         self._audit = audit
         self._report = report
         self.in_flight = 0
+        self.bodies = BodiesInFlight(config.max_body_bytes_in_flight)
 
     def routes(self) -> list[Route]:
         """The API's routes, then a catch-all that answers 404 in the API's shape (with a request id)."""
@@ -150,7 +151,8 @@ class Gateway:
                          endpoint: str) -> tuple[dict[str, Any], bytes, Price]:
         """The body (inflated) as a JSON object naming an allowed, priced model, and that model's price."""
         assert request.body_stream is not None
-        sent = await read_body(request.body_stream, self.config.max_body_bytes, request.header("content-length"))
+        sent = await read_body(request.body_stream, self.config.max_body_bytes, self.bodies,
+                               request.header("content-length"))
         body = _held(decoded_body(_raw(request.headers), sent, self.config.max_body_bytes))
         document = _held(read_request(body, endpoint))
         record.model = str(document["model"])[:200]

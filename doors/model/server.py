@@ -31,7 +31,7 @@ from pki.vocabulary import MODEL_LISTENER_PREFIX
 
 log = logging.getLogger(__name__)
 HELD_ROWS = frozenset({"upstream", "secret", "budget_microusd", "models", "prices", "ca_bundle", "internal_ranges",
-                       "max_body_bytes", "max_calls", "floor_tokens"})
+                       "max_body_bytes", "max_body_bytes_in_flight", "max_calls", "floor_tokens"})
 # A streamed answer may pause while the model thinks; the caller must still drain each piece it is sent.
 LIMITS = Limits(idle_timeout_s=120.0, send_timeout_s=60.0)
 

@@ -245,3 +245,27 @@ async def test_an_upstream_status_that_cannot_carry_an_answer_is_a_502_and_the_d
                 await door.run(_create())
             assert caught.value.status_code == 502
     assert door.gateway.ledger.spent == 0 and door.gateway.ledger.reserved == 0
+
+
+async def test_bodies_past_what_the_door_may_hold_at_once_are_a_529_and_the_door_goes_on() -> None:
+    config = twin_config(max_body_bytes=64 * 1024, max_body_bytes_in_flight=100 * 1024)
+    async with served(config) as door:
+        holders = []
+        for _ in range(2):  # two slow uploads of 60 KiB each: the second passes the 100 KiB held at once
+            stream = await trio.open_tcp_stream("127.0.0.1", door.port)
+            await stream.send_all(b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 65000\r\n\r\n"
+                                  + b" " * 60 * 1024)
+            holders.append(stream)
+            with trio.fail_after(30):  # the first upload is held by the door before the second starts
+                while not holders[1:] and door.gateway.bodies.held < 60 * 1024:
+                    await trio.sleep(0.01)
+        answer = b""
+        with trio.fail_after(30):  # a guard against a hang, not a threshold
+            while b"\r\n\r\n" not in answer:
+                answer += await holders[1].receive_some(65536)
+        assert answer.startswith(b"HTTP/1.1 529") and b"retry-after: 1" in answer
+        assert b"doors.model.max_body_bytes_in_flight" in answer
+        for stream in holders:
+            await stream.aclose()
+        assert (await door.run(_create())).parse().content[0].text  # still serving
+    assert door.gateway.bodies.held == 0
