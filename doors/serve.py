@@ -14,7 +14,7 @@ from doors._contract import DoorContract
 from doors._door import run_door
 
 Server = Callable[[DoorContract], None]
-ROLES_WITH_SERVERS = ("fs", "net", "keys")
+ROLES_WITH_SERVERS = ("fs", "net", "keys", "model")
 
 
 def server_for(role: str) -> Server:
@@ -31,6 +31,10 @@ def server_for(role: str) -> Server:
         from doors.keys import server as keys_server
 
         return keys_server.serve
+    if role == "model":
+        from doors.model import server as model_server
+
+        return model_server.serve
     return run_door
 
 

@@ -62,6 +62,8 @@ class Response:
     body: bytes | AsyncIterable[bytes] = b""
     close: bool = False
     content_length: int | None = None
+    # A streamed body whose every piece goes out as it is produced (server-sent events), not coalesced.
+    flush_each: bool = False
 
     def header(self, name: str) -> str | None:
         """Return the first value of header `name` (case-insensitive), or None."""

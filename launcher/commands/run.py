@@ -112,6 +112,8 @@ def _report(args: argparse.Namespace, result: SessionResult, unheld: tuple[PlanR
     _err(f"audit log {result.audit_dir}; session public key:\n{result.audit_public_key.strip()}")
     if unheld:
         _err(f"{len(unheld)} row(s) ran unheld (--best-effort): {', '.join(row_names(unheld))}")
+    if result.model_spend is not None:
+        _err(result.model_spend.words())
     for leftover in result.teardown_errors:
         _err(f"teardown could not remove: {leftover} (run `sharness-launch gc`)")
     if args.json:
@@ -125,5 +127,6 @@ def _report(args: argparse.Namespace, result: SessionResult, unheld: tuple[PlanR
             "audit_public_key": result.audit_public_key,
             "timings_ms": result.timings_ms,
             "teardown_errors": result.teardown_errors,
+            **({"model_spend": result.model_spend.as_dict()} if result.model_spend is not None else {}),
         }
         print(json.dumps(summary, indent=2))

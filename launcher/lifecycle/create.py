@@ -15,6 +15,8 @@ from launcher.policy.layout import (
     APP_BUNDLE,
     APP_SVID,
     LOOPBACK_ONLY,
+    MODEL_HOST,
+    MODEL_PORT,
     PROXY_HOST,
     PROXY_PORT,
     SessionLayout,
@@ -36,17 +38,19 @@ class Resources:
     svid_memfds: dict[str, int] = field(default_factory=dict)
     listeners: dict[str, socket.socket] = field(default_factory=dict)
     proxy_listeners: dict[str, socket.socket] = field(default_factory=dict)
+    model_listeners: dict[str, socket.socket] = field(default_factory=dict)  # client role → inside its netns
     minted: MintedSession | None = None
 
     def release_door_handles(self) -> None:
         """Once the doors hold their listeners and key memfds, the launcher lets go of its copies."""
         for fd in self.svid_memfds.values():
             os.close(fd)
-        for sock in (*self.listeners.values(), *self.proxy_listeners.values()):
+        for sock in (*self.listeners.values(), *self.proxy_listeners.values(), *self.model_listeners.values()):
             sock.close()
         self.svid_memfds.clear()
         self.listeners.clear()
         self.proxy_listeners.clear()
+        self.model_listeners.clear()
 
     def close(self) -> None:
         self.release_door_handles()
@@ -113,6 +117,7 @@ class SessionBuilder:
             self.make_pki()
             self.make_door_listeners()
             self.make_proxy_listeners()
+            self.make_model_listeners()
         return self.resources
 
     def make_runtime_dirs(self) -> None:
@@ -212,3 +217,13 @@ class SessionBuilder:
             if role in self.manifest.roles and (role, "net") in self.manifest.edges and name:
                 listener = netns.tcp_listener_in_netns(name, PROXY_HOST, PROXY_PORT)
                 self.resources.proxy_listeners[role] = listener
+
+    def make_model_listeners(self) -> None:
+        """The model door's plain-HTTP listener inside each client's netns: only that namespace can connect."""
+        if "model" not in self.manifest.roles:
+            return
+        for role in ("app", "shell"):
+            name = self.layout.netns(role)
+            if role in self.manifest.roles and (role, "model") in self.manifest.edges and name:
+                listener = netns.tcp_listener_in_netns(name, MODEL_HOST, MODEL_PORT)
+                self.resources.model_listeners[role] = listener

@@ -23,6 +23,7 @@ from launcher.lifecycle import audit_keys
 from launcher.lifecycle.app_stdio import AppStdio
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
+from launcher.lifecycle.model_spend import ModelSpend
 from launcher.lifecycle.path_owners import owners_to_avoid
 from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
@@ -81,6 +82,7 @@ class SessionResult:
     audit_public_key: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
     teardown_errors: list[str] = field(default_factory=list)
+    model_spend: ModelSpend | None = None  # with the model door: what it reported spending, beside the budget
 
 
 def _starttime(pid: int) -> str:
@@ -161,10 +163,14 @@ class Session:
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
         self._secret_fds = SecretSources()  # the keys door's sources, opened as root, never read here
         self._kept_secrets: SecretFingerprint | None = None  # the keys door's fingerprint of them (no value)
+        model_rows = manifest.door_rows("model")
+        self._model_spend = ModelSpend(int(model_rows["budget_microusd"])) if model_rows else None
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
         record = {**fields, "event": event, "t_ms": round((time.monotonic() - self._t0) * 1000, 1)}
+        if self._model_spend is not None and event == "door.event" and fields.get("role") == "model":
+            self._model_spend.note(fields)
         if self._audit_log is None:
             self._pending_audit.append(record)
         else:
@@ -325,6 +331,7 @@ class Session:
         result.audit_public_key = public_key
         result.timings_ms = dict(self._timings)
         result.teardown_errors = errors
+        result.model_spend = self._model_spend
 
     def _verdict(self, ending: Ending) -> tuple[Ending, int | None]:
         """The app's own exit, once it reached execve: in words that claim nothing (its 205 is not a confinement
@@ -357,10 +364,11 @@ class Session:
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
-        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest),
+        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest), resources.model_listeners,
                        sealed=self._secret_fds.machine_key is not None)
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
+        handles.update({fd: resources.model_listeners[client].fileno() for client, fd in fds.models.items()})
         handles.update({fd: self._secret_fds.fds[name] for name, fd in fds.secrets.items()})
         if fds.machine_key is not None and self._secret_fds.machine_key is not None:
             handles[fds.machine_key] = self._secret_fds.machine_key

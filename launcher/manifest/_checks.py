@@ -189,10 +189,22 @@ def _check_roles_of_secret(started: tuple[str, ...], edges: Any, ptr: str, secre
 
 
 def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
+    if "ca_bundle" in model:
+        _refuse_abs("/doors/model/ca_bundle", model["ca_bundle"])
+    for index, entry in enumerate(model.get("internal_ranges", [])):
+        problem = _rules.internal_range_problem(entry)
+        if problem:
+            raise ManifestError(f"/doors/model/internal_ranges/{index}", problem,
+                                "name a private range such as 10.20.0.0/16 (never loopback or link-local)")
+    if model["upstream"] == "twin":
+        return  # the built-in twin needs no key and reaches nothing
     host, _, port = model["upstream"][len("https://"):].partition(":")
     problem = _rules.hostname_problem(host) or (_rules.port_problem(port) if port else None)
     if problem:
         raise ManifestError("/doors/model/upstream", f"upstream {problem}", "write https://host[:port]")
+    if "secret" not in model:
+        raise ManifestError("/doors/model/secret", "an https upstream needs the provider key",
+                            "name the doors.keys.secrets entry holding it, or use \"upstream\": \"twin\"")
     secrets = doc.get("doors", {}).get("keys", {}).get("secrets")
     if secrets is None or model["secret"] not in secrets:
         raise ManifestError("/doors/model/secret", f"no secret {model['secret']!r} in doors.keys.secrets",

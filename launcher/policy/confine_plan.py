@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import launcher
 from launcher.manifest import Manifest
 from launcher.policy.contracts import door_rows
-from launcher.policy.layout import HOST_NETWORK, PROXY_PORT, SessionPaths
+from launcher.policy.layout import HOST_NETWORK, MODEL_PORT, PROXY_PORT, SessionPaths
 
 # Of /etc, only what the loader, the resolver, TLS and the usual tools read, each by name: /etc whole holds
 # pip.conf and npmrc tokens, ssl/private, and /etc/sharness, where secret sources belong. A file this
@@ -98,8 +98,10 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
     may_use_proxy = (role, "net") in manifest.edges
     if role == "app":
         app = manifest.app
-        return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy)
-    return door_allowance(role, layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy)
+        return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
+                             may_use_model=(role, "model") in manifest.edges)
+    return door_allowance(role, layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy,
+                          may_use_model=(role, "model") in manifest.edges)
 
 
 def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, ...]:
@@ -113,7 +115,7 @@ def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, .
                     _, _, port = str(entry).rpartition(":")
                     if port.isdigit():
                         ports.add(int(port))
-    if role == "model":
+    if role == "model" and manifest_rows.get("upstream") != "twin":  # the twin answers in process
         scheme, _, authority = str(manifest_rows.get("upstream", "")).partition("://")
         _, colon, port = authority.rpartition(":")
         ports.add(int(port) if colon and port.isdigit() else 443 if scheme == "https" else 80)
@@ -123,6 +125,7 @@ def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, .
 def door_allowance(
     role: str, layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object],
     may_use_proxy: bool = False,
+    may_use_model: bool = False,
 ) -> Allowance:
     """A door is forked from the pre-imported launcher: it reads Python and executes nothing.
 
@@ -132,20 +135,24 @@ def door_allowance(
     write: tuple[str, ...] = ()
     if role == "fs" and isinstance(rows.get("workspace"), str):
         write = (str(rows["workspace"]),)
-    host = role in HOST_NETWORK
+    # The model door with the twin reaches nothing: no internet socket at all, like fs and keys.
+    host = role in HOST_NETWORK and not (role == "model" and rows.get("upstream") == "twin")
+    extra_read = (str(rows["ca_bundle"]),) if role == "model" and isinstance(rows.get("ca_bundle"), str) else ()
     if host:  # the egress doors resolve names: UDP and TCP to port 53 for their resolver
         tcp_connect: tuple[int, ...] = tuple(sorted({*egress_ports(rows, role), DNS_PORT}))
     else:
-        tcp_connect = (PROXY_PORT,) if role == "shell" and may_use_proxy else ()
+        shell = role == "shell"  # its commands reach the proxy and the model door's listener in its netns
+        tcp_connect = (*((PROXY_PORT,) if shell and may_use_proxy else ()),
+                       *((MODEL_PORT,) if shell and may_use_model else ()))
     return Allowance(
         # No component is given a secret source's path, the keys door included: it gets each as an fd the
         # launcher opened as root (preflight refuses a source any component could read by its path).
-        read=(*system_read(role), *python, layout.private_dir(role)),
+        read=(*system_read(role), *python, *extra_read, layout.private_dir(role)),
         write=(*WRITE_DEVICES, *write),
         exec=(),
         tcp_bind=(),
         tcp_connect=tcp_connect,
-        deny_inet=not host and not (role == "shell" and may_use_proxy),
+        deny_inet=not host and not tcp_connect,
         allow_udp=host,
     )
 
@@ -156,16 +163,18 @@ def app_allowance(
     files_read: tuple[str, ...],
     files_exec: tuple[str, ...],
     may_use_proxy: bool,
+    may_use_model: bool = False,
 ) -> Allowance:
-    """The app reads the system and what the manifest lists, writes only its scratch tmpfs (HOME, TMPDIR)."""
+    """The app reads the system and what the manifest lists, writes only its scratch tmpfs (HOME, TMPDIR); it
+    connects only to the net door's proxy and the model door's listener in its netns, with those edges."""
     private = layout.private_dir("app")
     return Allowance(
         read=(*SYSTEM_READ, *python, *files_read, *files_exec, private),
         write=(*WRITE_DEVICES, layout.home_dir("app"), layout.tmp_dir("app")),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
-        tcp_connect=(PROXY_PORT,) if may_use_proxy else (),
-        deny_inet=not may_use_proxy,
+        tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),
+        deny_inet=not (may_use_proxy or may_use_model),
     )
 
 

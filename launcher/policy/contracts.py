@@ -8,7 +8,8 @@ from typing import Any
 
 from doors import DoorContract
 from launcher.manifest import Manifest
-from pki.vocabulary import SEALED_PREFIX
+from launcher.policy.layout import SessionPaths
+from pki.vocabulary import MODEL_LISTENER_PREFIX, PROXY_LISTENER_PREFIX, SEALED_PREFIX
 
 # The doors that refuse content holding a kept secret, so the keys door's fingerprint is in their contracts.
 FINGERPRINT_ROLES = frozenset({"fs", "net"})
@@ -45,28 +46,34 @@ class DoorFds:
     proxies: Mapping[str, int]  # client role → the net door's proxy listener inside that client's netns
     secrets: Mapping[str, int] = field(default_factory=dict)  # secret name → its source, opened by the launcher
     machine_key: int | None = None  # the sealed store's key, when a secret is sealed at rest
+    models: Mapping[str, int] = field(default_factory=dict)  # client role → the model door's listener in its netns
 
     @property
     def listen_fds(self) -> dict[str, int]:
         """The listeners by the names the door's contract gives them."""
-        return {"door": self.door, **{f"proxy.{client}": fd for client, fd in self.proxies.items()}}
+        return {"door": self.door, **{f"{PROXY_LISTENER_PREFIX}{client}": fd for client, fd in self.proxies.items()},
+                **{f"{MODEL_LISTENER_PREFIX}{client}": fd for client, fd in self.models.items()}}
 
     @property
     def keep(self) -> tuple[int, ...]:
         """Every fd the door keeps open: 0–2, the status fd, the SVID memfd, its listeners and secrets."""
         key = () if self.machine_key is None else (self.machine_key,)
-        return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values(), *key)) + 1))
+        return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values(), *key,
+                                *self.models.values())) + 1))
 
 
-def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = (), *, sealed: bool = False) -> DoorFds:
-    """The fd contract of door `role`: only the net door holds proxy listeners, one per client, in role order;
-    only the keys door holds secret sources, one per secret, in name order, after its listener, then the
-    machine key when a secret is `sealed`."""
+def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = (),
+             model_clients: Iterable[str] = (), *, sealed: bool = False) -> DoorFds:
+    """The fd contract of door `role`, each after its listener: only the net door holds proxy listeners, one per
+    client, in role order; only the keys door holds secret sources, one per secret, in name order, then the
+    machine key when a secret is `sealed`; only the model door holds plain-HTTP listeners, one per client."""
     clients = sorted(proxy_clients) if role == "net" else []
     names = sorted(secrets) if role == "keys" else []
+    model = sorted(model_clients) if role == "model" else []
     key = 6 + len(names) if role == "keys" and sealed else None
     return DoorFds(svid=4, door=5, proxies={client: 6 + index for index, client in enumerate(clients)},
-                   secrets={name: 6 + index for index, name in enumerate(names)}, machine_key=key)
+                   secrets={name: 6 + index for index, name in enumerate(names)}, machine_key=key,
+                   models={client: 6 + index for index, client in enumerate(model)})
 
 
 def door_contract(
@@ -80,6 +87,8 @@ def door_contract(
         rows["secret_fds"] = dict(fds.secrets)
     if fds.machine_key is not None:
         rows["machine_key_fd"] = fds.machine_key
+    if role == "model" and ("model", "keys") in manifest.edges:
+        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")  # where it asks for the provider key
     return DoorContract(
         role=role,
         session_id=sid,

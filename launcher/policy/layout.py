@@ -8,6 +8,9 @@ from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, RUN_ROOT, SESSIONS_ROOT, SID_
 
 PROXY_PORT = 3128
 PROXY_HOST = "127.0.0.1"
+# The model door's plain-HTTP listener inside the app's (and the shell's) network namespace: ANTHROPIC_BASE_URL.
+MODEL_PORT = 3129
+MODEL_HOST = "127.0.0.1"
 
 # The app's identity files in its private directory (SPIFFE Filesystem Delivery names).
 APP_SVID = "svid.pem"

@@ -15,7 +15,7 @@ from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
-from launcher.policy.layout import PLAN_PATHS
+from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
 from launcher.policy.scratch import scratch_meaning, scratch_of
 from pki.vocabulary import BOUNDARY, SETTING
 
@@ -37,6 +37,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
     # tests/integration/test_keys_session.py).
     "keys.secrets",
+    # The model door (tests/doors/model, tests/integration/test_model_session.py).
+    "model.upstream", "model.secret", "model.models", "model.budget_microusd", "model.listener",
 })
 # What this version lacks to hold a row that is not in IMPLEMENTED_ROWS, by the row id's first part.
 _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}
@@ -201,6 +203,8 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
                     "holds", BOUNDARY, f"{kernel} (credentials)", _root)
     if role in _OWN_NETNS:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
+        if role not in _NO_EGRESS and (role, "model") in manifest.edges:
+            inside += f", and the model door's listener (127.0.0.1:{MODEL_PORT})"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
                     f"{kernel} (network namespace)", _netns)
     yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", _root)
@@ -289,13 +293,32 @@ def _shell_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
                 "the kernel (network namespace)", _netns)
 
 
-def _model_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
+def _model_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     door = "the model door (its own user)"
-    yield _Spec("model.upstream", f"calls only {rows['upstream']}", BOUNDARY, door, _root)
-    yield _Spec("model.secret", f"uses secret {rows['secret']} from keys; the app never sees it", BOUNDARY,
-                door, _root)
-    yield _Spec("model.budget_microusd", f"refuses calls beyond {rows['budget_microusd']} micro-USD",
-                BOUNDARY, door, _root)
+    twin = rows["upstream"] == "twin"
+    if twin:
+        yield _Spec("model.upstream", "answers from the built-in twin of the Messages API "
+                    "(sharness.model.anthropic.twin): no call leaves the machine, no internet socket", BOUNDARY,
+                    f"{door}; the kernel (seccomp: no internet socket)", _root)
+    else:
+        ranges = ", ".join(rows.get("internal_ranges", [])) or "none"
+        trust = f"the CA bundle {rows['ca_bundle']} only" if "ca_bundle" in rows else "the system store"
+        yield _Spec("model.upstream", f"calls only {rows['upstream']}, TLS verified against {trust}; private "
+                    f"ranges it may resolve into: {ranges} (never loopback or link-local)", BOUNDARY,
+                    f"{door} (its own check); the kernel (Landlock TCP: the upstream's port only)", _root)
+        yield _Spec("model.secret", f"sends secret {rows['secret']} from keys, released for each call; the app "
+                    "never sees it, and what the app sends as a credential is never forwarded", BOUNDARY, door,
+                    _root)
+    models = ", ".join(rows["models"]) if "models" in rows else "every priced model"
+    yield _Spec("model.models", f"the app may call {models}", BOUNDARY, door, _root)
+    priced = f"{len(rows.get('prices', {}))} manifest override(s) over the shipped table"
+    yield _Spec("model.budget_microusd", f"spends at most {rows['budget_microusd']} micro-USD in the session "
+                f"(prices: {priced}); forwarded max_tokens lowered to what is left", BOUNDARY, door, _root)
+    for role in ("app", "shell"):
+        if role in manifest.roles and (role, "model") in manifest.edges:
+            yield _Spec("model.listener", f"plain HTTP for {role} at 127.0.0.1:{MODEL_PORT} inside {role}'s "
+                        "network namespace only (ANTHROPIC_BASE_URL): the kernel admits the caller", BOUNDARY,
+                        "the kernel (network namespace)", _netns)
 
 
 def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
@@ -309,7 +332,7 @@ def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
     elif role == "shell":
         yield from _shell_rows(rows, manifest)
     elif role == "model":
-        yield from _model_rows(rows)
+        yield from _model_rows(rows, manifest)
 
 
 # --- components -----------------------------------------------------------------------------------
@@ -323,11 +346,14 @@ def _connects(manifest: Manifest, role: str) -> tuple[str, ...]:
     connects = tuple(f"{server} door (mTLS)" for server in manifest.edges_out(role))
     net_allow = manifest.door_rows("net").get("allow", {})
     if role in ("app", "shell"):
+        if (role, "model") in manifest.edges:
+            connects = (*connects, f"model door (plain HTTP, 127.0.0.1:{MODEL_PORT} in its netns)")
         return (*connects, *(f"{entry} via the net door" for entry in net_allow.get(role, [])))
     if role == "net":
         return (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
     if role == "model":
-        return (*connects, manifest.door_rows("model")["upstream"])
+        upstream = manifest.door_rows("model")["upstream"]
+        return (*connects, "nothing: the built-in twin" if upstream == "twin" else upstream)
     return connects
 
 

@@ -29,7 +29,14 @@ from pki.vocabulary.exits import (
     child_exit_meaning,
     exit_codes_help,
 )
-from pki.vocabulary.fds import DOOR_LISTENER, FIRST_LISTENER_FD, PROXY_LISTENER_PREFIX, STATUS_FD, SVID_FD
+from pki.vocabulary.fds import (
+    DOOR_LISTENER,
+    FIRST_LISTENER_FD,
+    MODEL_LISTENER_PREFIX,
+    PROXY_LISTENER_PREFIX,
+    STATUS_FD,
+    SVID_FD,
+)
 from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
 from pki.vocabulary.names import SECRET_NAME_PATTERN, valid_secret_name
 from pki.vocabulary.paths import (
@@ -106,6 +113,7 @@ __all__ = [
     "MACHINE_KEY_NAME",
     "MAX_FATAL_DETAIL_CHARS",
     "MAX_STATUS_BYTES",
+    "MODEL_LISTENER_PREFIX",
     "NETNS_ROOT",
     "PROXY_LISTENER_PREFIX",
     "READY",

@@ -7,3 +7,4 @@ SVID_FD = 4  # sealed memfd: the door's PEM private key, then its leaf certifica
 FIRST_LISTENER_FD = 5  # listeners from here on, each named in the contract's listen_fds
 DOOR_LISTENER = "door"  # listen_fds name of the door's own mutual-TLS Unix listener (always FIRST_LISTENER_FD)
 PROXY_LISTENER_PREFIX = "proxy."  # listen_fds "proxy.<role>": the net door's proxy inside <role>'s netns
+MODEL_LISTENER_PREFIX = "model."  # listen_fds "model.<role>": the model door's plain HTTP inside <role>'s netns

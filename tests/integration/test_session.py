@@ -111,14 +111,11 @@ def test_not_root_exits_77(tmp_path: Path, workspace: Path, audit_dir: Path) -> 
 
 
 def test_unheld_rows_exit_78_naming_them_and_create_nothing(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
-    # This version has no model door: its rows must refuse the session (the keys door's are held).
+    # This version has no shell door: its rows must refuse the session (the model door's are held).
     document = basic_manifest(workspace, ["/bin/true"])
-    document["doors"] = {
-        "keys": {"secrets": {"anthropic": {"from": "/etc/sharness-test/anthropic", "roles": ["model"],
-                                           "hosts": ["api.anthropic.com"]}}},
-        "model": {"upstream": "https://api.anthropic.com", "secret": "anthropic", "budget_microusd": 1000},
-    }
-    document["edges"] = [["app", "model"], ["model", "keys"]]
+    document["doors"] = {"shell": {"workspace": "none"},
+                         "model": {"upstream": "twin", "budget_microusd": 1000}}
+    document["edges"] = [["app", "shell"], ["app", "model"]]
     manifest = write_manifest(tmp_path, document)
     before = leftovers()
     done = subprocess.run(
@@ -126,8 +123,8 @@ def test_unheld_rows_exit_78_naming_them_and_create_nothing(tmp_path: Path, work
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 78, done.stderr
-    assert "model.upstream (not in this version)" in done.stderr and "model.budget_microusd" in done.stderr
-    assert "keys.secrets" not in done.stderr
+    assert "shell.workspace (not in this version)" in done.stderr and "shell.egress" in done.stderr
+    assert "model.upstream" not in done.stderr
     assert "--best-effort" in done.stderr
     assert new_leftovers(before) == {}
     assert list(audit_dir.iterdir()) == []

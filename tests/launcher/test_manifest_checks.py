@@ -202,3 +202,22 @@ def test_scratch_must_fit_inside_the_memory_limit(changes: dict[str, Any], point
 def test_scratch_rows_are_strict(key: str, value: object, pointer: str) -> None:
     refused = refusal(sample(app__process={"max_memory_mb": 512, "max_pids": 1, key: value}))
     assert refused.pointer == pointer, refused
+
+
+def test_the_twin_needs_no_secret_and_an_https_upstream_does() -> None:
+    twin = load(sample(doors__model={"upstream": "twin", "budget_microusd": 1000}, doors__keys=DROP,
+                       edges=[["app", "fs"], ["app", "net"], ["app", "shell"], ["shell", "net"], ["app", "model"]]))
+    assert twin.door_rows("model")["upstream"] == "twin"
+    no_secret = sample(doors__model={"upstream": "https://api.anthropic.com", "budget_microusd": 1000})
+    assert refusal(no_secret).pointer == "/doors/model/secret"
+
+
+@pytest.mark.parametrize("network", ["127.0.0.0/8", "0.0.0.0/0", "169.254.0.0/16", "::1/128", "10.0.0.1/8"])
+def test_internal_ranges_are_networks_that_never_reach_loopback_or_link_local(network: str) -> None:
+    assert refusal(sample(doors__model__internal_ranges=[network])).pointer == "/doors/model/internal_ranges/0"
+
+
+def test_a_private_gateway_row_is_accepted() -> None:
+    manifest = load(sample(doors__model__internal_ranges=["10.20.0.0/16"], doors__model__ca_bundle="/etc/gw.pem",
+                           doors__model__models=["claude-haiku-4-5"]))
+    assert manifest.door_rows("model")["internal_ranges"] == ["10.20.0.0/16"]

@@ -47,6 +47,7 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
     """The grants of `role`, from the design's rules (docs/decisions.md, "Which components may open ...")."""
     to_net = (role, "net") in manifest.edges
     system = DOOR_SYSTEM.get(role, SYSTEM)
+    to_model = (role, "model") in manifest.edges  # the model door's plain-HTTP listener in its netns
     want: dict[str, object] = {"read": {*system, *PYTHON, _private(role)}, "write": {"/dev/null"}, "exec": set(),
                                "tcp_connect": (), "deny_inet": True, "allow_udp": False}
     if role == "app":
@@ -54,17 +55,21 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
         want.update(read={*SYSTEM, *PYTHON, *app.files_read, *app.files_exec, _private("app")},
                     write={"/dev/null", f"{_private('app')}/home", f"{_private('app')}/tmp"},
                     exec={*PROGRAMS, "/opt/py/bin", *app.files_exec},
-                    tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
+                    tcp_connect=(*((3128,) if to_net else ()), *((3129,) if to_model else ())),
+                    deny_inet=not (to_net or to_model))
     elif role == "fs":
         want.update(write={"/dev/null", WORKSPACE})
     elif role == "keys":  # no secret source by path: the keys door gets each as an fd opened by the launcher
         want.update(read={*system, *PYTHON, _private(role)})
     elif role == "shell":
-        want.update(tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
+        want.update(tcp_connect=(*((3128,) if to_net else ()), *((3129,) if to_model else ())),
+                    deny_inet=not (to_net or to_model))
     elif role == "net":
         allow = manifest.door_rows("net").get("allow", {})
         ports = {int(entry.rpartition(":")[2]) for entries in allow.values() for entry in entries}
         want.update(tcp_connect=tuple(sorted({*ports, 53})), deny_inet=False, allow_udp=True)
+    elif role == "model" and manifest.door_rows("model")["upstream"] == "twin":
+        pass  # the twin answers in process: no internet socket at all
     elif role == "model":
         _, _, port = manifest.door_rows("model")["upstream"].removeprefix("https://").partition(":")
         want.update(tcp_connect=tuple(sorted({int(port or 443), 53})), deny_inet=False, allow_udp=True)

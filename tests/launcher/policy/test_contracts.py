@@ -87,3 +87,12 @@ def test_the_contract_says_who_the_door_is_and_nothing_more() -> None:
     )
     assert DoorContract.from_json(contract.to_json()) == contract
     assert door_contract(FULL, "fs", "0123abcd", "", door_fds("fs", ()), 0).rows["workspace"] == WORKSPACE
+
+
+def test_the_model_door_holds_one_plain_http_listener_per_client_and_is_told_where_keys_listens() -> None:
+    fds = door_fds("model", ("app",), ("anthropic",), ("shell", "app"))
+    assert fds.listen_fds == {"door": 5, "model.app": 6, "model.shell": 7} and fds.keep == tuple(range(8))
+    assert door_fds("net", ("app",), (), ("app",)).models == {}  # no other door holds one
+    contract = door_contract(FULL, "model", "0123abcd", "", fds, 0)
+    assert contract.listen_fds == {"door": 5, "model.app": 6, "model.shell": 7}
+    assert contract.rows["keys_socket"] == "/run/sharness/0123abcd/doors/keys.sock"

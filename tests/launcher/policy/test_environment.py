@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from manifest_shapes import SHAPES
 
-from launcher.policy.environment import PROXY_VARIABLES, app_env, door_env
+from launcher.policy.environment import MODEL_KEY_PLACEHOLDER, PROXY_VARIABLES, app_env, door_env
 from launcher.policy.layout import SessionLayout
 
 LAYOUT = SessionLayout("0123abcd")
@@ -27,6 +27,9 @@ BASE = {
     "SHARNESS_BUNDLE": f"{PRIVATE}/bundle.pem",
 }
 PROXY = dict.fromkeys(PROXY_VARIABLES, "http://127.0.0.1:3128")
+# With the edge app→model: the SDKs' variables point at the model door's listener in the app's netns.
+MODEL = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:3129", "ANTHROPIC_API_KEY": MODEL_KEY_PLACEHOLDER,
+         "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
 
 
 def _doors(*servers: str) -> dict[str, str]:
@@ -34,9 +37,9 @@ def _doors(*servers: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("shape", "want"), [
-    ("full", {**BASE, **_doors("fs", "model", "net", "shell"), **PROXY}),
-    ("no app→net", {**BASE, **_doors("fs", "model", "shell")}),
-    ("no shell→net", {**BASE, **_doors("fs", "model", "net", "shell"), **PROXY}),
+    ("full", {**BASE, **_doors("fs", "model", "net", "shell"), **PROXY, **MODEL}),
+    ("no app→net", {**BASE, **_doors("fs", "model", "shell"), **MODEL}),
+    ("no shell→net", {**BASE, **_doors("fs", "model", "net", "shell"), **PROXY, **MODEL}),
     ("app only", BASE),
     ("app and fs", {**BASE, **_doors("fs")}),
     ("app and net", {**BASE, **_doors("net"), **PROXY}),
@@ -51,7 +54,8 @@ def test_nothing_of_the_launchers_environment_reaches_a_component(monkeypatch: p
     monkeypatch.setenv("LD_PRELOAD", "/tmp/evil.so")
     monkeypatch.setenv("PYTHONPATH", "/tmp/evil")
     for env in (app_env(SHAPES["full"], LAYOUT, "/opt/py"), door_env()):
-        assert not {"ANTHROPIC_API_KEY", "LD_PRELOAD", "PYTHONPATH"} & set(env)
+        assert not {"LD_PRELOAD", "PYTHONPATH"} & set(env)
+        assert env.get("ANTHROPIC_API_KEY", MODEL_KEY_PLACEHOLDER) == MODEL_KEY_PLACEHOLDER  # a placeholder only
         assert not any("launcher-secret" in value or "evil" in value for value in env.values())
 
 

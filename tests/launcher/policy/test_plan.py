@@ -202,3 +202,16 @@ def test_check_says_which_allowed_hosts_a_shared_cdn_fronts() -> None:
     fronted = [gap for gap in plan.not_covered if gap.startswith("net.allow ")]
     assert any("pypi.org:443: served by Fastly" in gap and "domain fronting" in gap for gap in fronted), fronted
     assert all(f"not covered: {gap}" in render_plan(plan) for gap in fronted)
+
+
+def test_the_model_rows_say_the_upstream_the_budget_and_that_the_kernel_admits_the_caller() -> None:
+    rows = {row.row_id: row for row in build_plan(load(FULL), FULL_KERNEL).rows if row.component == "model"}
+    assert {"model.upstream", "model.secret", "model.models", "model.budget_microusd", "model.listener"} <= set(rows)
+    listener = rows["model.listener"]
+    assert listener.held and listener.held_by == "the kernel (network namespace)"
+    assert "127.0.0.1:3129" in listener.meaning
+    twin = build_plan(load(sample(doors__model={"upstream": "twin", "budget_microusd": 5})), FULL_KERNEL)
+    twin_rows = {row.row_id: row for row in twin.rows if row.component == "model"}
+    assert "model.secret" not in twin_rows and "no internet socket" in twin_rows["model.upstream"].meaning
+    model = next(component for component in twin.components if component.role == "model")
+    assert model.tcp_connect == () and model.connects[-1] == "nothing: the built-in twin"
