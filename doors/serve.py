@@ -14,7 +14,7 @@ from doors._contract import DoorContract
 from doors._door import run_door
 
 Server = Callable[[DoorContract], None]
-ROLES_WITH_SERVERS = ("fs", "net", "keys")
+ROLES_WITH_SERVERS = ("fs", "net", "keys", "shell")
 
 
 def server_for(role: str) -> Server:
@@ -31,6 +31,10 @@ def server_for(role: str) -> Server:
         from doors.keys import server as keys_server
 
         return keys_server.serve
+    if role == "shell":
+        from doors.shell import server as shell_server
+
+        return shell_server.serve
     return run_door
 
 

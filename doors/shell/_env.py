@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from doors._refusal import DoorRefused, Refusal
-from doors.fs._secrets import scan
+from doors.fs import scan
 
 MAX_VARIABLES = 256
 MAX_VALUE_BYTES = 32 * 1024

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import doors.serve
 from launcher.kernel.confine import ConfinementSpec
@@ -116,6 +116,9 @@ def _spec_of(
     pins: Pins,
 ) -> ConfinementSpec:
     role, allowance = confinement.role, confinement.allowance
+    # The shell door makes its commands' cgroups under its own (delegated: launcher/kernel/cgroups.py).
+    delegated = resources.cgroups[role].paths if role == "shell" and role in resources.cgroups else ()
+    allowance = replace(allowance, write=(*allowance.write, *delegated))
     return ConfinementSpec(
         uid=resources.uids[role],
         gid=resources.gids[role],
@@ -132,7 +135,7 @@ def _spec_of(
         cwd=confinement.cwd,
         parent_pid=os.getpid(),
         seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
-        mount_keep=_binds(confinement, pins),
+        mount_keep=(*_binds(confinement, pins), *(Bind(path, True) for path in delegated)),
         scratch=_scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
     )
 

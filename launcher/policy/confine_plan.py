@@ -82,6 +82,8 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
     if role == "app":
         app = manifest.app
         return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy)
+    if role == "shell":
+        return shell_allowance(layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy)
     return door_allowance(role, layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy)
 
 
@@ -146,6 +148,25 @@ def app_allowance(
         read=(*SYSTEM_READ, *python, *files_read, *files_exec, private),
         write=(*WRITE_DEVICES, layout.home_dir("app"), layout.tmp_dir("app")),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
+        tcp_bind=(),
+        tcp_connect=(PROXY_PORT,) if may_use_proxy else (),
+        deny_inet=not may_use_proxy,
+    )
+
+
+def shell_allowance(
+    layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object], may_use_proxy: bool,
+) -> Allowance:
+    """The shell door and every command it runs: the system's programs, the workspace read-only in mode
+    "read", writes only on its scratch tmpfs (noexec: a writable path is never executable). The session adds
+    the shell's own cgroup directories to its writes (delegated: launcher/kernel/cgroups.py), which each
+    command's own Landlock layer takes away again (doors/shell/_landlock.py)."""
+    workspace = rows.get("workspace_dir")
+    read = (str(workspace),) if rows.get("workspace") == "read" and isinstance(workspace, str) else ()
+    return Allowance(
+        read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read),
+        write=(*WRITE_DEVICES, layout.home_dir("shell"), layout.tmp_dir("shell")),
+        exec=(*SYSTEM_EXEC, *python_paths_exec(python)),
         tcp_bind=(),
         tcp_connect=(PROXY_PORT,) if may_use_proxy else (),
         deny_inet=not may_use_proxy,

@@ -8,6 +8,7 @@ from typing import Any
 
 from doors import DoorContract
 from launcher.manifest import Manifest
+from launcher.policy.layout import PROXY_HOST, PROXY_PORT, SessionPaths
 
 
 def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
@@ -21,7 +22,16 @@ def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
     if role == "keys":
         for secret in rows.get("secrets", {}).values():
             secret.pop("from", None)
+    if role == "shell" and rows.get("workspace") == "read":
+        rows["workspace_dir"] = manifest.workspace
     return rows
+
+
+def shell_places(manifest: Manifest, sid: str) -> dict[str, Any]:
+    """Where the shell door's commands live: HOME and TMPDIR on its scratch, and the proxy (edge shell→net)."""
+    layout = SessionPaths(sid)
+    proxy = f"http://{PROXY_HOST}:{PROXY_PORT}" if ("shell", "net") in manifest.edges else None
+    return {"home": layout.home_dir("shell"), "tmp": layout.tmp_dir("shell"), "proxy": proxy}
 
 
 def secret_names(manifest: Manifest) -> tuple[str, ...]:
@@ -63,6 +73,8 @@ def door_contract(
 ) -> DoorContract:
     """The one description door `role` gets: who it is, its edges, its rows and its listeners. Holds no secret."""
     rows = door_rows(manifest, role)
+    if role == "shell":
+        rows.update(shell_places(manifest, sid))
     if fds.secrets:
         rows["secret_fds"] = dict(fds.secrets)
     return DoorContract(

@@ -1,0 +1,141 @@
+"""One running command: its pipes, its cgroup, its timeout, and the frames it makes, in the door's nursery.
+
+The order at the end is the point: wait for the command's own process (or its timeout: SIGTERM to every
+member of its cgroup, a grace period, then SIGKILL to every member), reap it (its rusage), kill whatever it
+left behind in its cgroup (a double-fork, a daemon), drain both pipes to their EOF, then the tails and the
+final record. Whatever ends the wait (the client gone, the session ending), the cgroup is emptied and removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from doors.shell._cgroup import CommandCgroup
+from doors.shell._output import Framer, Outcome
+from doors.shell._request import RunRequest
+
+KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL on a timeout: time for a clean exit, not a threshold any test uses
+READ_BYTES = 64 * 1024
+FRAME_BUFFER = 64  # frames a slow client lets pile up before the command's pipes stop being read
+
+
+@dataclass
+class Running:
+    """A command that was started: the door's handles on it."""
+
+    command_id: str
+    request: RunRequest
+    pid: int
+    pidfd: int
+    cgroup: CommandCgroup
+    stdout: trio.lowlevel.FdStream
+    stderr: trio.lowlevel.FdStream
+    stdin: trio.lowlevel.FdStream | None
+    started_at: float = field(default_factory=time.monotonic)
+    killed_by: str | None = None
+    timed_out: bool = False
+    final: dict[str, Any] | None = None
+
+
+async def _pump(pipe: trio.lowlevel.FdStream, stream: str, framer: Framer,
+                send: trio.MemorySendChannel[bytes]) -> None:
+    async with pipe:
+        while data := await pipe.receive_some(READ_BYTES):
+            line = framer.output(stream, data)
+            if line:
+                await send.send(line)
+
+
+async def _feed_stdin(pipe: trio.lowlevel.FdStream, data: bytes) -> None:
+    async with pipe:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await pipe.send_all(data)
+
+
+async def _wait_exit(running: Running) -> None:
+    """Until the command's own process has exited, or its timeout has come and gone with the kill."""
+    deadline = running.started_at + running.request.timeout_ms / 1000
+    with trio.move_on_at(trio.current_time() + max(deadline - time.monotonic(), 0)):
+        await trio.lowlevel.wait_readable(running.pidfd)
+        return
+    running.timed_out, running.killed_by = True, "timeout"
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(running.pid, signal.SIGTERM)
+    running.cgroup.signal_members(signal.SIGTERM)
+    with trio.move_on_after(KILL_GRACE_S):
+        await trio.lowlevel.wait_readable(running.pidfd)
+        return
+    await running.cgroup.kill_all()
+    await trio.lowlevel.wait_readable(running.pidfd)
+
+
+def _reap(running: Running) -> tuple[int, Any]:
+    while True:
+        try:
+            _, status, usage = os.wait4(running.pid, 0)
+            return status, usage
+        except ChildProcessError:
+            return 0, None
+        except InterruptedError:
+            continue
+
+
+async def supervise(running: Running, framer: Framer, send: trio.MemorySendChannel[bytes]) -> None:
+    """Run `running` to its end, sending every frame on `send`, the final record last; close `send`."""
+    async with send:
+        try:
+            await send.send(framer.started(running.command_id, running.pid))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_pump, running.stdout, "stdout", framer, send)
+                nursery.start_soon(_pump, running.stderr, "stderr", framer, send)
+                if running.stdin is not None:
+                    nursery.start_soon(_feed_stdin, running.stdin, running.request.stdin or b"")
+                await _wait_exit(running)
+                status, usage = _reap(running)
+                await running.cgroup.kill_all()  # what it left behind: the pipes close with them
+            await send.send(framer.tails())
+            outcome = _outcome(running, status, usage)
+            running.final = outcome.record()
+            await send.send(framer.final(outcome))
+        finally:
+            with trio.CancelScope(shield=True):
+                await clean_up(running)
+
+
+def _outcome(running: Running, status: int, usage: Any) -> Outcome:
+    if running.killed_by is None and os.WIFSIGNALED(status) and running.cgroup.oom_kills():
+        running.killed_by = "memory"
+    cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000) if usage is not None else 0
+    return Outcome(status, timed_out=running.timed_out, killed_by=running.killed_by,
+                   wall_ms=int((time.monotonic() - running.started_at) * 1000), cpu_ms=cpu_ms,
+                   max_rss_kb=int(usage.ru_maxrss) if usage is not None else 0)
+
+
+async def clean_up(running: Running) -> None:
+    """Kill and reap whatever is left, close the handles, remove the cgroup."""
+    await running.cgroup.kill_all()
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(running.pid, os.WNOHANG) == (0, 0):  # not reaped yet: killed above, so it is ending
+            os.kill(running.pid, signal.SIGKILL)
+            await trio.lowlevel.wait_readable(running.pidfd)
+            os.waitpid(running.pid, 0)
+    for pipe in (running.stdout, running.stderr, running.stdin):
+        if pipe is not None:
+            await pipe.aclose()
+    os.close(running.pidfd)
+    for _ in range(100):
+        try:
+            running.cgroup.remove()
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                return
+            await trio.sleep(0.01)

@@ -1,0 +1,140 @@
+"""The shell door's client for Python agents: blocking, frames as they arrive, the final record at the end.
+
+    with ShellClient.from_env() as shell:
+        result = shell.run(["pytest", "-q"], cwd="src", timeout_ms=600_000)
+        print(result.stdout.decode(), result.final["exit_code"])
+
+`stream(...)` yields each frame (dicts: `started`, `{"stream", "text"|"base64"}`, `omitted`, `final`) as the
+door sends it; `run(...)` collects them. A refusal raises DoorRefused naming the row and who refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+
+from doors._refusal import DoorRefused, read_refusal
+from doors.client import DoorClient, connect_door
+from doors.shell._output import decode_chunk
+from doors.shell._request import RUN_PATH
+
+RECEIVE_BYTES = 64 * 1024
+MAX_ERROR_BYTES = 64 * 1024
+
+
+@dataclass
+class RunResult:
+    """A finished command: its output as the door kept it (head, marker, tail), and its final record."""
+
+    stdout: bytes = b""
+    stderr: bytes = b""
+    final: dict[str, Any] = field(default_factory=dict)
+    command_id: str = ""
+
+
+def run_body(argv: list[str] | None = None, *, script: str | None = None, shell: str | None = None,
+             cwd: str | None = None, env: Mapping[str, str] | None = None, stdin: bytes | None = None,
+             timeout_ms: int | None = None, max_output_bytes: int | None = None) -> dict[str, Any]:
+    """The JSON body of a run request (only the fields given)."""
+    body: dict[str, Any] = {"argv": argv} if argv is not None else {"script": script}
+    optional = {"shell": shell, "cwd": cwd, "env": dict(env) if env is not None else None,
+                "timeout_ms": timeout_ms, "max_output_bytes": max_output_bytes}
+    body.update({key: value for key, value in optional.items() if value is not None})
+    if stdin is not None:
+        import base64
+
+        body["stdin"] = {"base64": base64.b64encode(stdin).decode()}
+    return body
+
+
+class ShellClient:
+    """Commands through the shell door, one connection per command (a stream holds its connection)."""
+
+    def __init__(self, door: DoorClient, *, timeout_s: float | None = None) -> None:
+        self.door = door
+        self.timeout_s = timeout_s  # None: wait as long as the command runs (its own timeout bounds it)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> ShellClient:
+        """A client from the SHARNESS_* variables the launcher gives the app."""
+        return cls(DoorClient.from_env("shell", environ))
+
+    def hello(self) -> dict[str, Any]:
+        """GET /v0/hello of the shell door."""
+        return self.door.hello()
+
+    def stream(self, argv: list[str] | None = None, **fields: Any) -> Iterator[dict[str, Any]]:
+        """Start a command; yield every frame as it arrives, the final record last."""
+        payload = json.dumps(run_body(argv, **fields), separators=(",", ":")).encode()
+        sock = connect_door(self.door.dial)
+        sock.settimeout(self.timeout_s)
+        http = h11.Connection(h11.CLIENT)
+        try:
+            sock.sendall(http.send(h11.Request(method="POST", target=RUN_PATH, headers=[
+                ("host", "shell"), ("content-type", "application/json"), ("content-length", str(len(payload)))]))
+                + http.send(h11.Data(data=payload)) + http.send(h11.EndOfMessage()))
+            yield from _frames(sock, http)
+        finally:
+            sock.close()
+
+    def run(self, argv: list[str] | None = None, **fields: Any) -> RunResult:
+        """Run a command to its end and return what it printed and how it ended."""
+        result = RunResult()
+        for frame in self.stream(argv, **fields):
+            if "started" in frame:
+                result.command_id = str(frame["started"]["id"])
+            elif "final" in frame:
+                result.final = dict(frame["final"])
+            elif frame.get("stream") == "stdout":
+                result.stdout += decode_chunk(frame)
+            elif frame.get("stream") == "stderr":
+                result.stderr += decode_chunk(frame)
+        return result
+
+    def close(self) -> None:
+        self.door.close()
+
+    def __enter__(self) -> ShellClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
+    while True:
+        event = http.next_event()
+        if event is h11.NEED_DATA:
+            http.receive_data(sock.recv(RECEIVE_BYTES))
+            continue
+        if isinstance(event, h11.ConnectionClosed):
+            raise DoorRefused(read_refusal(502, None, who="shell", row="shell.stream",
+                                           detail="the shell door closed the stream before the final record"))
+        yield event
+        if isinstance(event, h11.EndOfMessage):
+            return
+
+
+def _frames(sock: Any, http: h11.Connection) -> Iterator[dict[str, Any]]:
+    status, pending = 0, b""
+    for event in _events(sock, http):
+        if isinstance(event, h11.Response):
+            status = event.status_code
+        elif isinstance(event, h11.Data) and status != 200:
+            pending += event.data
+            if len(pending) > MAX_ERROR_BYTES:
+                break
+        elif isinstance(event, h11.Data):
+            pending += event.data
+            *lines, pending = pending.split(b"\n")
+            yield from (json.loads(line) for line in lines if line)
+    if status != 200:
+        try:
+            body = json.loads(pending)
+        except ValueError:
+            body = None
+        raise DoorRefused(read_refusal(status, body, who="shell", row="shell.run"))

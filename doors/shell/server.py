@@ -1,0 +1,292 @@
+"""The shell door: runs commands for the app, each confined, each in its own cgroup, each accounted for.
+
+`POST /v0/shell/run` takes a run request (doors/shell/_request.py) and answers 200 with NDJSON frames as
+they happen (chunked): `started`, stdout and stderr data with sequence numbers, then `final`. A request the
+rules refuse, or a command that cannot be confined as the manifest says, is answered with the error shape
+and is not run (fail closed). One audit event before each command runs (`shell.run`: argv or the script's
+hash, cwd, the env's names) and one when it ended (`shell.exit`: exit, signal, timed_out, times, bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import itertools
+import os
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from doors._http import Request, Response, Route
+from doors._refusal import DoorRefused, Refusal
+from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
+from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
+from doors.shell._command import FRAME_BUFFER, Running, clean_up, supervise
+from doors.shell._env import command_env
+from doors.shell._landlock import command_ruleset
+from doors.shell._output import Framer
+from doors.shell._request import MAX_BODY_BYTES, RUN_PATH, WHO, RunRequest, parse_run
+from doors.shell._selftest import self_test
+from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
+
+if TYPE_CHECKING:
+    from doors._contract import DoorContract
+    from doors._door import DoorRuntime
+
+NDJSON = "application/x-ndjson"
+DEFAULT_MAX_LIVE = 8
+HELD_ROWS = frozenset({"workspace", "max_live"})
+Audit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ShellConfig:
+    """What the launcher told the door (its rows) and what the door opened from them at start."""
+
+    workspace_fd: int | None  # the workspace (mode "read"), else None: cwd is then beneath HOME
+    home: str
+    tmp: str
+    proxy: str | None
+    cgroups: tuple[str, ...]
+    ruleset_fd: int
+    max_live: int
+
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, Any]) -> ShellConfig:
+        """Open what the rows name; raise (the door then does not start) when any of it is missing."""
+        workspace = rows.get("workspace_dir") if rows.get("workspace") == "read" else None
+        workspace_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if workspace else None
+        home, tmp = str(rows["home"]), str(rows["tmp"])
+        cgroups = own_cgroup_dirs()
+        if not cgroups:
+            raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
+        return cls(workspace_fd, home, tmp, rows.get("proxy"), cgroups,
+                   command_ruleset((home, tmp, "/dev/null")), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
+
+
+def _refuse(status: int, row: str, detail: str, hint: str, who: str = WHO) -> DoorRefused:
+    return DoorRefused(Refusal(status, row, who, detail, hint))
+
+
+class ChannelBody:
+    """A response body read from the command's frame channel; closing it early (the client left) kills it."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[bytes], on_abandon: Callable[[], None]) -> None:
+        self._receive = receive
+        self._on_abandon = on_abandon
+        self._done = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            self._done = True
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        if not self._done:
+            self._on_abandon()
+        await self._receive.aclose()
+
+
+class ShellDoor:
+    """The run route over a config; commands run in the door's own nursery (`serve_commands`)."""
+
+    def __init__(self, config: ShellConfig, audit: Audit, report: Audit) -> None:
+        self.config = config
+        self.audit = audit
+        self.report = report
+        self.live: dict[str, Running] = {}
+        self._ids = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._ready = trio.Event()
+
+    def routes(self) -> list[Route]:
+        """The routes served next to hello."""
+        return [Route("POST", RUN_PATH, self.run, max_body_bytes=MAX_BODY_BYTES)]
+
+    async def serve_commands(self) -> None:
+        """The nursery every command runs in; cancelled (every command killed) when the door stops."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._ready.set()
+            await trio.sleep_forever()
+
+    async def run(self, request: Request) -> Response:
+        """Decide, audit, start, then stream: one chokepoint for every command."""
+        try:
+            run = parse_run(request.json())
+            if run.tty:
+                raise _refuse(400, "shell.tty", "tty is not built in this version of the shell door",
+                              "run without tty")
+            if len(self.live) >= self.config.max_live:
+                raise _refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
+                              "session allows", "wait for one to end, or raise doors.shell.max_live")
+            cwd_fd = self._cwd(run.cwd)
+        except DoorRefused as refused:
+            self.report(_refusal_event(refused.refusal))
+            raise
+        command_id = f"c{next(self._ids)}"
+        try:
+            self.audit({"door": "shell", "kind": "shell.run", "id": command_id, **run.audit_command(),
+                        "cwd": run.cwd, "env_names": [name for name, _ in run.env], "timeout_ms": run.timeout_ms,
+                        "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or ""})
+            running = await self._start(command_id, run, cwd_fd)
+        finally:
+            os.close(cwd_fd)
+        return await self._stream(running)
+
+    def _cwd(self, cwd: str) -> int:
+        """An fd on `cwd`, resolved beneath the workspace (or HOME): no symlink or `..` leads out."""
+        root = self.config.workspace_fd
+        base = root if root is not None else os.open(self.config.home, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            return openat2(base, cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, 0,
+                           RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+        except OSError as exc:
+            raise _cwd_refusal(cwd, exc.errno or errno.EPERM, root is not None) from None
+        finally:
+            if root is None:
+                os.close(base)
+
+    async def _start(self, command_id: str, run: RunRequest, cwd_fd: int) -> Running:
+        if threads() != 1:
+            raise _refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
+                          "command safely, so it runs none", "report this: the shell door must stay single-threaded")
+        tmpdir = os.path.join(self.config.tmp, command_id)
+        os.mkdir(tmpdir, 0o700)
+        cgroup = CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # stdin, stdout, stderr
+        child_stdin = pipes[0][0] if run.stdin is not None else os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty)
+        launch = Launch(run.argv, env, cwd_fd, (child_stdin, pipes[1][1], pipes[2][1]), cgroup.procs_files,
+                        self.config.ruleset_fd)
+        try:
+            pid, report = fork_command(launch)
+        finally:
+            for fd in {child_stdin, pipes[0][0], pipes[1][1], pipes[2][1]}:
+                os.close(fd)
+        failure = await _read_report(report)
+        stdin = trio.lowlevel.FdStream(pipes[0][1]) if run.stdin is not None else None
+        if run.stdin is None:
+            os.close(pipes[0][1])
+        running = Running(command_id, run, pid, os.pidfd_open(pid), cgroup, trio.lowlevel.FdStream(pipes[1][0]),
+                          trio.lowlevel.FdStream(pipes[2][0]), stdin)
+        if failure is not None:
+            await clean_up(running)
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            raise _not_started(run, failure)
+        return running
+
+    async def _stream(self, running: Running) -> Response:
+        await self._ready.wait()
+        assert self._nursery is not None
+        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        scope = trio.CancelScope()
+        self.live[running.command_id] = running
+
+        def abandon() -> None:
+            running.killed_by = running.killed_by or "client_gone"
+            scope.cancel()
+
+        self._nursery.start_soon(self._supervised, running, send, scope)
+        return Response(200, (("content-type", NDJSON),), ChannelBody(receive, abandon))
+
+    async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
+                          scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                await supervise(running, Framer(running.request.max_output_bytes), send)
+        finally:
+            self.live.pop(running.command_id, None)
+            shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": running.command_id,
+                         "killed_by": running.killed_by, **(running.final or {"exit_code": None})})
+
+
+async def _read_report(fd: int) -> NotStarted | None:
+    """The child's report: EOF alone (execve closed it) means the command runs."""
+    os.set_blocking(fd, False)
+    data = b""
+    try:
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            piece = os.read(fd, 256)
+            if not piece:
+                return read_report(data)
+            data += piece
+    finally:
+        os.close(fd)
+
+
+def _cwd_refusal(cwd: str, error: int, in_workspace: bool) -> DoorRefused:
+    where = "the workspace" if in_workspace else "HOME (doors.shell.workspace is \"none\")"
+    if error == errno.EXDEV:
+        return _refuse(403, "shell.cwd", f"cwd {cwd[:200]!r} leads out of {where} (through a symlink)",
+                       "name a directory inside it", who="kernel")
+    if error == errno.ENOENT:
+        return _refuse(404, "shell.cwd", f"cwd {cwd[:200]!r} does not exist in {where}", "create it first")
+    if error == errno.ENOTDIR:
+        return _refuse(400, "shell.cwd", f"cwd {cwd[:200]!r} is not a directory", "name a directory")
+    return _refuse(403, "shell.cwd", f"cwd {cwd[:200]!r}: {os.strerror(error)}", "name another directory",
+                   who="kernel")
+
+
+def _not_started(run: RunRequest, failure: NotStarted) -> DoorRefused:
+    program = run.argv[0][:200]
+    if failure.step == "execve" and failure.errno == errno.ENOENT:
+        return _refuse(404, "shell.request.argv", f"{program!r} was not found (PATH or the path given)",
+                       "name a program this session can run")
+    if failure.step == "execve" and failure.errno in (errno.EACCES, errno.EPERM):
+        return _refuse(403, "shell.files.exec", f"executing {program!r} was refused: {os.strerror(failure.errno)}",
+                       "list its directory in doors.shell.files.exec (a writable path is never executable)",
+                       who="kernel")
+    return _refuse(500, "shell.confinement", f"the command was not run: its confinement failed at step "
+                   f"{failure.step!r} ({os.strerror(failure.errno)})", "report this with the door's audit log")
+
+
+def _refusal_event(refusal: Refusal) -> dict[str, Any]:
+    return {"door": "shell", "kind": "shell.run", "decision": "refuse", "row": refusal.row,
+            "status": refusal.status}
+
+
+def serve(contract: DoorContract) -> None:
+    """Run the shell door process from its contract: self-test first (no test passed, no door)."""
+    from doors._status import StatusSender
+
+    status = StatusSender(contract.status_fd)
+    try:
+        config = ShellConfig.from_rows(contract.rows)
+        self_test(config.cgroups, config.ruleset_fd, config.home)
+        trio.run(_serve_shell, contract, status, config)
+    except BaseException as exc:
+        status.fatal(f"the shell door failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:500]}")
+        raise SystemExit(1) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            status.close()
+
+
+async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig) -> None:
+    from doors._door import serve_door
+
+    door: ShellDoor | None = None
+
+    def door_of(runtime: DoorRuntime) -> ShellDoor:
+        nonlocal door
+        if door is None:
+            door = ShellDoor(config, runtime.audit, runtime.report)
+        return door
+
+    def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
+        return [functools.partial(door_of(runtime).serve_commands)]
+
+    await serve_door(contract, status, lambda runtime: door_of(runtime).routes(), held_rows=HELD_ROWS,
+                     background=background)
