@@ -10,6 +10,7 @@ door sends it; `run(...)` collects them. A refusal raises DoorRefused naming the
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -37,16 +38,16 @@ class RunResult:
 
 
 def run_body(argv: list[str] | None = None, *, script: str | None = None, shell: str | None = None,
-             cwd: str | None = None, env: Mapping[str, str] | None = None, stdin: bytes | None = None,
+             cwd: str | None = None, env: Mapping[str, str] | None = None, stdin: bytes | str | None = None,
              timeout_ms: int | None = None, max_output_bytes: int | None = None) -> dict[str, Any]:
     """The JSON body of a run request (only the fields given)."""
     body: dict[str, Any] = {"argv": argv} if argv is not None else {"script": script}
     optional = {"shell": shell, "cwd": cwd, "env": dict(env) if env is not None else None,
                 "timeout_ms": timeout_ms, "max_output_bytes": max_output_bytes}
     body.update({key: value for key, value in optional.items() if value is not None})
-    if stdin is not None:
-        import base64
-
+    if isinstance(stdin, str):
+        body["stdin"] = stdin
+    elif stdin is not None:
         body["stdin"] = {"base64": base64.b64encode(stdin).decode()}
     return body
 

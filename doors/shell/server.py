@@ -182,6 +182,8 @@ class ShellDoor:
         if failure is not None:
             await clean_up(running)
             shutil.rmtree(tmpdir, ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
+                         "step": failure.step, "errno": failure.errno})
             raise _not_started(run, failure)
         return running
 

@@ -9,11 +9,34 @@ It judges nothing: each case prints one JSON line {"probe": name, "frames": [...
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from doors._refusal import DoorRefused
 from doors.shell.client import ShellClient
+
+
+def _templated(value: Any) -> Any:
+    """`{sid}` in any string of a case becomes this session's id (the probe knows it; the test does not yet)."""
+    if isinstance(value, str):
+        return value.replace("{sid}", os.environ["SHARNESS_SESSION"])
+    if isinstance(value, list):
+        return [_templated(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _templated(item) for key, item in value.items()}
+    return value
+
+
+def hold(shell: ShellClient, count: int) -> list[Iterator[dict[str, Any]]]:
+    """Start `count` long commands and read only their `started` frame: they stay live until closed."""
+    held = []
+    for _ in range(count):
+        stream = shell.stream(["sleep", "1000"])
+        next(stream)
+        held.append(stream)
+    return held
 
 
 def run_case(shell: ShellClient, name: str, body: dict[str, Any]) -> None:
@@ -33,8 +56,11 @@ def main() -> None:
     cases = json.loads(sys.argv[1])
     with ShellClient.from_env() as shell:
         print(json.dumps({"probe": "hello", **shell.hello()}), flush=True)
-        for case in cases:
+        for case in _templated(cases):
+            held = hold(shell, int(case.get("hold", 0)))
             run_case(shell, case["name"], dict(case["body"]))
+            for stream in held:
+                stream.close()  # the client leaves: the door kills the command
 
 
 if __name__ == "__main__":

@@ -1,0 +1,140 @@
+"""The shell door in real sessions, as root: commands run confined, stream, end as they did, and leave nothing.
+
+The app is tests/integration/shell_probe.py, which runs each case through ShellClient and prints what came
+back; every assertion about what held (the door or the kernel) is here. The kernel's refusals of what a
+command attempts are in tests/attacks/test_shell_commands.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration._shell import Session, audit, case, final, output, shell_session
+
+pytestmark = pytest.mark.root
+
+PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+# A tree that ignores SIGTERM (an ignored signal stays ignored across exec) and double-forks out of its
+# process group and session; its grandchild prints its pid.
+STUBBORN = "trap '' TERM; setsid sh -c 'echo $$; exec sleep 1000' & sleep 1000"
+FLOOD = "head -c 3000000 /dev/zero | tr '\\0' o; head -c 2000000 /dev/zero | tr '\\0' e >&2"
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[Session]:
+    cases = [
+        case("echo", argv=["sh", "-c", "echo out; echo err >&2; cat hello.txt; id -u; pwd; echo $HOME $TMPDIR"]),
+        case("script", script="echo from-a-script; exit 3", cwd="sub"),
+        case("env", argv=["env"], env={"CI": "1"}),
+        case("stdin.none", argv=["cat"]),
+        case("stdin.bytes", argv=["sh", "-c", "read line; echo got:$line"], stdin="hello\n"),
+        case("cwd.absolute", argv=["pwd"], cwd="/etc"),
+        case("cwd.climbs", argv=["pwd"], cwd="sub/../.."),
+        case("cwd.symlink", argv=["pwd"], cwd="out"),
+        case("cwd.missing", argv=["pwd"], cwd="nope"),
+        case("env.denied", argv=["true"], env={"LD_PRELOAD": "/tmp/evil.so"}),
+        case("env.secret", argv=["true"], env={"DEPLOY_KEY": PEM}),
+        case("not.found", argv=["no-such-program-here"]),
+        case("timeout", script=STUBBORN, timeout_ms=300),
+        case("after.timeout", argv=["ps", "-e", "-o", "pid=,args="]),
+        case("flood", script=FLOOD, max_output_bytes=65536),
+        case("exit.signal", script="kill -KILL $$"),
+    ]
+    with shell_session(cases, net=True) as ran:
+        yield ran
+
+
+
+def test_a_command_streams_both_outputs_apart_and_runs_as_the_shell_in_the_workspace(session: Session) -> None:
+    probes, summary = session
+    echo = probes["echo"]
+    assert [f["seq"] for f in echo["frames"]] == list(range(1, len(echo["frames"]) + 1))
+    assert "started" in echo["frames"][0] and final(echo)["exit_code"] == 0
+    out = output(echo, "stdout").decode().splitlines()
+    assert out[:2] == ["out", "hi"] and output(echo, "stderr") == b"err\n"
+    uid, cwd, places = int(out[2]), out[3], out[4]
+    assert uid not in (0, 65534) and cwd.endswith("/workspace")
+    assert places == f"/run/sharness/{summary['sid']}/shell/home /run/sharness/{summary['sid']}/shell/tmp/c1"
+    assert probes["hello"]["role"] == "shell"
+
+
+def test_a_script_runs_in_its_cwd_and_its_exit_code_comes_back(session: Session) -> None:
+    probe = session[0]["script"]
+    assert output(probe, "stdout") == b"from-a-script\n" and final(probe)["exit_code"] == 3
+
+
+def test_the_environment_is_clean_plus_what_was_asked(session: Session) -> None:
+    env = dict(line.split("=", 1) for line in output(session[0]["env"], "stdout").decode().splitlines())
+    assert env["CI"] == "1" and env["GIT_TERMINAL_PROMPT"] == "0" and env["DEBIAN_FRONTEND"] == "noninteractive"
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128"
+    assert not any(name.startswith("SHARNESS_") for name in env), env
+
+
+def test_stdin_is_eof_at_once_unless_bytes_are_given(session: Session) -> None:
+    probes = session[0]
+    assert final(probes["stdin.none"])["exit_code"] == 0 and output(probes["stdin.none"], "stdout") == b""
+    assert output(probes["stdin.bytes"], "stdout") == b"got:hello\n"
+
+
+@pytest.mark.parametrize(("case", "status", "row", "who"), [
+    ("cwd.absolute", 403, "shell.cwd", "shell"),
+    ("cwd.climbs", 403, "shell.cwd", "shell"),
+    ("cwd.symlink", 403, "shell.cwd", "kernel"),  # openat2 RESOLVE_BENEATH: EXDEV
+    ("cwd.missing", 404, "shell.cwd", "shell"),
+    ("env.denied", 403, "shell.env", "shell"),
+    ("env.secret", 403, "shell.env", "shell"),
+    ("not.found", 404, "shell.request.argv", "shell"),
+])
+def test_refusals_name_the_row_and_who(session: Session, case: str, status: int, row: str, who: str) -> None:
+    refused = session[0][case]["refused"]
+    assert (refused["status"], refused["error"], refused["who"]) == (status, row, who), refused
+    assert session[0][case]["frames"] == []
+
+
+def test_no_refusal_or_audit_line_holds_a_secret_value(session: Session) -> None:
+    probes, summary = session
+    assert "b3BlbnNzaC1rZXktdjE" not in json.dumps(probes["env.secret"])
+    assert "b3BlbnNzaC1rZXktdjE" not in Path(summary["audit_dir"], "audit.jsonl").read_text()
+
+
+def test_a_timeout_kills_a_tree_that_ignores_sigterm_and_double_forks(session: Session) -> None:
+    probes = session[0]
+    record = final(probes["timeout"])
+    assert record["timed_out"] is True and record["killed_by"] == "timeout" and record["exit_code"] is None
+    grandchild = int(output(probes["timeout"], "stdout").split()[0])
+    listed = output(probes["after.timeout"], "stdout").decode()
+    assert "sleep 1000" not in listed and str(grandchild) not in listed.split(), listed
+
+
+def test_output_floods_keep_head_and_tail_per_stream(session: Session) -> None:
+    probe = session[0]["flood"]
+    record = final(probe)
+    assert record["exit_code"] == 0 and record["truncated"] == {"stdout": True, "stderr": True}
+    assert record["bytes"] == {"stdout": 3_000_000, "stderr": 2_000_000}
+    assert output(probe, "stdout") == b"o" * 65536 and output(probe, "stderr") == b"e" * 65536
+    omitted = {f["stream"]: f["omitted"] for f in probe["frames"] if "omitted" in f}
+    assert omitted == {"stdout": 3_000_000 - 65536, "stderr": 2_000_000 - 65536}
+
+
+def test_a_signal_death_is_never_exit_0(session: Session) -> None:
+    record = final(session[0]["exit.signal"])
+    assert record["exit_code"] is None and record["signal"] == 9 and record["timed_out"] is False
+
+
+def test_audit_has_one_run_and_one_exit_per_command_without_env_values(session: Session) -> None:
+    events = [e for e in audit(session[1]) if e.get("door") == "shell"]
+    runs = {e["id"]: e for e in events if e["kind"] == "shell.run" and "id" in e}
+    exits = {e["id"]: e for e in events if e["kind"] == "shell.exit"}
+    assert set(runs) == set(exits) and len(runs) >= 10
+    assert runs["c1"]["argv"][0] == "sh" and runs["c1"]["cwd"] == "."
+    script = next(e for e in runs.values() if e.get("cwd") == "sub")
+    assert "argv" not in script and script["script_bytes"] == len("echo from-a-script; exit 3")
+    env_run = next(e for e in runs.values() if e.get("argv") == ["env"])
+    assert env_run["env_names"] == ["CI"] and "1" not in json.dumps(env_run["env_names"])
+    refused = [e for e in events if e.get("decision") == "refuse"]
+    assert {e["row"] for e in refused} >= {"shell.cwd", "shell.env"}
+
