@@ -24,6 +24,7 @@ from doors.shell._request import RunRequest
 
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL on a timeout: time for a clean exit, not a threshold any test uses
 READ_BYTES = 64 * 1024
+HEARTBEAT_S = 5.0  # how often a quiet command says it still runs: a client that left is then noticed and it is killed
 FRAME_BUFFER = 64  # frames a slow client lets pile up before the command's pipes stop being read
 
 
@@ -60,6 +61,12 @@ async def _feed_stdin(pipe: trio.lowlevel.FdStream, data: bytes) -> None:
             await pipe.send_all(data)
 
 
+async def _heartbeat(running: Running, framer: Framer, send: trio.MemorySendChannel[bytes]) -> None:
+    while True:
+        await trio.sleep(HEARTBEAT_S)
+        await send.send(framer.alive(int((time.monotonic() - running.started_at) * 1000)))
+
+
 async def _wait_exit(running: Running) -> None:
     """Until the command's own process has exited, or its timeout has come and gone with the kill."""
     deadline = running.started_at + running.request.timeout_ms / 1000
@@ -93,14 +100,17 @@ async def supervise(running: Running, framer: Framer, send: trio.MemorySendChann
     async with send:
         try:
             await send.send(framer.started(running.command_id, running.pid))
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pump, running.stdout, "stdout", framer, send)
-                nursery.start_soon(_pump, running.stderr, "stderr", framer, send)
-                if running.stdin is not None:
-                    nursery.start_soon(_feed_stdin, running.stdin, running.request.stdin or b"")
-                await _wait_exit(running)
-                status, usage = _reap(running)
-                await running.cgroup.kill_all()  # what it left behind: the pipes close with them
+            async with trio.open_nursery() as beating:
+                beating.start_soon(_heartbeat, running, framer, send)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_pump, running.stdout, "stdout", framer, send)
+                    nursery.start_soon(_pump, running.stderr, "stderr", framer, send)
+                    if running.stdin is not None:
+                        nursery.start_soon(_feed_stdin, running.stdin, running.request.stdin or b"")
+                    await _wait_exit(running)
+                    status, usage = _reap(running)
+                    await running.cgroup.kill_all()  # what it left behind: the pipes close with them
+                beating.cancel_scope.cancel()
             await send.send(framer.tails())
             outcome = _outcome(running, status, usage)
             running.final = outcome.record()

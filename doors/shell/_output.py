@@ -79,6 +79,10 @@ class Framer:
         """The first frame: the command runs, with its id and pid."""
         return self._line({"started": {"id": command_id, "pid": pid}})
 
+    def alive(self, wall_ms: int) -> bytes:
+        """A frame saying the command still runs (so a client that left is noticed when it cannot be sent)."""
+        return self._line({"alive": {"wall_ms": wall_ms}})
+
     def output(self, stream: str, data: bytes) -> bytes:
         """The frame for `data` read from `stream`, or b"" when the stream's head is full."""
         now = self.caps[stream].feed(data)

@@ -39,12 +39,17 @@ def hold(shell: ShellClient, count: int) -> list[Iterator[dict[str, Any]]]:
     return held
 
 
-def run_case(shell: ShellClient, name: str, body: dict[str, Any]) -> None:
+def run_case(shell: ShellClient, name: str, body: dict[str, Any], until: str | None = None) -> None:
+    """Run one case; with `until`, stop reading (and leave) once a frame holds that text."""
     argv = body.pop("argv", None)
     frames: list[dict[str, Any]] = []
     try:
-        for frame in shell.stream(argv, **body):
+        stream = shell.stream(argv, **body)
+        for frame in stream:
             frames.append(frame)
+            if until is not None and until in str(frame.get("text", "")):
+                stream.close()
+                break
     except DoorRefused as refused:
         print(json.dumps({"probe": name, "refused": {"status": refused.refusal.status, **refused.refusal.shape()},
                           "frames": frames}), flush=True)
@@ -58,7 +63,7 @@ def main() -> None:
         print(json.dumps({"probe": "hello", **shell.hello()}), flush=True)
         for case in _templated(cases):
             held = hold(shell, int(case.get("hold", 0)))
-            run_case(shell, case["name"], dict(case["body"]))
+            run_case(shell, case["name"], dict(case["body"]), case.get("until"))
             for stream in held:
                 stream.close()  # the client leaves: the door kills the command
 

@@ -43,6 +43,9 @@ def session() -> Iterator[Session]:
         case("after.timeout", argv=["ps", "-e", "-o", "pid=,args="]),
         case("flood", script=FLOOD, max_output_bytes=65536),
         case("exit.signal", script="kill -KILL $$"),
+        {**case("live", script="echo first; exec sleep 1001"), "until": "first"},
+        case("live.gone", script="while ps -e -o args= | grep -q '^sleep 1001'; do sleep 0.1; done; echo gone",
+             timeout_ms=120_000),
     ]
     with shell_session(cases, net=True) as ran:
         yield ran
@@ -138,3 +141,37 @@ def test_audit_has_one_run_and_one_exit_per_command_without_env_values(session: 
     refused = [e for e in events if e.get("decision") == "refuse"]
     assert {e["row"] for e in refused} >= {"shell.cwd", "shell.env"}
 
+
+
+def test_frames_arrive_live_and_a_client_that_leaves_has_its_command_killed(session: Session) -> None:
+    probes, summary = session
+    live = probes["live"]["frames"]
+    assert "final" not in live[-1] and output(probes["live"], "stdout") == b"first\n"  # read before it ended
+    assert output(probes["live.gone"], "stdout") == b"gone\n"
+    command = live[0]["started"]["id"]
+    ended = [e for e in audit(summary) if e.get("kind") == "shell.exit" and e.get("id") == command]
+    assert [e["killed_by"] for e in ended] == ["client_gone"]
+
+
+@pytest.fixture(scope="module")
+def no_workspace() -> Iterator[Session]:
+    cases = [
+        case("home.cwd", argv=["sh", "-c", "pwd; ls"]),
+        case("home.cwd.out", argv=["pwd"], cwd="../.."),
+        {**case("too.many", argv=["true"]), "hold": 2},  # last: the held commands stay live until noticed gone
+    ]
+    with shell_session(cases, shell={"workspace": "none", "max_live": 2}) as ran:
+        yield ran
+
+
+def test_one_command_past_max_live_is_refused(no_workspace: Session) -> None:
+    refused = no_workspace[0]["too.many"]["refused"]
+    assert (refused["status"], refused["error"], refused["who"]) == (429, "shell.max_live", "shell")
+    assert "doors.shell.max_live" in refused["hint"]
+
+
+def test_without_the_workspace_commands_run_in_home(no_workspace: Session) -> None:
+    probes, summary = no_workspace
+    home = f"/run/sharness/{summary['sid']}/shell/home"
+    assert output(probes["home.cwd"], "stdout").decode().splitlines()[0] == home
+    assert probes["home.cwd.out"]["refused"]["error"] == "shell.cwd"
