@@ -276,7 +276,14 @@ def serve(contract: DoorContract) -> None:
             status.close()
 
 
+def describe_rows(rows: Mapping[str, Any]) -> dict[str, Any]:
+    """The rows hello shows: the manifest's own (where the launcher put HOME, TMPDIR and the workspace is not a row)."""
+    return {"workspace": rows.get("workspace", "none"), "max_live": int(rows.get("max_live", DEFAULT_MAX_LIVE))}
+
+
 async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig) -> None:
+    from dataclasses import replace
+
     from doors._door import serve_door
 
     door: ShellDoor | None = None
@@ -290,5 +297,6 @@ async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig)
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
         return [functools.partial(door_of(runtime).serve_commands)]
 
-    await serve_door(contract, status, lambda runtime: door_of(runtime).routes(), held_rows=HELD_ROWS,
+    await serve_door(replace(contract, rows=describe_rows(contract.rows)), status,
+                     lambda runtime: door_of(runtime).routes(), held_rows=HELD_ROWS,
                      background=background)
