@@ -8,11 +8,13 @@ command attempts are in tests/attacks/test_shell_commands.py.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.integration._session import LAUNCHER, basic_manifest, manifest_hash, write_manifest
 from tests.integration._shell import Session, audit, case, final, output, shell_session
 
 pytestmark = pytest.mark.root
@@ -175,3 +177,41 @@ def test_without_the_workspace_commands_run_in_home(no_workspace: Session) -> No
     home = f"/run/sharness/{summary['sid']}/shell/home"
     assert output(probes["home.cwd"], "stdout").decode().splitlines()[0] == home
     assert probes["home.cwd.out"]["refused"]["error"] == "shell.cwd"
+
+
+SH_CLI = """
+sh_() { name=$1; shift; sharness-launch sh "$@" > "$TMPDIR/$name.out" 2> "$TMPDIR/$name.err"; echo "rc:$name:$?";
+        printf 'out:%s:%s\\n' "$name" "$(cat "$TMPDIR/$name.out" | tr '\\n' '|')";
+        printf 'err:%s:%s\\n' "$name" "$(cat "$TMPDIR/$name.err" | tr '\\n' '|')"; }
+sh_ streams -- sh -c 'echo out; echo err >&2; exit 7'
+sh_ timeout --timeout 0.3 -- sleep 100
+sh_ signal -- sh -c 'kill -TERM $$'
+sh_ cwd --cwd sub -- pwd
+sh_ missing -- no-such-program-here
+sh_ outside --cwd /etc -- pwd
+sh_ json --json -- echo hi
+"""
+
+
+def test_sharness_launch_sh_streams_and_exits_like_timeout(tmp_path: Path) -> None:
+    """The CLI inside a session, run by the app: the command's status as timeout(1) reports it."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "sub").mkdir()
+    document = basic_manifest(workspace, ["/bin/sh", "-c", SH_CLI])
+    document["doors"] = {"shell": {"workspace": "read"}}
+    document["edges"] = [["app", "shell"]]
+    manifest = write_manifest(tmp_path, document)
+    done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
+                           "--best-effort"], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = dict(line.split(":", 1)[1].rsplit(":", 1) for line in done.stdout.splitlines() if line.startswith("rc:"))
+    lines = {tuple(line.split(":", 2)[:2]): line.split(":", 2)[2] for line in done.stdout.splitlines()
+             if line.startswith(("out:", "err:"))}
+    assert seen == {"streams": "7", "timeout": "124", "signal": "143", "cwd": "0", "missing": "127",
+                    "outside": "1", "json": "0"}, done.stdout
+    assert lines[("out", "streams")] == "out|" and lines[("err", "streams")] == "err|"
+    assert lines[("out", "cwd")].endswith("/workspace/sub|")
+    assert "shell.cwd" in lines[("err", "outside")] and "refused by shell" in lines[("err", "outside")]
+    frames = [json.loads(part) for part in lines[("out", "json")].split("|") if part]
+    assert frames[1] == {"seq": 2, "stream": "stdout", "text": "hi\n"} and frames[-1]["final"]["exit_code"] == 0
