@@ -288,14 +288,18 @@ def delete_cgroup(path: str) -> None:
 
 
 def _remove_busy(path: str) -> None:
-    """rmdir, retried while the last members are still exiting (EBUSY)."""
-    for attempt in range(100):
+    """rmdir, retried while the last members are exiting: a killed process holds its cgroup until it is reaped,
+    and an orphan (a command's double-fork) is reaped by pid 1, in its own time."""
+    deadline = time.monotonic() + _KILL_TIMEOUT_S
+    delay = 0.001
+    while True:
         try:
             os.rmdir(path)
             return
         except FileNotFoundError:
             return
         except OSError as exc:
-            if exc.errno != errno.EBUSY or attempt == 99:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
                 raise CgroupError(f"cannot remove cgroup {path}: {exc.strerror}") from exc
-            time.sleep(0.001)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
