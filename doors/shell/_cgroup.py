@@ -52,7 +52,7 @@ def cgroup_dirs_of(proc_cgroup: str, mountinfo: str) -> tuple[str, ...]:
         wanted = [own.get(c) for c in controllers] if controllers else [own.get("")]
         for path in wanted:
             if path is not None and (path == root or path.startswith(root.rstrip("/") + "/")):
-                where = os.path.normpath(mount_point + path[len(root):])
+                where = os.path.normpath(os.path.join(mount_point, os.path.relpath(path, root)))
                 if where not in dirs:
                     dirs.append(where)
     return tuple(dirs)

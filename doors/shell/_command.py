@@ -105,7 +105,7 @@ async def supervise(running: Running, framer: Framer, send: trio.MemorySendChann
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_pump, running.stdout, "stdout", framer, send)
                     nursery.start_soon(_pump, running.stderr, "stderr", framer, send)
-                    if running.stdin is not None:
+                    if running.stdin is not None and not running.request.stdin_pipe:
                         nursery.start_soon(_feed_stdin, running.stdin, running.request.stdin or b"")
                     await _wait_exit(running)
                     status, usage = _reap(running)

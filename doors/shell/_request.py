@@ -46,6 +46,7 @@ class RunRequest:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     tty: bool = False
+    stdin_pipe: bool = False  # start only: stdin stays open for write(id) until closed or the command ends
 
     def audit_command(self) -> dict[str, Any]:
         """What the audit shows of the command: argv, or the script's sha256 and length (never its text)."""
@@ -108,7 +109,7 @@ def normalise_cwd(value: Any) -> str:
 
 
 def _stdin(value: Any) -> bytes | None:
-    if value is None or value == "none":
+    if value is None or value in ("none", "pipe"):
         return None
     if isinstance(value, str):
         data = value.encode()
@@ -118,7 +119,8 @@ def _stdin(value: Any) -> bytes | None:
         except (binascii.Error, ValueError):
             raise bad("stdin", "stdin.base64 is not valid base64") from None
     else:
-        raise bad("stdin", 'stdin must be "none" (the default: EOF at once), a string, or {"base64": ...}')
+        raise bad("stdin", 'stdin must be "none" (the default: EOF at once), a string, {"base64": ...}, or "pipe" '
+                  "(start only: written with write)")
     if len(data) > MAX_STDIN_BYTES:
         raise bad("stdin", f"stdin is larger than {MAX_STDIN_BYTES} bytes", status=413)
     return data
@@ -131,8 +133,9 @@ def _integer(body: Mapping[str, Any], field: str, default: int, low: int, high: 
     return value
 
 
-def parse_run(body: Any) -> RunRequest:
-    """The RunRequest a JSON body asks for, or DoorRefused naming the field (400) or the row (403)."""
+def parse_run(body: Any, *, started: bool = False) -> RunRequest:
+    """The RunRequest a JSON body asks for (`started`: by start, which may keep stdin open), or DoorRefused
+    naming the field (400) or the row (403)."""
     if not isinstance(body, dict):
         raise bad("body", "the body must be a JSON object")
     unknown = sorted(set(body) - set(FIELDS))
@@ -142,11 +145,13 @@ def parse_run(body: Any) -> RunRequest:
     tty = body.get("tty", False)
     if not isinstance(tty, bool):
         raise bad("tty", "tty must be true or false")
+    if body.get("stdin") == "pipe" and not started:
+        raise bad("stdin", 'stdin "pipe" is for start (then write to it); run takes "none", a string or base64')
     return RunRequest(
         argv=argv, script=script, cwd=normalise_cwd(body.get("cwd")), env=check_env(body.get("env")),
         stdin=_stdin(body.get("stdin")),
         timeout_ms=_integer(body, "timeout_ms", DEFAULT_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),
         max_output_bytes=_integer(body, "max_output_bytes", DEFAULT_MAX_OUTPUT_BYTES, MIN_MAX_OUTPUT_BYTES,
                                   MAX_MAX_OUTPUT_BYTES),
-        tty=tty,
+        tty=tty, stdin_pipe=body.get("stdin") == "pipe",
     )

@@ -20,6 +20,7 @@ import h11
 
 from doors._refusal import DoorRefused, read_refusal
 from doors.client import DoorClient, connect_door
+from doors.shell._job_request import LIST_PATH, POLL_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
 from doors.shell._output import decode_chunk
 from doors.shell._request import RUN_PATH
 
@@ -95,6 +96,40 @@ class ShellClient:
             elif frame.get("stream") == "stderr":
                 result.stderr += decode_chunk(frame)
         return result
+
+    def start(self, argv: list[str] | None = None, *, stdin_pipe: bool = False, **fields: Any) -> str:
+        """Start a command and return its id; its frames are kept for poll (stdin_pipe: write to it later)."""
+        body = run_body(argv, **fields)
+        if stdin_pipe:
+            body["stdin"] = "pipe"
+        return str(self._call("POST", START_PATH, body)["id"])
+
+    def poll(self, command_id: str, after: int = 0, wait_ms: int = 0) -> dict[str, Any]:
+        """`{id, frames, done}`: the frames after seq `after`, waiting up to wait_ms for one."""
+        return self._call("POST", POLL_PATH, {"id": command_id, "after": after, "wait_ms": wait_ms})
+
+    def write(self, command_id: str, data: bytes, *, eof: bool = False) -> dict[str, Any]:
+        """Write to a started command's stdin (`eof` closes it); 409 once it has ended."""
+        return self._call("POST", WRITE_PATH, {"id": command_id, "base64": base64.b64encode(data).decode(),
+                                               "eof": eof})
+
+    def signal(self, command_id: str, signal: str) -> dict[str, Any]:
+        """Send `signal` ("TERM", "INT", "KILL", ...) to every process of a started command."""
+        return self._call("POST", SIGNAL_PATH, {"id": command_id, "signal": signal})
+
+    def list(self) -> dict[str, Any]:
+        """The started commands the door holds, and how many are live."""
+        return self._call("GET", LIST_PATH, None)
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        response = self.door.request(method, path, json=body)
+        if not response.ok:
+            try:
+                shape = response.json()
+            except ValueError:
+                shape = None
+            raise DoorRefused(read_refusal(response.status, shape, who="shell", row="http"))
+        return dict(response.json())
 
     def close(self) -> None:
         self.door.close()

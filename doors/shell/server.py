@@ -21,15 +21,26 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from doors._http import Request, Response, Route
+from doors._http import Request, Response, Route, json_response
 from doors._refusal import DoorRefused, Refusal
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
 from doors.shell._command import FRAME_BUFFER, Running, clean_up, supervise
 from doors.shell._env import command_env
+from doors.shell._job_request import (
+    LIST_PATH,
+    POLL_PATH,
+    SIGNAL_PATH,
+    START_PATH,
+    WRITE_PATH,
+    parse_poll,
+    parse_signal,
+    parse_write,
+)
+from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
 from doors.shell._output import Framer
-from doors.shell._request import MAX_BODY_BYTES, RUN_PATH, WHO, RunRequest, parse_run
+from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, WHO, RunRequest, parse_run
 from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 
@@ -104,13 +115,18 @@ class ShellDoor:
         self.audit = audit
         self.report = report
         self.live: dict[str, Running] = {}
+        self.jobs = JobTable()
         self._ids = itertools.count(1)
         self._nursery: trio.Nursery | None = None
         self._ready = trio.Event()
 
     def routes(self) -> list[Route]:
         """The routes served next to hello."""
-        return [Route("POST", RUN_PATH, self.run, max_body_bytes=MAX_BODY_BYTES)]
+        return [Route("POST", RUN_PATH, self.run, max_body_bytes=MAX_BODY_BYTES),
+                Route("POST", START_PATH, self.start, max_body_bytes=MAX_BODY_BYTES),
+                Route("POST", POLL_PATH, self.poll), Route("POST", SIGNAL_PATH, self.signal),
+                Route("POST", WRITE_PATH, self.write, max_body_bytes=2 * MAX_STDIN_BYTES),
+                Route("GET", LIST_PATH, self.listing)]
 
     async def serve_commands(self) -> None:
         """The nursery every command runs in; cancelled (every command killed) when the door stops."""
@@ -120,9 +136,50 @@ class ShellDoor:
             await trio.sleep_forever()
 
     async def run(self, request: Request) -> Response:
-        """Decide, audit, start, then stream: one chokepoint for every command."""
+        """POST /v0/shell/run: start the command and stream its frames as they happen."""
+        return await self._stream(await self._admit(request, started=False))
+
+    async def start(self, request: Request) -> Response:
+        """POST /v0/shell/start: start the command; its frames are kept for poll."""
+        running = await self._admit(request, started=True)
+        job = Job(running)
+        self.jobs.add(job)
+        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        await self._supervise_in_door(running, send, trio.CancelScope())
+        assert self._nursery is not None
+        self._nursery.start_soon(job.collect, receive)
+        return json_response({"id": running.command_id, "pid": running.pid})
+
+    async def poll(self, request: Request) -> Response:
+        """POST /v0/shell/poll: the frames after `after`, waiting up to wait_ms for one."""
+        ask = parse_poll(request.json())
+        job = self.jobs.get(ask.command_id)
+        return json_response(await job.poll(ask))
+
+    async def write(self, request: Request) -> Response:
+        """POST /v0/shell/write: bytes to a started command's stdin (409 once it has ended)."""
+        ask = parse_write(request.json())
+        return json_response(await self.jobs.get(ask.command_id).write(ask))
+
+    async def signal(self, request: Request) -> Response:
+        """POST /v0/shell/signal: a signal to every process of a started command (its whole cgroup)."""
+        command_id, signum = parse_signal(request.json())
+        job = self.jobs.get(command_id)
+        if job.done:
+            raise _refuse(409, "shell.command", f"command {command_id} has ended", "poll it for its final record")
+        self.audit({"door": "shell", "kind": "shell.signal", "id": command_id, "signal": signum})
+        return json_response({"id": command_id, "signal": signum,
+                              "signalled": job.running.cgroup.signal_members(signum)})
+
+    async def listing(self, request: Request) -> Response:
+        """GET /v0/shell/list: the started commands this door holds."""
+        return json_response({"commands": self.jobs.listing(), "live": len(self.live),
+                              "max_live": self.config.max_live})
+
+    async def _admit(self, request: Request, *, started: bool) -> Running:
+        """Decide, audit, start: one chokepoint for every command."""
         try:
-            run = parse_run(request.json())
+            run = parse_run(request.json(), started=started)
             if run.tty:
                 raise _refuse(400, "shell.tty", "tty is not built in this version of the shell door",
                               "run without tty")
@@ -138,10 +195,9 @@ class ShellDoor:
             self.audit({"door": "shell", "kind": "shell.run", "id": command_id, **run.audit_command(),
                         "cwd": run.cwd, "env_names": [name for name, _ in run.env], "timeout_ms": run.timeout_ms,
                         "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or ""})
-            running = await self._start(command_id, run, cwd_fd)
+            return await self._start(command_id, run, cwd_fd)
         finally:
             os.close(cwd_fd)
-        return await self._stream(running)
 
     def _cwd(self, cwd: str) -> int:
         """An fd on `cwd`, resolved beneath the workspace (or HOME): no symlink or `..` leads out."""
@@ -164,7 +220,8 @@ class ShellDoor:
         os.mkdir(tmpdir, 0o700)
         cgroup = CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
         pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # stdin, stdout, stderr
-        child_stdin = pipes[0][0] if run.stdin is not None else os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        piped = run.stdin is not None or run.stdin_pipe
+        child_stdin = pipes[0][0] if piped else os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty)
         launch = Launch(run.argv, env, cwd_fd, (child_stdin, pipes[1][1], pipes[2][1]), cgroup.procs_files,
                         self.config.ruleset_fd)
@@ -174,8 +231,8 @@ class ShellDoor:
             for fd in {child_stdin, pipes[0][0], pipes[1][1], pipes[2][1]}:
                 os.close(fd)
         failure = await _read_report(report)
-        stdin = trio.lowlevel.FdStream(pipes[0][1]) if run.stdin is not None else None
-        if run.stdin is None:
+        stdin = trio.lowlevel.FdStream(pipes[0][1]) if piped else None
+        if not piped:
             os.close(pipes[0][1])
         running = Running(command_id, run, pid, os.pidfd_open(pid), cgroup, trio.lowlevel.FdStream(pipes[1][0]),
                           trio.lowlevel.FdStream(pipes[2][0]), stdin)
@@ -188,18 +245,22 @@ class ShellDoor:
         return running
 
     async def _stream(self, running: Running) -> Response:
-        await self._ready.wait()
-        assert self._nursery is not None
         send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
         scope = trio.CancelScope()
-        self.live[running.command_id] = running
 
         def abandon() -> None:
             running.killed_by = running.killed_by or "client_gone"
             scope.cancel()
 
-        self._nursery.start_soon(self._supervised, running, send, scope)
+        await self._supervise_in_door(running, send, scope)
         return Response(200, (("content-type", NDJSON),), ChannelBody(receive, abandon))
+
+    async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[bytes],
+                                 scope: trio.CancelScope) -> None:
+        await self._ready.wait()
+        assert self._nursery is not None
+        self.live[running.command_id] = running
+        self._nursery.start_soon(self._supervised, running, send, scope)
 
     async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
                           scope: trio.CancelScope) -> None:

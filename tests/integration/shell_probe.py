@@ -57,11 +57,42 @@ def run_case(shell: ShellClient, name: str, body: dict[str, Any], until: str | N
     print(json.dumps({"probe": name, "frames": frames}), flush=True)
 
 
+def _until(shell: ShellClient, command_id: str, done: Any) -> list[dict[str, Any]]:
+    """Poll until `done(frames)` holds (each poll waits for a new frame; bounded by the command's timeout)."""
+    frames: list[dict[str, Any]] = []
+    while not done(frames):
+        answer = shell.poll(command_id, frames[-1]["seq"] if frames else 0, wait_ms=5000)
+        frames += answer["frames"]
+    return frames
+
+
+def jobs(shell: ShellClient) -> dict[str, Any]:
+    """start, write, poll, signal and list on real commands; what each answered."""
+    seen: dict[str, Any] = {}
+    reader = shell.start(["sh", "-c", "while read line; do echo got:$line; done; echo bye"], stdin_pipe=True)
+    shell.write(reader, b"one\n")
+    seen["first"] = _until(shell, reader, lambda fs: any("got:one" in f.get("text", "") for f in fs))
+    shell.write(reader, b"two\n", eof=True)
+    seen["rest"] = _until(shell, reader, lambda fs: any("final" in f for f in fs))
+    try:
+        shell.write(reader, b"late\n")
+    except DoorRefused as refused:
+        seen["late"] = {"status": refused.refusal.status, **refused.refusal.shape()}
+    sleeper = shell.start(["sleep", "1000"])
+    seen["listed"] = shell.list()
+    seen["signalled"] = shell.signal(sleeper, "TERM")
+    seen["sleeper"] = _until(shell, sleeper, lambda fs: any("final" in f for f in fs))
+    return seen
+
+
 def main() -> None:
     cases = json.loads(sys.argv[1])
     with ShellClient.from_env() as shell:
         print(json.dumps({"probe": "hello", **shell.hello()}), flush=True)
         for case in _templated(cases):
+            if case.get("jobs"):
+                print(json.dumps({"probe": case["name"], **jobs(shell)}), flush=True)
+                continue
             held = hold(shell, int(case.get("hold", 0)))
             run_case(shell, case["name"], dict(case["body"]), case.get("until"))
             for stream in held:

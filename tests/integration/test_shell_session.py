@@ -215,3 +215,20 @@ def test_sharness_launch_sh_streams_and_exits_like_timeout(tmp_path: Path) -> No
     assert "shell.cwd" in lines[("err", "outside")] and "refused by shell" in lines[("err", "outside")]
     frames = [json.loads(part) for part in lines[("out", "json")].split("|") if part]
     assert frames[1] == {"seq": 2, "stream": "stdout", "text": "hi\n"} and frames[-1]["final"]["exit_code"] == 0
+
+
+def test_started_commands_take_writes_polls_and_signals(tmp_path: Path) -> None:
+    with shell_session([{"name": "jobs", "jobs": True, "body": {}}]) as (probes, _):
+        seen = probes["jobs"]
+    by_seq = {f["seq"]: f for f in seen["first"] + seen["rest"]}  # rest was polled from the start again
+    text = "".join(f.get("text", "") for _, f in sorted(by_seq.items()) if f.get("stream") == "stdout")
+    assert text == "got:one\ngot:two\nbye\n"
+    assert seen["rest"][-1]["final"]["exit_code"] == 0
+    late = seen["late"]
+    assert (late["status"], late["error"]) == (409, "shell.command") and "ended" in late["detail"]
+    listed = {c["id"]: c for c in seen["listed"]["commands"]}
+    assert listed["c1"]["running"] is False and listed["c2"]["running"] is True
+    assert listed["c2"]["argv"] == ["sleep", "1000"]
+    assert seen["signalled"]["signalled"] == 1
+    final = seen["sleeper"][-1]["final"]
+    assert final["signal"] == 15 and final["exit_code"] is None and final["timed_out"] is False
