@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from doors.shell._landlock import restrict_self
 
@@ -40,6 +41,7 @@ class Launch:
     stdio: tuple[int, int, int]
     cgroup_procs: tuple[str, ...]
     ruleset_fd: int
+    max_fd: int = field(default_factory=lambda: resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def threads() -> int:
@@ -70,7 +72,7 @@ def _child(launch: Launch, report: int) -> None:
         restrict_self(launch.ruleset_fd)
         step = "fds"
         os.closerange(3, report)
-        os.closerange(report + 1, 65536)
+        os.closerange(report + 1, launch.max_fd)  # the fd limit, not 2**16: one close() per number
         step = "execve"
         os.execvpe(launch.argv[0], list(launch.argv), dict(launch.env))
     except OSError as exc:
