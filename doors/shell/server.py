@@ -1,201 +1,363 @@
-"""The twin as a plain HTTP/1.1 server (h11 + trio): for tests, and the bench's direct baseline.
+"""The shell door: runs commands for the app, each confined, each in its own cgroup, each accounted for.
 
-Every answer, hostile input included, is in the API's shape: malformed HTTP or JSON is a 400
-invalid_request_error, a body over the limit a 413 request_too_large, then the connection closes; one broken
-connection never stops the server. A cut stream closes the connection without the body's last chunk.
+`POST /v0/shell/run` takes a run request (doors/shell/_request.py) and answers 200 with NDJSON frames as
+they happen (chunked): `started`, stdout and stderr data with sequence numbers, then `final`. A request the
+rules refuse, or a command that cannot be confined as the manifest says, is answered with the error shape
+and is not run (fail closed). One audit event before each command runs (`shell.run`: argv or the script's
+hash, cwd, the env's names) and one when it ended (`shell.exit`: exit, signal, timed_out, times, bytes).
 """
 
 from __future__ import annotations
 
-import logging
+import contextlib
+import errno
+import functools
+import itertools
+import os
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any
 
-import h11
 import trio
 
-from doors.model.twin._errors import ApiError
-from doors.model.twin._request import inflate_gzip
-from doors.model.twin._twin import Answer
-from doors.model.twin._upstream import TwinUpstream, paced
+from doors._http import Request, Response, Route, json_response
+from doors._refusal import DoorRefused, Refusal
+from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
+from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
+from doors.shell._command import FRAME_BUFFER, Running, clean_up, supervise
+from doors.shell._env import command_env
+from doors.shell._job_request import (
+    LIST_PATH,
+    POLL_PATH,
+    SIGNAL_PATH,
+    START_PATH,
+    WRITE_PATH,
+    parse_poll,
+    parse_signal,
+    parse_write,
+)
+from doors.shell._jobs import Job, JobTable
+from doors.shell._landlock import command_ruleset
+from doors.shell._output import Framer
+from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, WHO, RunRequest, parse_run
+from doors.shell._selftest import self_test
+from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from doors._contract import DoorContract
+    from doors._door import DoorRuntime
 
-RECEIVE_BYTES = 64 * 1024
-_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
-LINGER_S = 1.0
-LINGER_READS = 64
+NDJSON = "application/x-ndjson"
+DEFAULT_MAX_LIVE = 8
+HELD_ROWS = frozenset({"workspace", "max_live"})
+Audit = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
-class ServerLimits:
-    """What one client may make the twin hold or wait for."""
+class ShellConfig:
+    """What the launcher told the door (its rows) and what the door opened from them at start."""
 
-    max_body_bytes: int = 32 * 1024 * 1024  # the API's own limit for Messages and count_tokens
-    max_head_bytes: int = 64 * 1024
-    idle_timeout_s: float = 120.0  # a connection with no request (or an unfinished head) this long is closed
-    body_timeout_s: float = 60.0  # a request body not all there after this long: the connection is closed
-    send_timeout_s: float = 30.0  # a client that does not take a piece of the answer for this long is cut
+    workspace_fd: int | None  # the workspace (mode "read"), else None: cwd is then beneath HOME
+    home: str
+    tmp: str
+    proxy: str | None
+    cgroups: tuple[str, ...]
+    ruleset_fd: int
+    max_live: int
 
-
-class _Closed(Exception):
-    """The connection is done: the client left, broke HTTP, or the answer asked to close."""
-
-
-class _Connection:
-    """One client connection: requests in, the twin's answers out, keep-alive between them."""
-
-    def __init__(self, stream: trio.abc.Stream, upstream: TwinUpstream, limits: ServerLimits) -> None:
-        self.stream = stream
-        self.upstream = upstream
-        self.limits = limits
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_head_bytes)
-
-    async def serve(self) -> None:
-        while True:
-            request = await self._next_request()
-            with trio.fail_after(self.limits.body_timeout_s):
-                body = await self._read_body(request)
-            target = bytes(request.target)
-            try:
-                answer = self.upstream.twin.answer(bytes(request.method), target.split(b"?", 1)[0],
-                                                   tuple((bytes(k), bytes(v)) for k, v in request.headers), body)
-            except Exception as exc:  # a bug in the twin: answer it, say where (never what the client sent)
-                log.error("the twin failed: %s", type(exc).__name__)
-                await self._refuse(ApiError(500, f"the twin failed: {type(exc).__name__}"))
-            await self._send_answer(answer, head_only=request.method == b"HEAD")
-            if self.h11.our_state is h11.MUST_CLOSE or not answer.complete:
-                raise _Closed
-            self.h11.start_next_cycle()
-
-    async def _next_request(self) -> h11.Request:
-        event: h11.Event | None = None
-        with trio.move_on_after(self.limits.idle_timeout_s):
-            event = await self._next_event()
-        if not isinstance(event, h11.Request):
-            raise _Closed  # idle too long, or not a request (a stray body event cannot come between cycles)
-        # h11 bounds a head that arrives in pieces only; one that arrives whole is measured here
-        if len(event.target) + sum(len(k) + len(v) + 4 for k, v in event.headers) > self.limits.max_head_bytes:
-            await self._refuse(self._head_too_large())
-        return event
-
-    async def _read_body(self, request: h11.Request) -> bytes:
-        length = next((int(v) for k, v in request.headers if k == b"content-length"), 0)
-        if length > self.limits.max_body_bytes:
-            await self._refuse(self._too_large())
-        if self.h11.they_are_waiting_for_100_continue:
-            await self._send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
-        body = bytearray()
-        while True:
-            event = await self._next_event()
-            if isinstance(event, h11.EndOfMessage):
-                break
-            if isinstance(event, h11.Data):
-                body += event.data
-                if len(body) > self.limits.max_body_bytes:
-                    await self._refuse(self._too_large())
-        return await self._decoded(request, bytes(body))
-
-    async def _decoded(self, request: h11.Request, body: bytes) -> bytes:
-        encoding = next((bytes(v).lower() for k, v in request.headers if k == b"content-encoding"), b"identity")
-        if encoding == b"identity":
-            return body
-        if encoding != b"gzip":
-            await self._refuse(ApiError(400, f"content-encoding {encoding[:40].decode('latin-1')!r} is not "
-                                             "supported (send gzip or none)"))
-        plain = inflate_gzip(body, self.limits.max_body_bytes)
-        if isinstance(plain, ApiError):
-            await self._refuse(plain)
-        return plain
-
-    def _head_too_large(self) -> ApiError:
-        return ApiError(413, f"the request head is larger than {self.limits.max_head_bytes} bytes")
-
-    def _too_large(self) -> ApiError:
-        return ApiError(413, f"the request body is larger than {self.limits.max_body_bytes} bytes")
-
-    async def _next_event(self) -> h11.Event:
-        while True:
-            try:
-                event = self.h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                if exc.error_status_hint == 431:
-                    await self._refuse(self._head_too_large())
-                await self._refuse(ApiError(400, f"the request is not well-formed HTTP/1.1: {exc}"))
-            if event is h11.NEED_DATA:
-                self.h11.receive_data(bytes(await self.stream.receive_some(RECEIVE_BYTES)))
-                continue
-            if isinstance(event, h11.ConnectionClosed) or not isinstance(event, h11.Event):
-                raise _Closed  # the client left (PAUSED cannot come: a cycle is restarted before reading on)
-            return event
-
-    async def _refuse(self, error: ApiError) -> NoReturn:
-        """Answer `error` (when a response can still be started), close the connection, and stop."""
-        if self.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            await self._send_answer(self.upstream.twin.error(error), close=True)
-            await self._linger()
-        raise _Closed
-
-    async def _linger(self) -> None:
-        """Drop what the client still sends for a moment: closing with unread bytes would reset the answer."""
-        with trio.move_on_after(LINGER_S):
-            for _ in range(LINGER_READS):
-                if not await self.stream.receive_some(RECEIVE_BYTES):
-                    return
-
-    async def _send_answer(self, answer: Answer, *, close: bool = False, head_only: bool = False) -> None:
-        """Send `answer` (`head_only`: a HEAD request's, its head alone), paced, ending it unless it is cut."""
-        headers = list(answer.headers)
-        if not answer.complete or dict(answer.headers).get(b"content-type") == b"text/event-stream":
-            headers.append((b"transfer-encoding", b"chunked"))
-        else:
-            headers.append((b"content-length", str(len(answer.body)).encode()))
-        if close:
-            headers.append((b"connection", b"close"))
-        reason = _REASONS.get(answer.status, b"")
-        await self._send(h11.Response(status_code=answer.status, headers=headers, reason=reason))
-        if head_only:
-            await self._send(h11.EndOfMessage())
-            return
-        async for piece in paced(answer):
-            await self._send(h11.Data(data=piece))
-        if answer.complete:
-            await self._send(h11.EndOfMessage())
-
-    async def _send(self, event: h11.Event) -> None:
-        data = self.h11.send(event)
-        if data:
-            with trio.fail_after(self.limits.send_timeout_s):
-                await self.stream.send_all(data)
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, Any]) -> ShellConfig:
+        """Open what the rows name; raise (the door then does not start) when any of it is missing."""
+        workspace = rows.get("workspace_dir") if rows.get("workspace") == "read" else None
+        workspace_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if workspace else None
+        home, tmp = str(rows["home"]), str(rows["tmp"])
+        cgroups = own_cgroup_dirs()
+        if not cgroups:
+            raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
+        return cls(workspace_fd, home, tmp, rows.get("proxy"), cgroups,
+                   command_ruleset((home, tmp, "/dev/null")), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
 
 
-async def serve_connection(stream: trio.abc.Stream, upstream: TwinUpstream, limits: ServerLimits) -> None:
-    """Serve one client until it leaves or breaks something; never raises (the server stays up)."""
+def _refuse(status: int, row: str, detail: str, hint: str, who: str = WHO) -> DoorRefused:
+    return DoorRefused(Refusal(status, row, who, detail, hint))
+
+
+class ChannelBody:
+    """A response body read from the command's frame channel; closing it early (the client left) kills it."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[bytes], on_abandon: Callable[[], None]) -> None:
+        self._receive = receive
+        self._on_abandon = on_abandon
+        self._done = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._receive.receive()
+        except trio.EndOfChannel:
+            self._done = True
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        if not self._done:
+            self._on_abandon()
+        await self._receive.aclose()
+
+
+class ShellDoor:
+    """The run route over a config; commands run in the door's own nursery (`serve_commands`)."""
+
+    def __init__(self, config: ShellConfig, audit: Audit, report: Audit) -> None:
+        self.config = config
+        self.audit = audit
+        self.report = report
+        self.live: dict[str, Running] = {}
+        self.jobs = JobTable()
+        self._ids = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._ready = trio.Event()
+
+    def routes(self) -> list[Route]:
+        """The routes served next to hello."""
+        return [Route("POST", RUN_PATH, self.run, max_body_bytes=MAX_BODY_BYTES),
+                Route("POST", START_PATH, self.start, max_body_bytes=MAX_BODY_BYTES),
+                Route("POST", POLL_PATH, self.poll), Route("POST", SIGNAL_PATH, self.signal),
+                Route("POST", WRITE_PATH, self.write, max_body_bytes=2 * MAX_STDIN_BYTES),
+                Route("GET", LIST_PATH, self.listing)]
+
+    async def serve_commands(self) -> None:
+        """The nursery every command runs in; cancelled (every command killed) when the door stops."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._ready.set()
+            await trio.sleep_forever()
+
+    async def run(self, request: Request) -> Response:
+        """POST /v0/shell/run: start the command and stream its frames as they happen."""
+        return await self._stream(await self._admit(request, started=False))
+
+    async def start(self, request: Request) -> Response:
+        """POST /v0/shell/start: start the command; its frames are kept for poll."""
+        running = await self._admit(request, started=True)
+        job = Job(running)
+        self.jobs.add(job)
+        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        await self._supervise_in_door(running, send, trio.CancelScope())
+        assert self._nursery is not None
+        self._nursery.start_soon(job.collect, receive)
+        return json_response({"id": running.command_id, "pid": running.pid})
+
+    async def poll(self, request: Request) -> Response:
+        """POST /v0/shell/poll: the frames after `after`, waiting up to wait_ms for one."""
+        ask = parse_poll(request.json())
+        job = self.jobs.get(ask.command_id)
+        return json_response(await job.poll(ask))
+
+    async def write(self, request: Request) -> Response:
+        """POST /v0/shell/write: bytes to a started command's stdin (409 once it has ended)."""
+        ask = parse_write(request.json())
+        return json_response(await self.jobs.get(ask.command_id).write(ask))
+
+    async def signal(self, request: Request) -> Response:
+        """POST /v0/shell/signal: a signal to every process of a started command (its whole cgroup)."""
+        command_id, signum = parse_signal(request.json())
+        job = self.jobs.get(command_id)
+        if job.done:
+            raise _refuse(409, "shell.command", f"command {command_id} has ended", "poll it for its final record")
+        self.audit({"door": "shell", "kind": "shell.signal", "id": command_id, "signal": signum})
+        return json_response({"id": command_id, "signal": signum,
+                              "signalled": job.running.cgroup.signal_members(signum)})
+
+    async def listing(self, request: Request) -> Response:
+        """GET /v0/shell/list: the started commands this door holds."""
+        return json_response({"commands": self.jobs.listing(), "live": len(self.live),
+                              "max_live": self.config.max_live})
+
+    async def _admit(self, request: Request, *, started: bool) -> Running:
+        """Decide, audit, start: one chokepoint for every command."""
+        try:
+            run = parse_run(request.json(), started=started)
+            if run.tty:
+                raise _refuse(400, "shell.tty", "tty is not built in this version of the shell door",
+                              "run without tty")
+            if len(self.live) >= self.config.max_live:
+                raise _refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
+                              "session allows", "wait for one to end, or raise doors.shell.max_live")
+            cwd_fd = self._cwd(run.cwd)
+        except DoorRefused as refused:
+            self.report(_refusal_event(refused.refusal))
+            raise
+        command_id = f"c{next(self._ids)}"
+        try:
+            self.audit({"door": "shell", "kind": "shell.run", "id": command_id, **run.audit_command(),
+                        "cwd": run.cwd, "env_names": [name for name, _ in run.env], "timeout_ms": run.timeout_ms,
+                        "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or ""})
+            return await self._start(command_id, run, cwd_fd)
+        finally:
+            os.close(cwd_fd)
+
+    def _cwd(self, cwd: str) -> int:
+        """An fd on `cwd`, resolved beneath the workspace (or HOME): no symlink or `..` leads out."""
+        root = self.config.workspace_fd
+        base = root if root is not None else os.open(self.config.home, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            return openat2(base, cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, 0,
+                           RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+        except OSError as exc:
+            raise _cwd_refusal(cwd, exc.errno or errno.EPERM, root is not None) from None
+        finally:
+            if root is None:
+                os.close(base)
+
+    async def _start(self, command_id: str, run: RunRequest, cwd_fd: int) -> Running:
+        if threads() != 1:
+            raise _refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
+                          "command safely, so it runs none", "report this: the shell door must stay single-threaded")
+        tmpdir = os.path.join(self.config.tmp, command_id)
+        os.mkdir(tmpdir, 0o700)
+        cgroup = CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
+        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # stdin, stdout, stderr
+        piped = run.stdin is not None or run.stdin_pipe
+        child_stdin = pipes[0][0] if piped else os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty)
+        launch = Launch(run.argv, env, cwd_fd, (child_stdin, pipes[1][1], pipes[2][1]), cgroup.procs_files,
+                        self.config.ruleset_fd)
+        try:
+            pid, report = fork_command(launch)
+        finally:
+            for fd in {child_stdin, pipes[0][0], pipes[1][1], pipes[2][1]}:
+                os.close(fd)
+        failure = await _read_report(report)
+        stdin = trio.lowlevel.FdStream(pipes[0][1]) if piped else None
+        if not piped:
+            os.close(pipes[0][1])
+        running = Running(command_id, run, pid, os.pidfd_open(pid), cgroup, trio.lowlevel.FdStream(pipes[1][0]),
+                          trio.lowlevel.FdStream(pipes[2][0]), stdin)
+        if failure is not None:
+            await clean_up(running)
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
+                         "step": failure.step, "errno": failure.errno})
+            raise _not_started(run, failure)
+        return running
+
+    async def _stream(self, running: Running) -> Response:
+        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        scope = trio.CancelScope()
+
+        def abandon() -> None:
+            running.killed_by = running.killed_by or "client_gone"
+            scope.cancel()
+
+        await self._supervise_in_door(running, send, scope)
+        return Response(200, (("content-type", NDJSON),), ChannelBody(receive, abandon))
+
+    async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[bytes],
+                                 scope: trio.CancelScope) -> None:
+        await self._ready.wait()
+        assert self._nursery is not None
+        self.live[running.command_id] = running
+        self._nursery.start_soon(self._supervised, running, send, scope)
+
+    async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
+                          scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                await supervise(running, Framer(running.request.max_output_bytes), send)
+        finally:
+            self.live.pop(running.command_id, None)
+            shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": running.command_id,
+                         "killed_by": running.killed_by, **(running.final or {"exit_code": None})})
+
+
+async def _read_report(fd: int) -> NotStarted | None:
+    """The child's report: EOF alone (execve closed it) means the command runs."""
+    os.set_blocking(fd, False)
+    data = b""
     try:
-        await _Connection(stream, upstream, limits).serve()
-    except (_Closed, trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
-    except Exception as exc:  # a bug must not stop the server: say where, not what the client sent
-        log.error("twin connection failed: %s", type(exc).__name__)
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            piece = os.read(fd, 256)
+            if not piece:
+                return read_report(data)
+            data += piece
     finally:
-        await trio.aclose_forcefully(stream)
+        os.close(fd)
 
 
-async def serve_twin(
-    host: str,
-    port: int,
-    upstream: TwinUpstream,
-    limits: ServerLimits = ServerLimits(),
-    *,
-    task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Listen on `host:port` (port 0: any) and serve the twin; `task_status` gets the bound address."""
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    bound = listeners[0].socket.getsockname()
-    task_status.started((bound[0], bound[1]))
+def _cwd_refusal(cwd: str, error: int, in_workspace: bool) -> DoorRefused:
+    where = "the workspace" if in_workspace else "HOME (doors.shell.workspace is \"none\")"
+    if error == errno.EXDEV:
+        return _refuse(403, "shell.cwd", f"cwd {cwd[:200]!r} leads out of {where} (through a symlink)",
+                       "name a directory inside it", who="kernel")
+    if error == errno.ENOENT:
+        return _refuse(404, "shell.cwd", f"cwd {cwd[:200]!r} does not exist in {where}", "create it first")
+    if error == errno.ENOTDIR:
+        return _refuse(400, "shell.cwd", f"cwd {cwd[:200]!r} is not a directory", "name a directory")
+    return _refuse(403, "shell.cwd", f"cwd {cwd[:200]!r}: {os.strerror(error)}", "name another directory",
+                   who="kernel")
 
-    async def handler(stream: trio.SocketStream) -> None:
-        await serve_connection(stream, upstream, limits)
 
-    await trio.serve_listeners(handler, listeners)
+def _not_started(run: RunRequest, failure: NotStarted) -> DoorRefused:
+    program = run.argv[0][:200]
+    if failure.step == "execve" and failure.errno == errno.ENOENT:
+        return _refuse(404, "shell.request.argv", f"{program!r} was not found (PATH or the path given)",
+                       "name a program this session can run")
+    if failure.step == "execve" and failure.errno in (errno.EACCES, errno.EPERM):
+        return _refuse(403, "shell.files.exec", f"executing {program!r} was refused: {os.strerror(failure.errno)}",
+                       "list its directory in doors.shell.files.exec (a writable path is never executable)",
+                       who="kernel")
+    return _refuse(500, "shell.confinement", f"the command was not run: its confinement failed at step "
+                   f"{failure.step!r} ({os.strerror(failure.errno)})", "report this with the door's audit log")
+
+
+def _refusal_event(refusal: Refusal) -> dict[str, Any]:
+    return {"door": "shell", "kind": "shell.run", "decision": "refuse", "row": refusal.row,
+            "status": refusal.status}
+
+
+def serve(contract: DoorContract) -> None:
+    """Run the shell door process from its contract: self-test first (no test passed, no door)."""
+    from doors._status import StatusSender
+
+    status = StatusSender(contract.status_fd)
+    try:
+        config = ShellConfig.from_rows(contract.rows)
+        self_test(config.cgroups, config.ruleset_fd, config.home)
+        trio.run(_serve_shell, contract, status, config)
+    except BaseException as exc:
+        status.fatal(f"the shell door failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:500]}")
+        raise SystemExit(1) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            status.close()
+
+
+def describe_rows(rows: Mapping[str, Any]) -> dict[str, Any]:
+    """The rows hello shows: the manifest's own (where the launcher put HOME, TMPDIR and the workspace is not a row)."""
+    return {"workspace": rows.get("workspace", "none"), "max_live": int(rows.get("max_live", DEFAULT_MAX_LIVE))}
+
+
+async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig) -> None:
+    from dataclasses import replace
+
+    from doors._door import serve_door
+
+    door: ShellDoor | None = None
+
+    def door_of(runtime: DoorRuntime) -> ShellDoor:
+        nonlocal door
+        if door is None:
+            door = ShellDoor(config, runtime.audit, runtime.report)
+        return door
+
+    def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
+        return [functools.partial(door_of(runtime).serve_commands)]
+
+    await serve_door(replace(contract, rows=describe_rows(contract.rows)), status,
+                     lambda runtime: door_of(runtime).routes(), held_rows=HELD_ROWS,
+                     background=background)
