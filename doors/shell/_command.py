@@ -23,7 +23,7 @@ from doors.shell._output import Framer, Outcome
 from doors.shell._request import RunRequest
 
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL on a timeout: time for a clean exit, not a threshold any test uses
-READ_BYTES = 64 * 1024
+READ_BYTES = 1024 * 1024  # as large as the pipes (server.py sets them so): fewer, larger frames
 HEARTBEAT_S = 5.0  # how often a quiet command says it still runs: a client that left is then noticed and it is killed
 FRAME_BUFFER = 64  # frames a slow client lets pile up before the command's pipes stop being read
 

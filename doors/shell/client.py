@@ -157,6 +157,7 @@ def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
 
 def _frames(sock: Any, http: h11.Connection) -> Iterator[dict[str, Any]]:
     status, pending = 0, b""
+    parts: list[bytes] = []
     for event in _events(sock, http):
         if isinstance(event, h11.Response):
             status = event.status_code
@@ -165,9 +166,13 @@ def _frames(sock: Any, http: h11.Connection) -> Iterator[dict[str, Any]]:
             if len(pending) > MAX_ERROR_BYTES:
                 break
         elif isinstance(event, h11.Data):
-            pending += event.data
-            *lines, pending = pending.split(b"\n")
+            if b"\n" not in event.data:  # a long frame arrives in many pieces: join them once, at its end
+                parts.append(bytes(event.data))
+                continue
+            *lines, rest = (b"".join(parts) + event.data).split(b"\n")
+            parts = [rest]
             yield from (json.loads(line) for line in lines if line)
+    pending = pending or b"".join(parts)
     if status != 200:
         try:
             body = json.loads(pending)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import functools
 import itertools
 import os
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
     from doors._door import DoorRuntime
 
 NDJSON = "application/x-ndjson"
+COALESCE_BYTES = 1024 * 1024
+PIPE_BYTES = 1024 * 1024  # fs.pipe-max-size's default: an unprivileged process may ask for up to it
 DEFAULT_MAX_LIVE = 8
 HELD_ROWS = frozenset({"workspace", "max_live"})
 Audit = Callable[[dict[str, Any]], None]
@@ -96,10 +99,20 @@ class ChannelBody:
 
     async def __anext__(self) -> bytes:
         try:
-            return await self._receive.receive()
+            lines = [await self._receive.receive()]
         except trio.EndOfChannel:
             self._done = True
             raise StopAsyncIteration from None
+        # What is already queued goes out with it: one chunk and one TLS record instead of one per frame,
+        # and never a wait for more (frames stay live).
+        size = len(lines[0])
+        while size < COALESCE_BYTES:
+            try:
+                lines.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+            size += len(lines[-1])
+        return b"".join(lines)
 
     async def aclose(self) -> None:
         if not self._done:
@@ -220,6 +233,9 @@ class ShellDoor:
         os.mkdir(tmpdir, 0o700)
         cgroup = CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
         pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # stdin, stdout, stderr
+        for _, write_end in pipes[1:]:
+            with contextlib.suppress(OSError):  # a larger pipe is fewer reads and frames; the default still works
+                fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         piped = run.stdin is not None or run.stdin_pipe
         child_stdin = pipes[0][0] if piped else os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty)
