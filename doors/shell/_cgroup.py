@@ -136,6 +136,15 @@ class CommandCgroup:
                             return int(value)
         return 0
 
+    def memory_peak_kb(self) -> int | None:
+        """The most memory ever charged to the command's cgroup (its processes' pages and what they wrote to
+        the scratch tmpfs), in KiB; None where the hierarchy does not say (v1 max_usage_in_bytes, v2 peak)."""
+        for path in self.dirs:
+            for name in ("memory.max_usage_in_bytes", "memory.peak"):
+                with contextlib.suppress(OSError, ValueError), open(os.path.join(path, name)) as peak:
+                    return int(peak.read()) // 1024
+        return None
+
     def remove(self) -> None:
         """Remove the (empty) cgroup directories; EBUSY while a member is still exiting is retried by the caller."""
         for path in self.dirs:

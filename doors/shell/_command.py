@@ -124,9 +124,12 @@ def _outcome(running: Running, status: int, usage: Any) -> Outcome:
     if running.killed_by is None and os.WIFSIGNALED(status) and running.cgroup.oom_kills():
         running.killed_by = "memory"
     cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000) if usage is not None else 0
+    # Not ru_maxrss: exec keeps the high-water mark of the forked door image (~47 MB) it replaced. The cgroup's
+    # peak counts only what the command's own processes were charged.
+    peak = running.cgroup.memory_peak_kb()
     return Outcome(status, timed_out=running.timed_out, killed_by=running.killed_by,
                    wall_ms=int((time.monotonic() - running.started_at) * 1000), cpu_ms=cpu_ms,
-                   max_rss_kb=int(usage.ru_maxrss) if usage is not None else 0)
+                   max_rss_kb=peak if peak is not None else int(usage.ru_maxrss) if usage is not None else 0)
 
 
 async def clean_up(running: Running) -> None:

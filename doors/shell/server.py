@@ -229,9 +229,7 @@ class ShellDoor:
         if threads() != 1:
             raise _refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
                           "command safely, so it runs none", "report this: the shell door must stay single-threaded")
-        tmpdir = os.path.join(self.config.tmp, command_id)
-        os.mkdir(tmpdir, 0o700)
-        cgroup = CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
+        tmpdir, cgroup = self._prepare(command_id)
         pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # stdin, stdout, stderr
         for _, write_end in pipes[1:]:
             with contextlib.suppress(OSError):  # a larger pipe is fewer reads and frames; the default still works
@@ -259,6 +257,20 @@ class ShellDoor:
                          "step": failure.step, "errno": failure.errno})
             raise _not_started(run, failure)
         return running
+
+    def _prepare(self, command_id: str) -> tuple[str, CommandCgroup]:
+        """Its TMPDIR and its cgroup, or 503 (and neither left) when either cannot be made: it does not run."""
+        tmpdir = os.path.join(self.config.tmp, command_id)
+        try:
+            os.mkdir(tmpdir, 0o700)
+            return tmpdir, CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
+        except OSError as exc:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
+                         "step": "prepare", "errno": exc.errno})
+            raise _refuse(503, "shell.confinement", f"the command was not run: its TMPDIR or cgroup cannot be "
+                          f"made ({os.strerror(exc.errno or 0)})", "check doors.shell.process.scratch_mb and "
+                          "max_pids; retry once a command has ended") from None
 
     async def _stream(self, running: Running) -> Response:
         send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)

@@ -122,14 +122,15 @@ def test_the_door_reports_ready_answers_hello_and_audits(door: DoorProcess) -> N
 def test_a_role_without_its_own_server_gets_the_generic_door() -> None:
     with scratch_dir() as directory:
         pki = SessionPKI.create()
-        running = _start(pki, directory, pki.svid_pem("shell"), "shell", {"workspace": "none"})
+        rows_given = {"upstream": "https://api.anthropic.com", "secret": "anthropic", "budget_microusd": 1}
+        running = _start(pki, directory, pki.svid_pem("model"), "model", rows_given)
         try:
             assert running.message() == {"type": "ready"}
-            with running.client("app") as shell:
-                hello = shell.hello()
+            with running.client("app") as model:
+                hello = model.hello()
             rows = {row["row"]: row for row in hello["rows"]}
-            assert hello["role"] == "shell" and hello["edges_in"] == ["app"]
-            assert (rows["shell.workspace"]["barrier"], rows["shell.workspace"]["held"]) == (UNHELD, False)
+            assert hello["role"] == "model" and hello["edges_in"] == ["app"]
+            assert (rows["model.upstream"]["barrier"], rows["model.upstream"]["held"]) == (UNHELD, False)
         finally:
             running.process.send_signal(signal.SIGTERM)
             running.process.wait(timeout=30)

@@ -13,6 +13,7 @@ from doors.fs import server as fs_server
 from doors.keys import server as keys_server
 from doors.net import server as net_server
 from doors.serve import server_for
+from doors.shell import server as shell_server
 from pki.vocabulary import ROLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize("role", ROLES)
 def test_each_role_gets_its_own_server_or_the_generic_door(role: str) -> None:
-    expected = {"fs": fs_server.serve, "net": net_server.serve, "keys": keys_server.serve}.get(role, run_door)
+    expected = {"fs": fs_server.serve, "net": net_server.serve, "keys": keys_server.serve,
+                "shell": shell_server.serve}.get(role, run_door)
     assert server_for(role) is expected
 
 
@@ -36,6 +38,6 @@ def test_an_execd_door_imports_only_its_own_server() -> None:
 
 
 def test_preload_and_the_launcher_import_every_server_before_forking() -> None:
-    both = {"doors.fs.server", "doors.net.server", "doors.keys.server"}
+    both = {"doors.fs.server", "doors.net.server", "doors.keys.server", "doors.shell.server"}
     assert _loaded_after("import doors.serve; doors.serve.preload()") == both
     assert _loaded_after("import launcher.lifecycle.session") >= both

@@ -59,6 +59,8 @@ def test_a_command_streams_both_outputs_apart_and_runs_as_the_shell_in_the_works
     echo = probes["echo"]
     assert [f["seq"] for f in echo["frames"]] == list(range(1, len(echo["frames"]) + 1))
     assert "started" in echo["frames"][0] and final(echo)["exit_code"] == 0
+    # The command's own memory (its cgroup's peak), not the ~47 MB door image it was forked from.
+    assert 0 < final(echo)["max_rss_kb"] < 40_000
     out = output(echo, "stdout").decode().splitlines()
     assert out[:2] == ["out", "hi"] and output(echo, "stderr") == b"err\n"
     uid, cwd, places = int(out[2]), out[3], out[4]
