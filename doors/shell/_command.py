@@ -13,6 +13,7 @@ import errno
 import os
 import signal
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL on a timeout: time for a clean
 READ_BYTES = 1024 * 1024  # as large as the pipes (server.py sets them so): fewer, larger frames
 HEARTBEAT_S = 5.0  # how often a quiet command says it still runs: a client that left is then noticed and it is killed
 FRAME_BUFFER = 64  # frames a slow client lets pile up before the command's pipes stop being read
+COALESCE_BYTES = 1024 * 1024  # what one response chunk may join of the frames already queued
 
 
 @dataclass
@@ -152,3 +154,37 @@ async def clean_up(running: Running) -> None:
             if exc.errno != errno.EBUSY:
                 return
             await trio.sleep(0.01)
+
+
+class ChannelBody:
+    """A response body read from the command's frame channel; closing it early (the client left) kills it."""
+
+    def __init__(self, receive: trio.MemoryReceiveChannel[bytes], on_abandon: Callable[[], None]) -> None:
+        self._receive = receive
+        self._on_abandon = on_abandon
+        self._done = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            lines = [await self._receive.receive()]
+        except trio.EndOfChannel:
+            self._done = True
+            raise StopAsyncIteration from None
+        # What is already queued goes out with it: one chunk and one TLS record instead of one per frame,
+        # and never a wait for more (frames stay live).
+        size = len(lines[0])
+        while size < COALESCE_BYTES:
+            try:
+                lines.append(self._receive.receive_nowait())
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+            size += len(lines[-1])
+        return b"".join(lines)
+
+    async def aclose(self) -> None:
+        if not self._done:
+            self._on_abandon()
+        await self._receive.aclose()

@@ -16,17 +16,17 @@ import functools
 import itertools
 import os
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from doors._http import Request, Response, Route, json_response
-from doors._refusal import DoorRefused, Refusal
+from doors._refusal import DoorRefused
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
-from doors.shell._command import FRAME_BUFFER, Running, clean_up, supervise
+from doors.shell._command import FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
 from doors.shell._env import command_env
 from doors.shell._job_request import (
     LIST_PATH,
@@ -41,7 +41,8 @@ from doors.shell._job_request import (
 from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
 from doors.shell._output import Framer
-from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, WHO, RunRequest, parse_run
+from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
+from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, RunRequest, parse_run
 from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from doors._door import DoorRuntime
 
 NDJSON = "application/x-ndjson"
-COALESCE_BYTES = 1024 * 1024
 PIPE_BYTES = 1024 * 1024  # fs.pipe-max-size's default: an unprivileged process may ask for up to it
 DEFAULT_MAX_LIVE = 8
 HELD_ROWS = frozenset({"workspace", "max_live"})
@@ -80,44 +80,6 @@ class ShellConfig:
             raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
         return cls(workspace_fd, home, tmp, rows.get("proxy"), cgroups,
                    command_ruleset((home, tmp, "/dev/null")), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
-
-
-def _refuse(status: int, row: str, detail: str, hint: str, who: str = WHO) -> DoorRefused:
-    return DoorRefused(Refusal(status, row, who, detail, hint))
-
-
-class ChannelBody:
-    """A response body read from the command's frame channel; closing it early (the client left) kills it."""
-
-    def __init__(self, receive: trio.MemoryReceiveChannel[bytes], on_abandon: Callable[[], None]) -> None:
-        self._receive = receive
-        self._on_abandon = on_abandon
-        self._done = False
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            lines = [await self._receive.receive()]
-        except trio.EndOfChannel:
-            self._done = True
-            raise StopAsyncIteration from None
-        # What is already queued goes out with it: one chunk and one TLS record instead of one per frame,
-        # and never a wait for more (frames stay live).
-        size = len(lines[0])
-        while size < COALESCE_BYTES:
-            try:
-                lines.append(self._receive.receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel):
-                break
-            size += len(lines[-1])
-        return b"".join(lines)
-
-    async def aclose(self) -> None:
-        if not self._done:
-            self._on_abandon()
-        await self._receive.aclose()
 
 
 class ShellDoor:
@@ -179,7 +141,7 @@ class ShellDoor:
         command_id, signum = parse_signal(request.json())
         job = self.jobs.get(command_id)
         if job.done:
-            raise _refuse(409, "shell.command", f"command {command_id} has ended", "poll it for its final record")
+            raise refuse(409, "shell.command", f"command {command_id} has ended", "poll it for its final record")
         self.audit({"door": "shell", "kind": "shell.signal", "id": command_id, "signal": signum})
         return json_response({"id": command_id, "signal": signum,
                               "signalled": job.running.cgroup.signal_members(signum)})
@@ -194,14 +156,14 @@ class ShellDoor:
         try:
             run = parse_run(request.json(), started=started)
             if run.tty:
-                raise _refuse(400, "shell.tty", "tty is not built in this version of the shell door",
+                raise refuse(400, "shell.tty", "tty is not built in this version of the shell door",
                               "run without tty")
             if len(self.live) >= self.config.max_live:
-                raise _refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
+                raise refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
                               "session allows", "wait for one to end, or raise doors.shell.max_live")
             cwd_fd = self._cwd(run.cwd)
         except DoorRefused as refused:
-            self.report(_refusal_event(refused.refusal))
+            self.report(refusal_event(refused.refusal))
             raise
         command_id = f"c{next(self._ids)}"
         try:
@@ -220,14 +182,14 @@ class ShellDoor:
             return openat2(base, cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, 0,
                            RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
         except OSError as exc:
-            raise _cwd_refusal(cwd, exc.errno or errno.EPERM, root is not None) from None
+            raise cwd_refusal(cwd, exc.errno or errno.EPERM, root is not None) from None
         finally:
             if root is None:
                 os.close(base)
 
     async def _start(self, command_id: str, run: RunRequest, cwd_fd: int) -> Running:
         if threads() != 1:
-            raise _refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
+            raise refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
                           "command safely, so it runs none", "report this: the shell door must stay single-threaded")
         tmpdir, cgroup = self._prepare(command_id)
         pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # stdin, stdout, stderr
@@ -255,7 +217,7 @@ class ShellDoor:
             shutil.rmtree(tmpdir, ignore_errors=True)
             self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
                          "step": failure.step, "errno": failure.errno})
-            raise _not_started(run, failure)
+            raise not_started(run, failure)
         return running
 
     def _prepare(self, command_id: str) -> tuple[str, CommandCgroup]:
@@ -268,7 +230,7 @@ class ShellDoor:
             shutil.rmtree(tmpdir, ignore_errors=True)
             self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
                          "step": "prepare", "errno": exc.errno})
-            raise _refuse(503, "shell.confinement", f"the command was not run: its TMPDIR or cgroup cannot be "
+            raise refuse(503, "shell.confinement", f"the command was not run: its TMPDIR or cgroup cannot be "
                           f"made ({os.strerror(exc.errno or 0)})", "check doors.shell.process.scratch_mb and "
                           "max_pids; retry once a command has ended") from None
 
@@ -315,37 +277,6 @@ async def _read_report(fd: int) -> NotStarted | None:
             data += piece
     finally:
         os.close(fd)
-
-
-def _cwd_refusal(cwd: str, error: int, in_workspace: bool) -> DoorRefused:
-    where = "the workspace" if in_workspace else "HOME (doors.shell.workspace is \"none\")"
-    if error == errno.EXDEV:
-        return _refuse(403, "shell.cwd", f"cwd {cwd[:200]!r} leads out of {where} (through a symlink)",
-                       "name a directory inside it", who="kernel")
-    if error == errno.ENOENT:
-        return _refuse(404, "shell.cwd", f"cwd {cwd[:200]!r} does not exist in {where}", "create it first")
-    if error == errno.ENOTDIR:
-        return _refuse(400, "shell.cwd", f"cwd {cwd[:200]!r} is not a directory", "name a directory")
-    return _refuse(403, "shell.cwd", f"cwd {cwd[:200]!r}: {os.strerror(error)}", "name another directory",
-                   who="kernel")
-
-
-def _not_started(run: RunRequest, failure: NotStarted) -> DoorRefused:
-    program = run.argv[0][:200]
-    if failure.step == "execve" and failure.errno == errno.ENOENT:
-        return _refuse(404, "shell.request.argv", f"{program!r} was not found (PATH or the path given)",
-                       "name a program this session can run")
-    if failure.step == "execve" and failure.errno in (errno.EACCES, errno.EPERM):
-        return _refuse(403, "shell.files.exec", f"executing {program!r} was refused: {os.strerror(failure.errno)}",
-                       "list its directory in doors.shell.files.exec (a writable path is never executable)",
-                       who="kernel")
-    return _refuse(500, "shell.confinement", f"the command was not run: its confinement failed at step "
-                   f"{failure.step!r} ({os.strerror(failure.errno)})", "report this with the door's audit log")
-
-
-def _refusal_event(refusal: Refusal) -> dict[str, Any]:
-    return {"door": "shell", "kind": "shell.run", "decision": "refuse", "row": refusal.row,
-            "status": refusal.status}
 
 
 def serve(contract: DoorContract) -> None:
