@@ -22,6 +22,7 @@ import trio
 from doors.shell._cgroup import CommandCgroup
 from doors.shell._output import Framer, Outcome
 from doors.shell._request import RunRequest
+from doors.shell._stdio import TTY_EOF
 
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL on a timeout: time for a clean exit, not a threshold any test uses
 READ_BYTES = 1024 * 1024  # as large as the pipes (server.py sets them so): fewer, larger frames
@@ -51,10 +52,24 @@ class Running:
 async def _pump(pipe: trio.lowlevel.FdStream, stream: str, framer: Framer,
                 send: trio.MemorySendChannel[bytes]) -> None:
     async with pipe:
-        while data := await pipe.receive_some(READ_BYTES):
+        while data := await _read(pipe):
             line = framer.output(stream, data)
             if line:
                 await send.send(line)
+
+
+async def _read(pipe: trio.lowlevel.FdStream) -> bytes:
+    """The next bytes, b"" at the end: a pty's master reads EIO once the last slave is closed."""
+    try:
+        return bytes(await pipe.receive_some(READ_BYTES))
+    except trio.BrokenResourceError as exc:
+        if isinstance(exc.__cause__, OSError) and exc.__cause__.errno == errno.EIO:
+            return b""
+        raise
+    except OSError as exc:
+        if exc.errno == errno.EIO:
+            return b""
+        raise
 
 
 async def _feed_stdin(pipe: trio.lowlevel.FdStream, data: bytes) -> None:
@@ -108,7 +123,9 @@ async def supervise(running: Running, framer: Framer, send: trio.MemorySendChann
                     nursery.start_soon(_pump, running.stdout, "stdout", framer, send)
                     nursery.start_soon(_pump, running.stderr, "stderr", framer, send)
                     if running.stdin is not None and not running.request.stdin_pipe:
-                        nursery.start_soon(_feed_stdin, running.stdin, running.request.stdin or b"")
+                        given = running.request.stdin
+                        nursery.start_soon(_feed_stdin, running.stdin,
+                                           given if given is not None else TTY_EOF if running.request.tty else b"")
                     await _wait_exit(running)
                     status, usage = _reap(running)
                     await running.cgroup.kill_all()  # what it left behind: the pipes close with them

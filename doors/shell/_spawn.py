@@ -2,7 +2,8 @@
 
 The child's steps, in order, each failure reported on a close-on-exec pipe as `<step> <errno>` before it
 exits, so the door knows the command did not run (fail closed) and which step refused:
-signals back to their defaults, its own session and process group, its cgroup, its stdio, its cwd (an fd
+signals back to their defaults, its own session and process group, its cgroup, its stdio (with a tty, the
+pty as its controlling terminal), its cwd (an fd
 resolved beneath the workspace), its own Landlock layer (doors/shell/_landlock.py), every other fd closed,
 execve. no_new_privs, seccomp, the door's Landlock domain, its uid and network namespace are inherited.
 """
@@ -10,15 +11,17 @@ execve. no_new_privs, seccomp, the door's Landlock domain, its uid and network n
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import resource
 import signal
+import termios
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from doors.shell._landlock import restrict_self
 
-STEPS = ("signals", "setsid", "cgroup", "stdio", "cwd", "landlock", "fds", "execve")
+STEPS = ("signals", "setsid", "cgroup", "stdio", "tty", "cwd", "landlock", "fds", "execve")
 NOT_FOUND_STEP = "execve"
 
 
@@ -41,6 +44,7 @@ class Launch:
     stdio: tuple[int, int, int]
     cgroup_procs: tuple[str, ...]
     ruleset_fd: int
+    tty: bool = False  # stdio is a pty's slave: it becomes the controlling terminal
     max_fd: int = field(default_factory=lambda: resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
@@ -66,6 +70,9 @@ def _child(launch: Launch, report: int) -> None:
         step = "stdio"
         for target, source in enumerate(launch.stdio):
             os.dup2(source, target, inheritable=True)
+        if launch.tty:
+            step = "tty"
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         step = "cwd"
         os.fchdir(launch.cwd_fd)
         step = "landlock"

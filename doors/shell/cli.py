@@ -1,4 +1,4 @@
-"""`sharness-launch sh [--timeout S] [--cwd DIR] [--json] -- CMD ARGS...` inside a session (the CLI delegates).
+"""`sharness-launch sh [--timeout S] [--cwd DIR] [--json] [--tty] -- CMD ARGS...` inside a session (the CLI delegates).
 
 The command runs in the shell door; its stdout and stderr are written here as they arrive, and this exits
 with its status the way timeout(1) does: the exit code, 128+N when signal N ended it, 124 on its timeout.
@@ -30,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cwd", default=None, metavar="DIR", help="directory relative to the workspace")
     parser.add_argument("--json", action="store_true", help="print every frame as a JSON line on stdout")
     parser.add_argument("--script", action="store_true", help="CMD is one string run by /bin/sh -c")
+    parser.add_argument("--tty", action="store_true", help="run it on a pty (both streams on stdout)")
     parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     return parser
 
@@ -45,6 +46,8 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["timeout_ms"] = max(1, int(args.timeout * 1000))
     if args.cwd is not None:
         fields["cwd"] = args.cwd
+    if args.tty:
+        fields["tty"] = True
     return fields
 
 

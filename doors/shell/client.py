@@ -40,12 +40,14 @@ class RunResult:
 
 def run_body(argv: list[str] | None = None, *, script: str | None = None, shell: str | None = None,
              cwd: str | None = None, env: Mapping[str, str] | None = None, stdin: bytes | str | None = None,
-             timeout_ms: int | None = None, max_output_bytes: int | None = None) -> dict[str, Any]:
+             timeout_ms: int | None = None, max_output_bytes: int | None = None, tty: bool = False) -> dict[str, Any]:
     """The JSON body of a run request (only the fields given)."""
     body: dict[str, Any] = {"argv": argv} if argv is not None else {"script": script}
     optional = {"shell": shell, "cwd": cwd, "env": dict(env) if env is not None else None,
                 "timeout_ms": timeout_ms, "max_output_bytes": max_output_bytes}
     body.update({key: value for key, value in optional.items() if value is not None})
+    if tty:
+        body["tty"] = True
     if isinstance(stdin, str):
         body["stdin"] = stdin
     elif stdin is not None:

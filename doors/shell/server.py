@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import functools
 import itertools
 import os
@@ -45,13 +44,13 @@ from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refus
 from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, RunRequest, parse_run
 from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
+from doors.shell._stdio import open_stdio
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract
     from doors._door import DoorRuntime
 
 NDJSON = "application/x-ndjson"
-PIPE_BYTES = 1024 * 1024  # fs.pipe-max-size's default: an unprivileged process may ask for up to it
 DEFAULT_MAX_LIVE = 8
 HELD_ROWS = frozenset({"workspace", "max_live"})
 Audit = Callable[[dict[str, Any]], None]
@@ -155,9 +154,6 @@ class ShellDoor:
         """Decide, audit, start: one chokepoint for every command."""
         try:
             run = parse_run(request.json(), started=started)
-            if run.tty:
-                raise refuse(400, "shell.tty", "tty is not built in this version of the shell door",
-                              "run without tty")
             if len(self.live) >= self.config.max_live:
                 raise refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
                               "session allows", "wait for one to end, or raise doors.shell.max_live")
@@ -192,26 +188,18 @@ class ShellDoor:
             raise refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
                           "command safely, so it runs none", "report this: the shell door must stay single-threaded")
         tmpdir, cgroup = self._prepare(command_id)
-        pipes = [os.pipe2(os.O_CLOEXEC) for _ in range(3)]  # stdin, stdout, stderr
-        for _, write_end in pipes[1:]:
-            with contextlib.suppress(OSError):  # a larger pipe is fewer reads and frames; the default still works
-                fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-        piped = run.stdin is not None or run.stdin_pipe
-        child_stdin = pipes[0][0] if piped else os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
         env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty)
-        launch = Launch(run.argv, env, cwd_fd, (child_stdin, pipes[1][1], pipes[2][1]), cgroup.procs_files,
-                        self.config.ruleset_fd)
+        launch = Launch(run.argv, env, cwd_fd, stdio.child, cgroup.procs_files, self.config.ruleset_fd, run.tty)
         try:
             pid, report = fork_command(launch)
         finally:
-            for fd in {child_stdin, pipes[0][0], pipes[1][1], pipes[2][1]}:
+            for fd in stdio.close_after_fork:
                 os.close(fd)
         failure = await _read_report(report)
-        stdin = trio.lowlevel.FdStream(pipes[0][1]) if piped else None
-        if not piped:
-            os.close(pipes[0][1])
-        running = Running(command_id, run, pid, os.pidfd_open(pid), cgroup, trio.lowlevel.FdStream(pipes[1][0]),
-                          trio.lowlevel.FdStream(pipes[2][0]), stdin)
+        stdin = trio.lowlevel.FdStream(stdio.stdin) if stdio.stdin is not None else None
+        running = Running(command_id, run, pid, os.pidfd_open(pid), cgroup, trio.lowlevel.FdStream(stdio.stdout),
+                          trio.lowlevel.FdStream(stdio.stderr), stdin)
         if failure is not None:
             await clean_up(running)
             shutil.rmtree(tmpdir, ignore_errors=True)

@@ -38,7 +38,7 @@ from launcher.policy.confine_plan import SYSTEM_READ, Allowance, python_paths
 from launcher.policy.confinement import Confinement, confinement_of
 from launcher.policy.contracts import door_contract, door_fds, secret_names
 from launcher.policy.environment import app_env, door_env
-from launcher.policy.layout import SessionLayout
+from launcher.policy.layout import DEVPTS, SessionLayout
 from launcher.policy.scratch import Scratch
 from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
@@ -137,6 +137,7 @@ def _spec_of(
         seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
         mount_keep=(*_binds(confinement, pins), *(Bind(path, True) for path in delegated)),
         scratch=_scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
+        devpts=DEVPTS in allowance.write,  # its own devpts (the shell's ttys), mounted in its private root
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import launcher
 from launcher.manifest import Manifest
 from launcher.policy.contracts import door_rows
-from launcher.policy.layout import HOST_NETWORK, PROXY_PORT, SessionPaths
+from launcher.policy.layout import DEVPTS, HOST_NETWORK, PROXY_PORT, SessionPaths
 
 # Of /etc, only what the loader, the resolver, TLS and the usual tools read, each by name: /etc whole holds
 # pip.conf and npmrc tokens, ssl/private, and /etc/sharness, where secret sources belong. A file this
@@ -158,14 +158,15 @@ def shell_allowance(
     layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object], may_use_proxy: bool,
 ) -> Allowance:
     """The shell door and every command it runs: the system's programs, the workspace read-only in mode
-    "read", writes only on its scratch tmpfs (noexec: a writable path is never executable). The session adds
+    "read", writes only on its scratch tmpfs (noexec: a writable path is never executable) and on a devpts of
+    its own (its tty commands' ptys; mounted, not the host's). The session adds
     the shell's own cgroup directories to its writes (delegated: launcher/kernel/cgroups.py), which each
     command's own Landlock layer takes away again (doors/shell/_landlock.py)."""
     workspace = rows.get("workspace_dir")
     read = (str(workspace),) if rows.get("workspace") == "read" and isinstance(workspace, str) else ()
     return Allowance(
         read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read),
-        write=(*WRITE_DEVICES, layout.home_dir("shell"), layout.tmp_dir("shell")),
+        write=(*WRITE_DEVICES, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python)),
         tcp_bind=(),
         tcp_connect=(PROXY_PORT,) if may_use_proxy else (),

@@ -49,6 +49,8 @@ def session() -> Iterator[Session]:
         py("read.door", "import os\ntry: open(f'/proc/{os.getppid()}/environ').read(); print('read')\n"
            "except OSError as e: print(e.errno)"),
         py("cgroup.escape", CGROUP_ESCAPE),
+        py("host.ptys", "import os; print(' '.join(sorted(os.listdir('/dev/pts'))))"),
+        py("host.ptys.tty", "import os; print(' '.join(sorted(os.listdir('/dev/pts'))))", tty=True),
     ]
     with shell_session(cases, net=True) as ran:
         yield ran
@@ -91,3 +93,9 @@ def test_a_command_cannot_leave_its_cgroup(session: Session) -> None:
     # The door may write its delegated cgroup; its commands' Landlock layer writes only the scratch.
     assert _printed(session, "cgroup.escape") == ["memory", str(errno.EACCES), "memory", str(errno.EACCES),
                                                    "pids", str(errno.EACCES), "pids", str(errno.EACCES)]
+
+
+def test_the_hosts_terminals_are_not_there(session: Session) -> None:
+    # A devpts instance of the shell's own: no pty of the host's (the person's terminal) to open or write.
+    assert _printed(session, "host.ptys") == ["ptmx"]
+    assert output(session[0]["host.ptys.tty"], "stdout").split() == [b"0", b"ptmx"]  # its own pty only

@@ -45,6 +45,10 @@ def session() -> Iterator[Session]:
         case("after.timeout", argv=["ps", "-e", "-o", "pid=,args="]),
         case("flood", script=FLOOD, max_output_bytes=65536),
         case("exit.signal", script="kill -KILL $$"),
+        case("tty", argv=["sh", "-c", "test -t 0 && test -t 1 && test -t 2 && tty && stty size"], tty=True),
+        case("tty.eof", script="read line; echo read-returned-$?", tty=True),
+        case("tty.stdin", script="read line; echo got:$line", tty=True, stdin="hi\n"),
+        case("no.tty", argv=["sh", "-c", "test -t 0 || test -t 1 || echo no-tty"]),
         {**case("live", script="echo first; exec sleep 1001"), "until": "first"},
         case("live.gone", script="while ps -e -o args= | grep -q '^sleep 1001'; do sleep 0.1; done; echo gone",
              timeout_ms=120_000),
@@ -234,3 +238,13 @@ def test_started_commands_take_writes_polls_and_signals(tmp_path: Path) -> None:
     assert seen["signalled"]["signalled"] == 1
     final = seen["sleeper"][-1]["final"]
     assert final["signal"] == 15 and final["exit_code"] is None and final["timed_out"] is False
+
+
+def test_a_tty_command_gets_a_pty_of_its_own(session: Session) -> None:
+    probes = session[0]
+    assert final(probes["tty"])["exit_code"] == 0, output(probes["tty"], "stdout")
+    lines = output(probes["tty"], "stdout").decode().split("\r\n")
+    assert lines[0].startswith("/dev/pts/") and lines[1] == "24 80"  # its own devpts, not the host's ptys
+    assert b"read-returned-1" in output(probes["tty.eof"], "stdout")  # no stdin: EOF, not a wait
+    assert b"got:hi" in output(probes["tty.stdin"], "stdout")
+    assert output(probes["no.tty"], "stdout") == b"no-tty\n" and output(probes["tty"], "stderr") == b""

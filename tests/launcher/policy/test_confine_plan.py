@@ -54,7 +54,7 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
     elif role == "shell":  # its commands run the system's programs and read the workspace in mode "read"
         reads_workspace = manifest.door_rows("shell").get("workspace") == "read"
         want.update(read={*SYSTEM, *PYTHON, _private("shell"), *({manifest.workspace} if reads_workspace else set())},
-                    write={"/dev/null", f"{_private('shell')}/home", f"{_private('shell')}/tmp"},
+                    write={"/dev/null", f"{_private('shell')}/home", f"{_private('shell')}/tmp", "/dev/pts"},
                     exec={*PROGRAMS, "/opt/py/bin"}, tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
     elif role == "net":
         allow = manifest.door_rows("net").get("allow", {})
