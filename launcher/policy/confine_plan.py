@@ -164,10 +164,13 @@ def shell_allowance(
     command's own Landlock layer takes away again (doors/shell/_landlock.py)."""
     workspace = rows.get("workspace_dir")
     read = (str(workspace),) if rows.get("workspace") == "read" and isinstance(workspace, str) else ()
+    files = rows.get("files")
+    listed: dict[str, list[str]] = files if isinstance(files, dict) else {}
+    files_read, files_exec = tuple(listed.get("read", ())), tuple(listed.get("exec", ()))
     return Allowance(
-        read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read),
+        read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read, *files_read, *files_exec),
         write=(*WRITE_DEVICES, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS),
-        exec=(*SYSTEM_EXEC, *python_paths_exec(python)),
+        exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
         tcp_connect=(PROXY_PORT,) if may_use_proxy else (),
         deny_inet=not may_use_proxy,

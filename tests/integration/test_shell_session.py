@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration._session import LAUNCHER, basic_manifest, manifest_hash, write_manifest
-from tests.integration._shell import Session, audit, case, final, output, shell_session
+from tests.integration._shell import Session, audit, case, final, output, run_session, shell_session
 
 pytestmark = pytest.mark.root
 
@@ -248,3 +248,19 @@ def test_a_tty_command_gets_a_pty_of_its_own(session: Session) -> None:
     assert b"read-returned-1" in output(probes["tty.eof"], "stdout")  # no stdin: EOF, not a wait
     assert b"got:hi" in output(probes["tty.stdin"], "stdout")
     assert output(probes["no.tty"], "stdout") == b"no-tty\n" and output(probes["tty"], "stderr") == b""
+
+
+def test_shell_files_exec_lets_commands_run_a_tool_and_nothing_else_outside(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "hello-tool").write_text("#!/bin/sh\necho hello from $0\n")
+    (tools / "hello-tool").chmod(0o755)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "x").write_text("#!/bin/sh\necho x\n")
+    (tmp_path / "elsewhere" / "x").chmod(0o755)
+    cases = [case("tool", argv=[str(tools / "hello-tool")]),
+             case("not.listed", argv=[str(tmp_path / "elsewhere" / "x")])]
+    probes, _ = run_session(tmp_path, cases, {"workspace": "none", "files": {"exec": [str(tools)]}})
+    assert output(probes["tool"], "stdout") == f"hello from {tools / 'hello-tool'}\n".encode()
+    refused = probes["not.listed"]["refused"]  # not in the shell's private root at all
+    assert (refused["status"], refused["error"]) == (404, "shell.request.argv")

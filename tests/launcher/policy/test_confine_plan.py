@@ -52,10 +52,14 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
     elif role == "keys":  # no secret source by path: the keys door gets each as an fd opened by the launcher
         want.update(read={*SYSTEM, *PYTHON, _private(role)})
     elif role == "shell":  # its commands run the system's programs and read the workspace in mode "read"
-        reads_workspace = manifest.door_rows("shell").get("workspace") == "read"
-        want.update(read={*SYSTEM, *PYTHON, _private("shell"), *({manifest.workspace} if reads_workspace else set())},
+        shell = manifest.door_rows("shell")
+        reads_workspace = shell.get("workspace") == "read"
+        files_read, files_exec = shell.get("files", {}).get("read", []), shell.get("files", {}).get("exec", [])
+        want.update(read={*SYSTEM, *PYTHON, _private("shell"), *({manifest.workspace} if reads_workspace else set()),
+                          *files_read, *files_exec},
                     write={"/dev/null", f"{_private('shell')}/home", f"{_private('shell')}/tmp", "/dev/pts"},
-                    exec={*PROGRAMS, "/opt/py/bin"}, tcp_connect=(3128,) if to_net else (), deny_inet=not to_net)
+                    exec={*PROGRAMS, "/opt/py/bin", *files_exec}, tcp_connect=(3128,) if to_net else (),
+                    deny_inet=not to_net)
     elif role == "net":
         allow = manifest.door_rows("net").get("allow", {})
         ports = {int(entry.rpartition(":")[2]) for entries in allow.values() for entry in entries}
