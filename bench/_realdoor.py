@@ -59,10 +59,12 @@ def _svid_memfd(pki: SessionPKI, role: str) -> int:
 
 
 @contextmanager
-def real_door(pki: SessionPKI, role: str, address: str) -> Iterator[Server]:
+def real_door(pki: SessionPKI, role: str, address: str, rows: dict[str, object] | None = None,
+              extra_fds: tuple[int, ...] = ()) -> Iterator[Server]:
     """Start the door for ``role`` on ``address`` (Unix path or ``tcp:0``); yield where it is.
 
     ``python -m doors`` starts the door the role names (the fs door over an empty scratch workspace for fs).
+    ``rows`` are its contract's rows and ``extra_fds`` what they name (the keys door's secret sources).
     """
     listener = listen(address)
     reachable = f"tcp:{listener.getsockname()[1]}" if address.startswith("tcp:") else address
@@ -73,11 +75,11 @@ def real_door(pki: SessionPKI, role: str, address: str) -> Iterator[Server]:
     # with drain threads running); placing them at 3, 4 and 5 is the launcher's job.
     contract = DoorContract(role=role, session_id=pki.session_id, trust_domain=pki.trust_domain,
                             edges=tuple(sorted(DEFAULT_EDGES)), bundle_pem=pki.bundle_pem().decode(),
-                            rows={"workspace": workspace} if role == "fs" else {},
+                            rows={"workspace": workspace} if role == "fs" else dict(rows or {}),
                             listen_fds={DOOR_LISTENER: listener.fileno()}, status_fd=theirs.fileno(), svid_fd=svid)
     env = {**os.environ, CONTRACT_ENV: contract.to_json(), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "doors"], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(), svid, listener.fileno()))
+                            stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(), svid, listener.fileno(), *extra_fds))
     os.close(svid)
     theirs.close()
     listener.close()

@@ -8,6 +8,7 @@ its package (doors.fs, doors.net); the app's client is doors.client; `python -m 
 from doors._contract import CONTRACT_ENV, DoorContract
 from doors._door import run_door
 from doors._http import ClientConnection, Limits, Request, Response, Route, Router, json_response
+from doors._secret_match import SecretFingerprint, SecretMatcher, fingerprint_of
 from doors._transport import (
     AsyncDoorClient,
     Dial,
@@ -32,10 +33,13 @@ __all__ = [
     "Response",
     "Route",
     "Router",
+    "SecretFingerprint",
+    "SecretMatcher",
     "TlsContext",
     "client_context_from_file",
     "connect",
     "exchange",
+    "fingerprint_of",
     "fresh_exchange",
     "json_response",
     "run_door",

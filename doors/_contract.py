@@ -24,6 +24,9 @@ class DoorContract:
     status_fd: int = STATUS_FD
     svid_fd: int = SVID_FD
     not_after: int = 0
+    # The keys door's fingerprint of the kept secrets (doors/_secret_match.py wire form), for the fs and net doors:
+    # not a row (hello shows rows), and not in to_json (a contract in the environment never carries it).
+    kept_secrets: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(

@@ -115,12 +115,14 @@ async def _until_signal(cancel_scope: trio.CancelScope) -> None:
 
 
 Background = Callable[[DoorRuntime], Iterable[Callable[[], Awaitable[None]]]]
+Announce = Callable[[], Iterable[dict[str, Any]]]  # status messages to send, in order, before ready
 
 
 async def serve_door(contract: DoorContract, status: StatusSender, routes: RoutesArg = None, *,
                      held_rows: frozenset[str] = frozenset(), limits: Limits | None = None,
-                     background: Background | None = None) -> None:
-    """Serve the door until SIGTERM/SIGINT/SIGHUP; report ready once listening.
+                     background: Background | None = None, announce: Announce | None = None) -> None:
+    """Serve the door until SIGTERM/SIGINT/SIGHUP; report ready once listening (after `announce`'s messages,
+    each waiting for the launcher to take it).
 
     `background` gives tasks (a proxy's own listeners) that serve beside the mTLS listener and stop with it.
     On a signal, serving stops first; every event queued by then still reaches the launcher, then the count
@@ -141,23 +143,35 @@ async def serve_door(contract: DoorContract, status: StatusSender, routes: Route
                                                       runtime.report, limits=limits))
                 for task in background(runtime) if background is not None else ():
                     serving.start_soon(task)
+                for message in announce() if announce is not None else ():
+                    if not await status.send(message):
+                        raise RuntimeError(f"the launcher did not take the {message.get('type')} message")
                 status.ready()
         finally:
             queue.close()  # the pump drains what the handlers queued, then ends
 
 
 def run_door(contract: DoorContract, routes: RoutesArg = None, *, held_rows: frozenset[str] = frozenset(),
-             limits: Limits | None = None) -> None:
+             limits: Limits | None = None, announce: Announce | None = None) -> None:
     """Run a door process to its end: exit 0 on SIGTERM, report fatal and exit 1 on a crash."""
     status = StatusSender(contract.status_fd)
     try:
-        trio.run(functools.partial(serve_door, contract, status, routes, held_rows=held_rows, limits=limits))
+        trio.run(functools.partial(serve_door, contract, status, routes, held_rows=held_rows, limits=limits,
+                                   announce=announce))
     except BaseException as exc:
-        status.fatal(f"the {contract.role} door failed: {type(exc).__name__}: {_first_line(exc)}")
+        cause = _innermost(exc)
+        status.fatal(f"the {contract.role} door failed: {type(cause).__name__}: {_first_line(cause)}")
         raise SystemExit(1) from exc
     finally:
         with contextlib.suppress(OSError):
             status.close()
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The one error inside trio's nursery groups, so the fatal message names it (not "ExceptionGroup")."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _first_line(exc: BaseException) -> str:

@@ -71,7 +71,7 @@ def _secret(rows: FsRows, facts: Facts) -> Refusal | None:
         403,
         "refuse_secrets",
         f"the content holds a {facts.secret}; nothing was written",
-        "keep private keys out of the workspace (the keys door holds secrets)",
+        "keep private keys and the session's kept secrets out of the workspace (the keys door holds secrets)",
     )
 
 

@@ -23,6 +23,7 @@ from doors.fs._decide import decide, decide_arriving, decide_upload_slot
 from doors.fs._ops import kernel_refusal
 from doors.fs._paths import WHO, WorkspacePath
 from doors.fs._rules import Facts, FsRows, Op, Usage
+from doors.fs._secrets import RecentWrites
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,7 @@ class Dispatcher:
     audit: Audit  # queues the event of an act, or raises AuditBackpressure
     report: Audit | None = None  # queues the event of a refusal or a failure; default `audit`
     meter: UsageMeter = field(default_factory=UsageMeter)
+    recent: RecentWrites = field(default_factory=RecentWrites)  # the tail of what was written, across files
 
     def event(
         self,

@@ -16,7 +16,8 @@ from doors.fs._dispatch import Call, Dispatcher
 from doors.fs._ops import Located, Workspace
 from doors.fs._paths import WorkspacePath
 from doors.fs._request import path_from_url
-from doors.fs._rules import FsRows, Op, Target, decide_names
+from doors.fs._rules import FsRows, Op, Target, decide_names, refuse
+from doors.fs._secrets import kept_kind
 
 
 class Answered(Exception):
@@ -60,10 +61,24 @@ class FsHandlers:
             raise Answered(self.dispatch.refused(None, parsed, raw_path=raw, op=op.value, role=role))
         return self.judge_names(Call(op, parsed, role, **extra))
 
+    def _kept_in_names(self, call: Call) -> Refusal | None:
+        """A path naming a kept secret is refused like content holding one: a name is in the workspace too."""
+        kept = self.rows.kept_secrets
+        if kept is None or not self.rows.refuse_secrets:
+            return None
+        for path in (call.path, call.dest):
+            found = kept.first(path.text.encode()) if path is not None else None
+            if found is not None:
+                detail = f"the path holds a {kept_kind(found.secret)}; nothing was done"
+                return refuse(403, "refuse_secrets", detail,
+                              "name files without the session's kept secrets (the keys door holds them)")
+        return None
+
     def judge_names(self, call: Call) -> Call:
         """Refuse (audited) what the names alone refuse; return the call otherwise."""
         op, role = call.op, call.role
         refusal = decide_names(op, call.path, self.rows, dest=call.dest, want_exec=call.want_exec, role=role)
+        refusal = refusal or self._kept_in_names(call)
         if refusal is not None:
             raise Answered(self.dispatch.refused(call, refusal))
         return call

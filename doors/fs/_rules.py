@@ -12,10 +12,13 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doors._refusal import Refusal
 from doors.fs._paths import WHO, WorkspacePath, parse_prefix
+
+if TYPE_CHECKING:
+    from doors._secret_match import SecretMatcher
 
 
 class Op(StrEnum):
@@ -72,6 +75,8 @@ class FsRows:
     # Directories, spelled as on the prefixes' paths, in which the file system looks names up folding case
     # (doors/fs/_casefold.py finds them at start): not a manifest row, a fact of the workspace's disk.
     casefold_dirs: frozenset[WorkspacePath] = frozenset()
+    # The keys door's fingerprint of the kept secrets (the contract's, not a row): refuse_secrets finds them too.
+    kept_secrets: SecretMatcher | None = field(default=None, compare=False)
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, Any]) -> FsRows:

@@ -4,12 +4,18 @@ Markers, not full parses: PEM/PGP armour (`-----BEGIN … PRIVATE KEY`), the SSH
 (`---- BEGIN SSH2 ENCRYPTED PRIVATE KEY`), PuTTY (`PuTTY-User-Key-File-`), and the base64 of an OpenSSH key
 body pasted without armour (`openssh-key-v1`). The scanner keeps the last CARRY bytes between chunks, so a
 marker split across chunks — or across two appends, when seeded with the file's tail — is still found.
+Given the keys door's fingerprint (`kept`), it also finds a run of a kept secret (doors/_secret_match.py) the
+same way: a whole one, or any 31 bytes of one, across chunks and, seeded, across writes.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
+
+from doors._secret_match import CARRY as KEPT_CARRY
+from doors._secret_match import KeptSecret, SecretMatcher
 
 # (kind, a literal every match contains, the pattern). The literal is searched first (bytes.find runs at
 # memory speed); the regular expression runs only on windows that hold it.
@@ -42,12 +48,19 @@ def _first_match(window: bytes, min_end: int) -> tuple[str, int] | None:
     return best
 
 
-class SecretScanner:
-    """Feed chunks in order; the first finding sticks. `history` seeds it with bytes already stored."""
+def kept_kind(secret: KeptSecret) -> str:
+    """What a finding of a kept secret says it found (the row that keeps it, never a byte of it)."""
+    return f"run of the secret kept as {secret.row}"
 
-    def __init__(self, history: bytes = b"") -> None:
+
+class SecretScanner:
+    """Feed chunks in order; the first finding sticks. `history` seeds it with bytes already stored; `kept`,
+    the keys door's fingerprint, adds its secrets to what is found."""
+
+    def __init__(self, history: bytes = b"", kept: SecretMatcher | None = None) -> None:
         self._carry = history[-CARRY:]
         self._fed = 0
+        self._kept = kept.stream(history) if kept is not None else None
         self.finding: Finding | None = None
 
     def feed(self, chunk: bytes) -> Finding | None:
@@ -59,11 +72,32 @@ class SecretScanner:
         if hit is not None:
             kind, end = hit
             self.finding = Finding(kind, self._fed + end - len(self._carry))
+        elif self._kept is not None and (found := self._kept.feed(chunk)) is not None:
+            self.finding = Finding(kept_kind(found.secret), found.end)
         self._fed += len(chunk)
         self._carry = window[-CARRY:]
         return self.finding
 
 
-def scan(content: bytes, history: bytes = b"") -> Finding | None:
+def scan(content: bytes, history: bytes = b"", kept: SecretMatcher | None = None) -> Finding | None:
     """Scan whole content at once (tests and small bodies)."""
-    return SecretScanner(history).feed(content)
+    return SecretScanner(history, kept).feed(content)
+
+
+class RecentWrites:
+    """The last bytes the door wrote, to any file, in the order writes were committed. Seeding a body's scan with
+    it finds a kept secret split across two files written one right after the other (not one written between
+    other writes, nor the second half written first: docs/decisions/keys.md)."""
+
+    def __init__(self) -> None:
+        self._tail = b""
+        self._lock = threading.Lock()  # commits run in worker threads
+
+    @property
+    def tail(self) -> bytes:
+        return self._tail
+
+    def add(self, written: bytes) -> None:
+        """Append the last bytes of a body just written."""
+        with self._lock:
+            self._tail = (self._tail + written)[-KEPT_CARRY:]

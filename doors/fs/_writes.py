@@ -26,7 +26,7 @@ from doors.fs._paths import parse_path
 from doors.fs._prelude import Answered, FsHandlers, json_ok, query_value
 from doors.fs._request import parse_flag, parse_length
 from doors.fs._rules import Facts, Op, Target, refuse
-from doors.fs._secrets import CARRY, SecretScanner, scan
+from doors.fs._secrets import CARRY, KEPT_CARRY, SecretScanner, scan
 from doors.fs._spool import SPOOL_MEMORY, Spool
 
 SMALL_BODY = 64 * 1024  # bodies up to this size are received whole, then handled in one worker call
@@ -41,6 +41,7 @@ class Received:
     count: int
     secret: str | None
     upload: Upload | None = None
+    tail: bytes = b""  # its last bytes: what the next write, to any file, is scanned after
 
 
 class WriteHandlers(FsHandlers):
@@ -84,10 +85,14 @@ class WriteHandlers(FsHandlers):
             raise Answered(self.dispatch.refused(call, refusal, byte_count=upload.held)) from None
 
     async def _receive_body(self, request: Request, call: Call, sink: Any, upload: Upload) -> Received:
-        """Read the body into `sink` until its end, a key marker, or one byte past max_file_bytes; each piece
-        is counted against max_total_bytes before it is kept (refused at once when it does not fit)."""
-        scanner = SecretScanner() if self.rows.refuse_secrets else None
-        count = 0
+        """Read the body into `sink` until its end, a key marker or kept secret, or one byte past max_file_bytes;
+        each piece is counted against max_total_bytes before it is kept (refused at once when it does not fit).
+        A kept secret is looked for after the tail of the door's last write, so one split across two files is
+        found too."""
+        scanner = None
+        if self.rows.refuse_secrets:
+            scanner = SecretScanner(self.dispatch.recent.tail, self.rows.kept_secrets)
+        count, tail = 0, b""
         stream = request.body_stream
         pending = [request.body] if stream is None else []
         while count <= self.rows.max_file_bytes:
@@ -101,8 +106,9 @@ class WriteHandlers(FsHandlers):
             if scanner is not None and scanner.feed(chunk) is not None:
                 break
             sink(chunk)
+            tail = (tail + chunk[-KEPT_CARRY:])[-KEPT_CARRY:]
         finding = scanner.finding if scanner is not None else None
-        return Received(count, finding.kind if finding is not None else None, upload)
+        return Received(count, finding.kind if finding is not None else None, upload, tail)
 
     # -- write --
     async def write(self, request: Request) -> Response:
@@ -175,6 +181,7 @@ class WriteHandlers(FsHandlers):
 
             def act() -> Response:
                 written = self.workspace.commit_write(located.parent_fd, temp_fd, temp_name, located.name, mode)
+                self.dispatch.recent.add(received.tail)
                 return _written(call, written, created=not target.exists)
 
             return self.dispatch.conclude(call, facts, act, received.upload)
@@ -220,8 +227,8 @@ class WriteHandlers(FsHandlers):
                 stack.callback(os.close, fd)
                 target = target_of(os.fstat(fd))
                 if received.secret is None and self.rows.refuse_secrets:
-                    # The file's own tail is the carry-over: a marker split across two appends is found.
-                    found = scan(spool.head, history=self.workspace.tail(fd, target.size, CARRY))
+                    # The file's own tail is the carry-over: a marker or kept secret split across two appends is found.
+                    found = scan(spool.head, self.workspace.tail(fd, target.size, CARRY), self.rows.kept_secrets)
                     received = replace(received, secret=found.kind if found else None)
             facts = self._facts(request, target, located, received)
 
@@ -232,6 +239,7 @@ class WriteHandlers(FsHandlers):
                     stack.callback(os.close, out)
                 for piece in spool.pieces():
                     self.workspace.write_all(out, piece)
+                self.dispatch.recent.add(received.tail)
                 return _written(call, target_of(os.fstat(out)), created=not target.exists)
 
             return self.dispatch.conclude(call, facts, act, received.upload)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from doors._http import Limits, Route
+from doors._secret_match import SecretFingerprint, SecretMatcher
 from doors.fs._api import FsApi
 from doors.fs._casefold import casefold_dirs
 from doors.fs._dispatch import Audit, Dispatcher
@@ -59,10 +60,13 @@ def open_workspace(rows: Mapping[str, Any]) -> int:
 
 
 def build(rows: Mapping[str, Any], audit: Audit, *, report: Audit | None = None, workspace_fd: int | None = None,
-          chown_to: tuple[int, int] | None = None) -> FsApi:
+          chown_to: tuple[int, int] | None = None, kept_secrets: Mapping[str, Any] | None = None) -> FsApi:
     """The door's handlers over the workspace, judging with `rows`, queueing each act's event with `audit`
-    (AuditBackpressure: no act) and each refusal's with `report` (default `audit`)."""
+    (AuditBackpressure: no act) and each refusal's with `report` (default `audit`); `kept_secrets` is the keys
+    door's fingerprint (its wire form), whose secrets refuse_secrets refuses too."""
     fs_rows = FsRows.from_rows(rows)
+    if kept_secrets is not None:
+        fs_rows = replace(fs_rows, kept_secrets=SecretMatcher(SecretFingerprint.from_json(kept_secrets)))
     root_fd = open_workspace(rows) if workspace_fd is None else workspace_fd
     prefixes = (*fs_rows.read_only, *fs_rows.append_only, *fs_rows.hidden, *fs_rows.exec)
     fs_rows = replace(fs_rows, casefold_dirs=casefold_dirs(root_fd, prefixes))
@@ -89,5 +93,6 @@ def serve(contract: DoorContract) -> None:
     from doors._door import run_door
 
     run_door(contract, lambda runtime: build(contract.rows, thread_safe(runtime.audit),
-                                             report=thread_safe(runtime.report)).routes(), held_rows=HELD_ROWS,
+                                             report=thread_safe(runtime.report),
+                                             kept_secrets=contract.kept_secrets).routes(), held_rows=HELD_ROWS,
              limits=FS_LIMITS)

@@ -1,5 +1,24 @@
 """The keys door: every secret of the session in one process, released only sealed to an edge-listed door."""
 
+from doors.keys._at_rest import (
+    KEY_HEADER_BYTES,
+    MAX_SEALED_BYTES,
+    MAX_VALUE_BYTES,
+    MachineKey,
+    SealedFileError,
+    SealedHeader,
+    check_sealed,
+    key_id_of_header,
+    machine_key_file,
+    machine_key_of,
+    open_value,
+    read_header,
+    seal_value,
+    sealed_file,
+    sealed_name,
+    secret_value,
+    valid_name,
+)
 from doors.keys._policy import Ask, Grant, Ledger, SecretRow, decide, secret_rows
 from doors.keys._request import RELEASE_PATH, parse_ask
 from doors.keys._seal import SUITE_NAME, Binding, OneTimeKey, public_key_from, seal
@@ -7,6 +26,9 @@ from doors.keys.client import new_request_id, release
 from doors.keys.server import KeysDoor, build, read_secret_fd, read_secrets
 
 __all__ = [
+    "KEY_HEADER_BYTES",
+    "MAX_SEALED_BYTES",
+    "MAX_VALUE_BYTES",
     "RELEASE_PATH",
     "SUITE_NAME",
     "Ask",
@@ -14,16 +36,30 @@ __all__ = [
     "Grant",
     "KeysDoor",
     "Ledger",
+    "MachineKey",
     "OneTimeKey",
+    "SealedFileError",
+    "SealedHeader",
     "SecretRow",
     "build",
+    "check_sealed",
     "decide",
+    "key_id_of_header",
+    "machine_key_file",
+    "machine_key_of",
     "new_request_id",
+    "open_value",
     "parse_ask",
     "public_key_from",
+    "read_header",
     "read_secret_fd",
     "read_secrets",
     "release",
     "seal",
+    "seal_value",
+    "sealed_file",
+    "sealed_name",
     "secret_rows",
+    "secret_value",
+    "valid_name",
 ]

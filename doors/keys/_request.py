@@ -10,10 +10,11 @@ from typing import Any
 from doors._refusal import DoorRefused, Refusal
 from doors.keys._policy import WHO, Ask
 from doors.keys._seal import PUBLIC_KEY_BYTES, key_id
+from pki.vocabulary import SECRET_NAME_PATTERN
 
 RELEASE_PATH = "/v0/keys/release"
 MAX_BODY_BYTES = 8192  # the base64 public key is 1624 bytes; nothing else is large
-_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+_NAME = re.compile(SECRET_NAME_PATTERN)
 _HOST = re.compile(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?")
 _REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 FIELDS = ("name", "host", "request_id", "issued_at", "public_key")

@@ -9,20 +9,25 @@ from __future__ import annotations
 
 import base64
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from doors._http import Request, Response, Route, json_response
 from doors._refusal import DoorRefused, Refusal
+from doors._secret_match import SecretFingerprint, fingerprint_of
 from doors.keys._policy import Ask, Grant, Ledger, SecretRow, decide, secret_rows
 from doors.keys._request import MAX_BODY_BYTES, RELEASE_PATH, parse_ask
 from doors.keys._seal import SUITE_NAME, Binding, seal
+from doors.keys._sealed_fds import open_sealed_fds
+from pki.vocabulary import fingerprint_message
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract
 
 SECRET_FDS_ROW = "secret_fds"
+MACHINE_KEY_ROW = "machine_key_fd"  # present when a secret is sealed at rest (doors/keys/_sealed_fds.py)
 MAX_SECRET_BYTES = 64 * 1024
 HELD_ROWS = frozenset({"secrets"})
 AuditSink = Callable[[dict[str, Any]], None]
@@ -57,7 +62,9 @@ def read_secrets(rows: Mapping[str, Any]) -> dict[str, bytes]:
     missing = sorted(set(rows.get("secrets", {})) - set(fds))
     if missing:
         raise ValueError(f"the keys door was given no fd for secret(s) {missing}")
-    return {name: read_secret_fd(fd, name) for name, fd in sorted(fds.items())}
+    stored = {str(name): str(row["sealed"]) for name, row in dict(rows.get("secrets", {})).items() if row.get("sealed")}
+    opened = open_sealed_fds({name: (fds.pop(name), stored[name]) for name in stored}, rows.get(MACHINE_KEY_ROW))
+    return {**opened, **{name: read_secret_fd(fd, name) for name, fd in sorted(fds.items())}}
 
 
 class KeysDoor:
@@ -67,6 +74,8 @@ class KeysDoor:
                  clock: Clock = time.time) -> None:
         self.rows = dict(rows)
         self._secrets = dict(secrets)
+        # What the other doors and the audit get instead of a value (docs/decisions/keys.md, "Fingerprint").
+        self.fingerprint: SecretFingerprint = fingerprint_of(self._secrets, {n: r.hosts for n, r in self.rows.items()})
         self.ledger = Ledger()
         self.audit = audit
         self.clock = clock
@@ -112,7 +121,7 @@ def build(rows: Mapping[str, Any], audit: AuditSink, clock: Clock = time.time) -
 
 def describe_rows(rows: Mapping[str, Any]) -> dict[str, Any]:
     """The rows as hello shows them: no fd numbers."""
-    return {key: value for key, value in rows.items() if key != SECRET_FDS_ROW}
+    return {key: value for key, value in rows.items() if key not in (SECRET_FDS_ROW, MACHINE_KEY_ROW)}
 
 
 def serve(contract: DoorContract) -> None:
@@ -121,8 +130,18 @@ def serve(contract: DoorContract) -> None:
 
     from doors._door import run_door
 
+    built: list[KeysDoor] = []
+
     def routes(runtime: Any) -> list[Route]:
         # Inside run_door, so a secret fd that cannot be read is reported as the door's fatal error.
-        return build(contract.rows, runtime.audit).routes()
+        try:
+            built.append(build(contract.rows, runtime.audit))
+        except ValueError as exc:  # its words name the row and hold no value: the person is shown them too
+            print(f"keys door: {exc}", file=sys.stderr, flush=True)
+            raise
+        return built[0].routes()
 
-    run_door(replace(contract, rows=describe_rows(contract.rows)), routes, held_rows=HELD_ROWS)
+    def announce() -> list[dict[str, Any]]:  # before ready: the launcher hands it to fs, net and its audit
+        return [fingerprint_message(part) for part in built[0].fingerprint.parts()]
+
+    run_door(replace(contract, rows=describe_rows(contract.rows)), routes, held_rows=HELD_ROWS, announce=announce)

@@ -8,10 +8,19 @@ from typing import TYPE_CHECKING, Protocol
 import h11
 import trio
 
+from doors._secret_match import CARRY as KEPT_CARRY
+from doors._secret_match import KeptSecret, SecretMatcher
 from doors.net import _refusal as refusal
 from doors.net._audit import Exchange
 from doors.net._decide import Target, decide_target
-from doors.net._framing import downstream_headers, parse_absolute_target, upstream_request
+from doors.net._framing import (
+    buffered_body,
+    downstream_headers,
+    head_bytes,
+    parse_absolute_target,
+    unbound_secret,
+    upstream_request,
+)
 from doors.net._refusal import ProxyRefusal
 from doors.net._respond import phrase, send_refusal
 from doors.net._upstream import open_upstream
@@ -45,11 +54,38 @@ async def _next(conn: h11.Connection, stream: _Receiver, idle_s: float) -> objec
     return event
 
 
+class _BodyGuard:
+    """Scans the body for kept secrets not bound to the host, holding back the last KEPT_CARRY bytes until the
+    next piece: a block is whole only once its last byte came, and none of its bytes has gone upstream by then."""
+
+    def __init__(self, kept: SecretMatcher | None, host: str) -> None:
+        self._kept, self._host = kept, host
+        self._held = b""  # the body's last KEPT_CARRY bytes: scanned, not yet sent
+
+    def release(self, data: bytes) -> bytes:
+        """What of the held bytes and `data` may go upstream now; _Failed when a secret not bound is seen."""
+        if self._kept is None:
+            return data
+        window = self._held + data
+        secret = unbound_secret(self._kept, window, self._host, len(self._held))
+        if secret is not None:
+            raise _Failed(refusal.kept_secret(secret.row, self._host, sorted(secret.hosts)))
+        self._held = window[-KEPT_CARRY:]
+        return window[: len(window) - len(self._held)]
+
+    def rest(self) -> bytes:
+        """What was held back, at the body's end."""
+        held, self._held = self._held, b""
+        return held
+
+
 async def _send_request(proxy: Proxy, client: h11.Connection, upstream: trio.SocketStream,
                         conn: h11.Connection, stream: trio.abc.Stream, first: h11.Request,
                         exchange: Exchange) -> None:
-    """The request head and body, client → upstream; bad chunking from the client is a 400."""
+    """The request head and body, client → upstream; bad chunking from the client is a 400, a body carrying a
+    kept secret not bound to the host a 403 (upstream then sees a cut request, never the secret's block)."""
     data = client.send(first) or b""
+    guard = _BodyGuard(proxy.config.kept_secrets, exchange.host)
     if conn.client_is_waiting_for_100_continue:  # answer for the upstream, which never sees Expect's wait
         await stream.send_all(conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b"")
     while True:
@@ -58,8 +94,11 @@ async def _send_request(proxy: Proxy, client: h11.Connection, upstream: trio.Soc
         except h11.RemoteProtocolError as exc:
             raise _Failed(refusal.bad_request("bad-body-framing", str(exc))) from exc
         if isinstance(event, h11.Data):
-            data += client.send(event) or b""
+            released = guard.release(bytes(event.data))
+            data += (client.send(h11.Data(data=released)) or b"") if released else b""
         elif isinstance(event, h11.EndOfMessage):
+            held = guard.rest()
+            data += (client.send(h11.Data(data=held)) or b"") if held else b""
             data += client.send(h11.EndOfMessage()) or b""
         else:
             raise _Failed(refusal.bad_request("bad-body-framing", "the client closed inside its request"))
@@ -113,6 +152,16 @@ class _Counting:
         return data
 
 
+def _kept_before_dialling(kept: SecretMatcher | None, conn: h11.Connection, request: h11.Request,
+                          host: str) -> KeptSecret | None:
+    """A kept secret not bound to `host` in the head, or in what of the body came with it: refused before any
+    name is resolved (the rest of the body is scanned as it is relayed, by _BodyGuard)."""
+    if kept is None:
+        return None
+    head = unbound_secret(kept, head_bytes(request), host)
+    return head or unbound_secret(kept, buffered_body(request, bytes(conn.trailing_data[0])), host)
+
+
 def _target(proxy: Proxy, request: h11.Request, role: str) -> Target | ProxyRefusal:
     try:
         authority, _ = parse_absolute_target(request.target)
@@ -129,6 +178,9 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
     if isinstance(target, ProxyRefusal):
         return target
     exchange.host, exchange.port = str(target.host), target.port
+    secret = _kept_before_dialling(config.kept_secrets, conn, request, exchange.host)
+    if secret is not None:
+        return refusal.kept_secret(secret.row, exchange.host, sorted(secret.hosts))
     if not proxy.try_open(role):
         return refusal.too_many(f"role {role!r} has {config.max_tunnels} requests open", config.retry_after_s)
     try:

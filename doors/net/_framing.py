@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import h11
 
+from doors._secret_match import KeptSecret, SecretMatcher
 from doors.net._host import Host
 
 MAX_HEAD = 32 * 1024
@@ -165,3 +166,23 @@ def start_request(buf: bytes) -> tuple[h11.Connection, h11.Request] | FramingErr
     if not isinstance(event, h11.Request):
         return FramingError("bad-request", "no request in the head")
     return conn, event
+
+
+def head_bytes(request: h11.Request) -> bytes:
+    """The request line's target and every field as the client sent them, one per line (what is scanned)."""
+    return b"\r\n".join([request.target, *(name + b": " + value for name, value in request.headers)])
+
+
+def unbound_secret(kept: SecretMatcher, data: bytes, host: str, start: int = 0) -> KeptSecret | None:
+    """A kept secret found in `data` (a block ending past `start`) that is not bound to `host`, if any."""
+    for match in kept.find(data, start):
+        if host.lower() not in match.secret.hosts:
+            return match.secret
+    return None
+
+
+def buffered_body(request: h11.Request, received: bytes) -> bytes:
+    """What of the body came with the head (`received`: what h11 holds unparsed), cut at its Content-Length so a
+    pipelined request after it is not read as this one's; a chunked body as it came, framing and all."""
+    length = next((value for name, value in request.headers if name.lower() == b"content-length"), None)
+    return received[: int(length)] if length is not None else received

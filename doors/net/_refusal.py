@@ -72,6 +72,14 @@ def bad_tls(reason: str, detail: str) -> ProxyRefusal:
     return _refused(403, reason, ROW_TLS, detail, hint)
 
 
+def kept_secret(secret_row: str, host: str, hosts: list[str]) -> ProxyRefusal:
+    """403: the request carries a secret the keys door keeps (under `secret_row`), to a host the row does not
+    bind it to."""
+    row = f"{secret_row}.hosts"
+    detail = f"the request carries the secret kept as {secret_row}, which is bound to {hosts}, not to {host}"
+    return _refused(403, "kept-secret", row, detail, f"add {host!r} to {row} if the secret is meant for it")
+
+
 def too_many(detail: str, retry_after_s: int = 1) -> ProxyRefusal:
     """429: the role's tunnel limit is reached."""
     return _refused(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)

@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from doors._audit_queue import AuditBackpressure
+from doors._secret_match import SecretMatcher
 from doors.net import _refusal as refusal
 from doors.net._addr import AddressPolicy
 from doors.net._audit import AuditSink, Exchange
@@ -49,6 +50,7 @@ class ProxyConfig:
     max_connections: int = 256
     max_hello: int = DEFAULT_MAX_HELLO
     retry_after_s: int = 1
+    kept_secrets: SecretMatcher | None = None  # the keys door's fingerprint: plain HTTP carrying one is refused
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import trio
 from doors._contract import DoorContract
 from doors._door import DoorRuntime, serve_door
 from doors._http import Request, TakeoverRoute
+from doors._secret_match import SecretFingerprint, SecretMatcher
 from doors._status import StatusSender
 from doors._transport import TlsFailure, listener_from_fd
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
@@ -32,8 +33,10 @@ _LIMIT_ROWS = ("max_tunnels", "max_connections", "connect_timeout_s", "idle_time
 
 
 def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPAddress, int]],
-                     test_internet: tuple[IPNetwork, ...] = ()) -> ProxyConfig:
-    """The proxy's config from the contract rows (`allow` is the manifest's doors.net.allow).
+                     test_internet: tuple[IPNetwork, ...] = (), kept_secrets: Mapping[str, Any] | None = None,
+                     ) -> ProxyConfig:
+    """The proxy's config from the contract rows (`allow` is the manifest's doors.net.allow) and the keys door's
+    fingerprint `kept_secrets` (the contract's, its wire form).
 
     `test_internet` is for tests and the bench only; no row sets it.
     """
@@ -47,8 +50,9 @@ def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPA
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"doors.net.{name} must be a positive integer, not {value!r}")
             limits[name] = value
+    kept = SecretMatcher(SecretFingerprint.from_json(kept_secrets)) if kept_secrets is not None else None
     return ProxyConfig(allowlist=Allowlist.from_rows(allow), addresses=AddressPolicy(test_internet, own_listeners),
-                       **limits)
+                       kept_secrets=kept, **limits)
 
 
 def proxy_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.SocketListener]]:
@@ -83,7 +87,7 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
                     test_internet: tuple[IPNetwork, ...] = ()) -> None:
     """The door on mTLS (hello, and the proxy for doors on its edges) plus one proxy loop per `proxy.<role>`."""
     listeners = proxy_listeners(contract.listen_fds)
-    config = config_from_rows(contract.rows, own_addresses(listeners), test_internet)
+    config = config_from_rows(contract.rows, own_addresses(listeners), test_internet, contract.kept_secrets)
     proxy: Proxy | None = None
 
     def proxy_of(runtime: DoorRuntime) -> Proxy:  # one proxy, made once the runtime (its audit queue) exists

@@ -39,12 +39,28 @@ def excluded_spans() -> tuple[id_alloc.Span, ...]:
             *id_alloc.subordinate_spans(_read("/etc/subuid")), *id_alloc.subordinate_spans(_read("/etc/subgid")))
 
 
+STATUS_BYTES = 8192  # /proc/<pid>/status is some 1.5 kB: one read and the one that says end of file
+
+
+def _status(pid: str) -> str:
+    """One process's status, read to its end (a Groups line of thousands of groups is longer than a read) with
+    no buffered file object: this runs for every process."""
+    fd = os.open(f"/proc/{pid}/status", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = [os.read(fd, STATUS_BYTES)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, STATUS_BYTES))
+        return b"".join(chunks).decode("ascii", "replace")
+    finally:
+        os.close(fd)
+
+
 def _process_ids() -> set[int]:
     ids: set[int] = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             with contextlib.suppress(OSError):  # a process that ended meanwhile
-                ids |= id_alloc.ids_in_status(_read(f"/proc/{entry}/status"))
+                ids |= id_alloc.ids_in_status(_status(entry))
     return ids
 
 
@@ -79,14 +95,14 @@ def _known_to_nss(candidate: int) -> bool:
     return False
 
 
-def _remember(ledger: str, ids: list[int], lines_before: int, kept: list[int]) -> None:
+def _remember(ledger: str, ids: list[int], handed_out: id_alloc.Ledger) -> None:
     """Append `ids` to the ledger and fsync; once it is twice RECENT_IDS long, rewrite it with the newest."""
     os.makedirs(os.path.dirname(ledger), mode=0o700, exist_ok=True)
     os.chmod(os.path.dirname(ledger), 0o700)
-    if id_alloc.needs_trim(lines_before + len(ids)):
+    if id_alloc.needs_trim(handed_out.lines + len(ids)):
         tmp = f"{ledger}.new"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        text = id_alloc.ledger_text([*kept, *ids][-id_alloc.RECENT_IDS:])
+        text = id_alloc.ledger_text([*handed_out.recent(), *ids][-id_alloc.RECENT_IDS:])
     else:
         tmp = ""
         fd = os.open(ledger, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -104,10 +120,10 @@ def allocate(count: int, taken: Iterable[int], *, ledger: str = LEDGER,
              randbelow: Callable[[int], int] = secrets.randbelow) -> list[int]:
     """`count` fresh ids, none in `taken` (the account files' ids, the avoid set) nor in use nor handed out
     recently; written to the ledger before they are returned. Call it holding lckpwdf."""
-    handed_out = id_alloc.ledger_ids(_read(ledger))
-    recent = handed_out[-id_alloc.RECENT_IDS:]
-    refused = set(taken) | set(recent) | ids_in_use()
+    handed_out = id_alloc.read_ledger(_read(ledger))
+    refused, in_use = set(taken), ids_in_use()
     spans = id_alloc.free_spans(DRAWN_FROM, excluded_spans())
-    ids = id_alloc.pick_ids(count, spans, lambda i: i in refused or _known_to_nss(i), randbelow)
-    _remember(ledger, ids, len(handed_out), recent)
+    ids = id_alloc.pick_ids(count, spans, lambda i: i in refused or i in in_use or handed_out.holds(i)
+                            or _known_to_nss(i), randbelow)
+    _remember(ledger, ids, handed_out)
     return ids

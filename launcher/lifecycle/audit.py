@@ -14,7 +14,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ import structlog
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from doors import SecretFingerprint, SecretMatcher
 from launcher.lifecycle.audit_verify import (
     CLOSE_EVENT,
     FORBID_EVENT,
@@ -37,6 +38,7 @@ from launcher.lifecycle.audit_verify import (
 )
 from launcher.policy.audit_guard import (
     MIN_KEPT_CHARS,
+    Kept,
     kept_pattern,
     redact_event,
     reserved_refusal,
@@ -94,6 +96,42 @@ class _LineSink:
         self._chain.head = line_hash(line)
 
 
+@dataclass(frozen=True)
+class _Found:
+    text: str
+
+    def group(self) -> str:
+        return self.text
+
+
+class _FingerprintKept:
+    """The keys door's fingerprint as what the guard redacts with: the exact values first (when any), then each
+    span where a fingerprinted secret lies (widened to whole UTF-8 characters) becomes the placeholder."""
+
+    def __init__(self, matcher: SecretMatcher, exact: Kept | None) -> None:
+        self.matcher = matcher
+        self.exact = exact
+
+    def sub(self, repl: Callable[[Any], str], string: str, /) -> str:
+        if self.exact is not None:
+            string = self.exact.sub(repl, string)
+        if len(string) < self.matcher.shortest:  # characters are at least as many bytes: no block fits
+            return string
+        data = string.encode()
+        spans = self.matcher.spans(data)
+        if not spans:
+            return string
+        pieces, last = [], 0
+        for start, end, _ in spans:
+            while start > 0 and data[start] & 0xC0 == 0x80:
+                start -= 1
+            while end < len(data) and data[end] & 0xC0 == 0x80:
+                end += 1
+            pieces += [data[last:start].decode(), repl(_Found(data[start:end].decode()))]
+            last = end
+        return "".join([*pieces, data[last:].decode()])
+
+
 class _Guard:
     """The structlog processor that redacts: its fingerprint key (in memory only, for this session) and the
     values the log keeps."""
@@ -102,6 +140,7 @@ class _Guard:
         self._key = secrets.token_bytes(32)
         self._kept: set[str] = set()
         self._pattern: re.Pattern[str] | None = None
+        self._fingerprint: _FingerprintKept | None = None
 
     def fingerprint(self, text: str) -> str:
         """HMAC-SHA256 of `text` under the session's key, truncated: the same value, the same fingerprint."""
@@ -110,17 +149,42 @@ class _Guard:
     def keep(self, value: str) -> None:
         self._kept.add(value)
         self._pattern = kept_pattern(self._kept)
+        if self._fingerprint is not None:
+            self._fingerprint.exact = self._pattern
+
+    def keep_fingerprint(self, fingerprint: SecretFingerprint) -> None:
+        self._fingerprint = _FingerprintKept(SecretMatcher(fingerprint), self._pattern)
 
     def forget(self) -> None:
-        """Drop the key and the kept values (the log is closed)."""
-        self._key, self._kept, self._pattern = b"", set(), None
+        """Drop the key, the kept values and the fingerprint (the log is closed)."""
+        self._key, self._kept, self._pattern, self._fingerprint = b"", set(), None, None
+
+    def _kept_for(self, event: Mapping[str, Any]) -> Kept | None:
+        """The fingerprint when one of its secrets is somewhere in the event (one scan of all its text joined),
+        else only the exact values: most lines hold no secret, and scanning each string alone costs more."""
+        if self._fingerprint is None:
+            return self._pattern
+        joined = "\0".join(_texts(event)).encode()
+        return self._fingerprint if self._fingerprint.matcher.first(joined) is not None else self._pattern
 
     def __call__(self, _logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
-        redacted = redact_event(event_dict, self.fingerprint, self._pattern)
+        kept = self._kept_for(event_dict)
+        redacted = redact_event(event_dict, self.fingerprint, kept)
         refused = reserved_refusal(redacted)
         if refused is not None:
             raise AuditRefused(refused.event, refused.where, refused.rule)
         return redacted
+
+
+def _texts(value: object) -> list[str]:
+    """Every string in `value`, keys included, depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [text for key, item in value.items() for text in (*_texts(key), *_texts(item))]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _texts(item)]
+    return []
 
 
 def _build_logger(fd: int, chain: _Chain, guard: _Guard) -> Any:
@@ -236,6 +300,11 @@ class AuditLog:
             raise AuditError(f"a value to forbid must be at least {MIN_KEPT_CHARS} characters "
                              "(shorter ones match too much)")
         self._guard.keep(secret)
+
+    def forbid_fingerprint(self, fingerprint: SecretFingerprint) -> None:
+        """Redact, from now on, every span where one of the keys door's secrets lies (a whole secret, or any run
+        of 31 bytes of one: doors/_secret_match.py), found by its fingerprint; the log never holds a value."""
+        self._guard.keep_fingerprint(fingerprint)
 
     def append(self, event: Mapping[str, object]) -> None:
         """Write one event (`{"event": "<what>", ...}`), each secret in it replaced by its fingerprint.

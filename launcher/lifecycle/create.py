@@ -77,15 +77,21 @@ def remove_empty_roots(sessions_root: str, run_root: str) -> None:
         os.close(held)
 
 
-def _mkdir(journal: Journal, path: str, mode: int, uid: int = 0, gid: int = 0) -> None:
-    journal.record("dir", path)
-    os.mkdir(path, mode)
-    os.chown(path, uid, gid)
-    os.chmod(path, mode)
+Dir = tuple[str, int, int, int]  # path, mode, uid, gid
+
+
+def _mkdirs(journal: Journal, dirs: list[Dir]) -> None:
+    """Every directory journaled (one fsync for all), then made in order, parents first."""
+    journal.record_all([("dir", path) for path, _, _, _ in dirs])
+    for path, mode, uid, gid in dirs:
+        os.mkdir(path, mode)
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
 
 
 class SessionBuilder:
-    """Creates, in order, every resource of one session. Each step journals before it creates."""
+    """Creates, in order, every resource of one session. Each step journals before it creates: all of its
+    resources at once, with one fsync (each fsync is ~0.3 ms; docs/decisions/session-bench.md)."""
 
     def __init__(self, manifest: Manifest, layout: SessionLayout, journal: Journal,
                  fs_owner: WorkspaceOwner | None = None, avoid_ids: frozenset[int] = frozenset()) -> None:
@@ -110,8 +116,7 @@ class SessionBuilder:
         return self.resources
 
     def make_runtime_dirs(self) -> None:
-        _mkdir(self.journal, self.layout.runtime_dir, 0o711)
-        _mkdir(self.journal, self.layout.doors_dir, 0o711)
+        _mkdirs(self.journal, [(self.layout.runtime_dir, 0o711, 0, 0), (self.layout.doors_dir, 0o711, 0, 0)])
 
     def make_accounts(self) -> None:
         """Every user (with its own group) and every door's clients group, in one locked transaction."""
@@ -123,10 +128,8 @@ class SessionBuilder:
             self.layout.clients_group(door): [user_names[role] for role in sorted(clients[door]) if role in user_names]
             for door in sorted(clients)
         }
-        for name in user_names.values():
-            self.journal.record("user", name)
-        for name in group_members:
-            self.journal.record("group", name)
+        self.journal.record_all([*(("user", name) for name in user_names.values()),
+                                 *(("group", name) for name in group_members)])
         # The workspace owner's ids are never a component's (the fs door runs as them, the app must not), nor
         # are the owners of the app's paths.
         avoid = {*self.avoid_ids, *((self.fs_owner.uid, self.fs_owner.gid) if self.fs_owner is not None else ())}
@@ -141,29 +144,27 @@ class SessionBuilder:
             self.resources.door_gids[door] = ids[self.layout.clients_group(door)]
 
     def make_private_dirs(self) -> None:
+        dirs: list[Dir] = []
         for role in self.manifest.roles:
-            uid, gid = self.resources.uids[role], self.resources.gids[role]
-            _mkdir(self.journal, self.layout.private_dir(role), 0o700, uid, gid)
+            dirs.append((self.layout.private_dir(role), 0o700, self.resources.uids[role], self.resources.gids[role]))
             scratch = scratch_of(self.manifest, role, self.layout)
             # Mount points only: the component's tmpfs covers them in its own mount namespace (kernel/mountns.py),
             # and on the host they stay empty and root's, so nothing it writes there reaches the host's /run.
-            for path in scratch.dirs if scratch is not None else ():
-                _mkdir(self.journal, path, 0o555)
+            dirs += [(path, 0o555, 0, 0) for path in (scratch.dirs if scratch is not None else ())]
+        _mkdirs(self.journal, dirs)
 
     def make_netns(self) -> None:
-        for role in self.manifest.roles:
-            name = self.layout.netns(role)
-            if name is None:
-                continue
-            self.journal.record("netns", name)
+        names = {role: name for role in self.manifest.roles if (name := self.layout.netns(role)) is not None}
+        self.journal.record_all([("netns", name) for name in names.values()])
+        for role, name in names.items():
             netns.create_netns(name, loopback_up=role in LOOPBACK_ONLY)
             self.resources.netns_fds[role] = netns.netns_fd(name)
 
     def make_cgroups(self) -> None:
         sid = self.layout.sid
+        self.journal.record_all([("cgroup", path) for role in self.manifest.roles
+                                 for path in cgroups.cgroup_paths(sid, role)])
         for role in self.manifest.roles:
-            for path in cgroups.cgroup_paths(sid, role):
-                self.journal.record("cgroup", path)
             memory_mb, max_pids = self.manifest.process_limits(role)
             self.resources.cgroups[role] = cgroups.create_cgroup(sid, role, memory_mb * 1024 * 1024, max_pids)
             if role == "shell":  # each of its commands gets a cgroup of its own, under the shell's
@@ -193,11 +194,10 @@ class SessionBuilder:
             os.close(fd)
 
     def make_door_listeners(self) -> None:
-        for door in self.manifest.roles:
-            if door == "app":
-                continue
+        doors = [door for door in self.manifest.roles if door != "app"]
+        self.journal.record_all([("file", self.layout.socket_path(door)) for door in doors])
+        for door in doors:
             path = self.layout.socket_path(door)
-            self.journal.record("file", path)
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             listener.bind(path)
             # Only the door's edge-listed clients are in its group: the kernel's first lock.

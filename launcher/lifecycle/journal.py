@@ -196,8 +196,21 @@ class Journal:
 
     def record(self, kind: str, name: str) -> None:
         """Append `{kind, name}` and fsync it; call BEFORE creating the resource."""
+        self.record_all(((kind, name),))
+
+    def record_all(self, entries: Sequence[tuple[str, str]]) -> None:
+        """Append every `(kind, name)` with one fsync; call BEFORE creating any of them (each remover takes an
+        absent resource as removed, so one named and never made is no leftover)."""
         if self._fd is None:
             raise JournalError(f"journal {self.path} is not open for recording")
+        if not entries:
+            return
+        for kind, name in entries:
+            self._check(kind, name)
+        _write_all(self._fd, b"".join(encode_entry(kind, name) for kind, name in entries))
+        os.fsync(self._fd)
+
+    def _check(self, kind: str, name: str) -> None:
         if kind not in KINDS:
             raise JournalError(f"unknown journal kind {kind!r}: the kinds are {', '.join(KINDS)}")
         if not name or "\x00" in name:
@@ -209,8 +222,6 @@ class Journal:
                 parse_process(name)
         except RemovalRefused as exc:
             raise JournalError(f"not recording {kind} {name!r}: {exc}") from exc
-        _write_all(self._fd, encode_entry(kind, name))
-        os.fsync(self._fd)
 
     def owner(self) -> str | None:
         """`"<pid>:<starttime>"` of the launcher that created the session."""

@@ -7,7 +7,6 @@ import os
 import stat
 import sys
 import sysconfig
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from launcher.policy.confine_plan import SYSTEM_READ
@@ -135,7 +134,9 @@ def _secret_problem(info: os.stat_result) -> str | None:
     return None
 
 
-def _open_secret(name: str, path: str) -> int:
+def open_secret_file(name: str, path: str) -> int:
+    """An fd on `path`, a source of secret `name`: PreflightError naming the row unless it is a root-owned
+    0600 regular file opened without following a symlink."""
     row = f"doors.keys.secrets.{name}.from"
     try:
         fd = os.open(path, SECRET_OPEN_FLAGS)
@@ -149,20 +150,3 @@ def _open_secret(name: str, path: str) -> int:
         raise PreflightError(row, f"the source of secret {name!r}, {path}, {problem}",
                              f"chown root:root {path} && chmod 0600 {path}")
     return fd
-
-
-def open_secret_sources(secrets: Mapping[str, Mapping[str, object]]) -> dict[str, int]:
-    """Open every `doors.keys.secrets.<name>.from` as root (fds for the keys door; never read here).
-
-    A source that is missing, a symlink, not a regular file, not root's, or open to group or others is
-    refused before anything is created; the fds opened so far are closed then.
-    """
-    opened: dict[str, int] = {}
-    try:
-        for name, row in sorted(secrets.items()):
-            opened[name] = _open_secret(name, str(row["from"]))
-    except BaseException:
-        for fd in opened.values():
-            os.close(fd)
-        raise
-    return opened

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 import doors.serve
+from doors import SecretFingerprint
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
 from launcher.kernel.mountns import Bind, ScratchMount
@@ -25,12 +26,12 @@ from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.path_owners import owners_to_avoid
 from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
-    open_secret_sources,
     refuse_reachable_sockets,
     refuse_unreachable_python,
     workspace_owner,
 )
 from launcher.lifecycle.preflight_paths import Pins, resolve_paths
+from launcher.lifecycle.preflight_sealed import SecretSources, open_secret_sources
 from launcher.lifecycle.spawn import Spawned, exit_code_of, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
@@ -162,7 +163,8 @@ class Session:
         self._stdio: AppStdio | None = None
         self._exec_witness: int | None = None  # read end: one byte once the app's child is confined, at execve
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
-        self._secret_fds: dict[str, int] = {}  # the keys door's sources, opened as root, never read here
+        self._secret_fds = SecretSources()  # the keys door's sources, opened as root, never read here
+        self._kept_secrets: SecretFingerprint | None = None  # the keys door's fingerprint of them (no value)
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
@@ -242,13 +244,16 @@ class Session:
         doors = tuple(role for role in DOOR_ORDER if role in self.manifest.roles)
         if not single_threaded():
             raise RuntimeError("the launcher has more than one thread: forking a door now could copy a held lock")
-        for door in doors:
-            spawned = self._spawn_door(door, resources)
-            journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
-            supervisor.watch(spawned)
+        # The keys door first when it keeps secrets: the fs and net doors' contracts hold its fingerprint of them.
+        first = ("keys",) if "keys" in doors and secret_names(self.manifest) else ()
+        ending = self._spawn_doors(first, resources, supervisor, journal)
+        self._mark("keys_ready")
+        self._kept_secrets = supervisor.kept_fingerprint()
+        if ending is None and first and self._kept_secrets is None:
+            return Ending("the keys door said ready without its fingerprint of the kept secrets", EXIT_FAIL_CLOSED)
+        ending = ending or self._spawn_doors(tuple(r for r in doors if r not in first), resources, supervisor, journal)
         resources.release_door_handles()
         self._close_secret_fds()  # the keys door holds them now
-        ending = supervisor.wait_ready(doors, self.options.ready_timeout_s)
         self._mark("doors_ready")
         if ending is not None:
             return ending
@@ -265,14 +270,22 @@ class Session:
         deadline = self._t0 + self.manifest.session.ttl_s
         return supervisor.run_until_end("app", deadline)
 
+    def _spawn_doors(self, doors: tuple[str, ...], resources: Resources, supervisor: Supervisor,
+                     journal: Journal) -> Ending | None:
+        for door in doors:
+            spawned = self._spawn_door(door, resources)
+            journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
+            supervisor.watch(spawned)
+        return supervisor.wait_ready(doors, self.options.ready_timeout_s)
+
     def _close_secret_fds(self) -> None:
-        for fd in self._secret_fds.values():
-            os.close(fd)
-        self._secret_fds = {}
+        self._secret_fds.close()
 
     def _open_audit_log(self) -> None:
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)
         audit_keys.register(self.options.audit_root, self.layout.sid, self._audit_log.public_key_pem.encode())
+        if self._kept_secrets is not None:  # before the buffered lines: none of them may hold a kept secret either
+            self._audit_log.forbid_fingerprint(self._kept_secrets)
         pending, self._pending_audit = self._pending_audit, []
         for record in pending:
             self._write_audit(record)
@@ -348,12 +361,16 @@ class Session:
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
-        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest))
+        fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest),
+                       sealed=self._secret_fds.machine_key is not None)
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
-        handles.update({fd: self._secret_fds[name] for name, fd in fds.secrets.items()})
+        handles.update({fd: self._secret_fds.fds[name] for name, fd in fds.secrets.items()})
+        if fds.machine_key is not None and self._secret_fds.machine_key is not None:
+            handles[fds.machine_key] = self._secret_fds.machine_key
+        kept = self._kept_secrets.to_json() if self._kept_secrets is not None else None
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
-                                 resources.minted.not_after)
+                                 resources.minted.not_after, kept)
         spec = self.spec(door, resources, door_env(), fds.keep)
         return spawn_door(door, spec, handles, lambda: doors.serve.serve(contract))
 

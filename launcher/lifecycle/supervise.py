@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from doors import SecretFingerprint
 from launcher.lifecycle.app_init import reported_status
 from launcher.lifecycle.audit_verify import FORBID_EVENT, LOST_EVENT
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
@@ -29,6 +30,7 @@ from pki.vocabulary import (
     EXIT_SIGNAL_BASE,
     EXIT_TTL,
     FATAL,
+    FINGERPRINT,
     FORBID,
     LOST,
     MAX_STATUS_BYTES,
@@ -40,7 +42,8 @@ from pki.vocabulary import (
 # bytes in the default 208 KiB, ~1.3 KiB of kernel memory each), so every event pending when the round
 # began; a bound still, since a door with a full queue refills the socket as fast as it is read.
 STATUS_PER_ROUND = 256
-KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log an exact value to redact
+KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log what to redact (a value, a fingerprint)
+FINGERPRINT_EVENT = "keys.fingerprint"
 DIAGNOSTICS_READ = 4096  # bytes of a door's stderr read in one round
 END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -84,6 +87,7 @@ class Supervisor:
         self._processes: dict[str, Spawned] = {}
         self._statuses: dict[str, int] = {}
         self._ready: set[str] = set()
+        self._fingerprint_parts: list[dict[str, object]] = []
         self._signal_r, self._signal_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._old_wakeup = signal.set_wakeup_fd(self._signal_w)
         self._old_handlers = {sig: signal.signal(sig, lambda *_: None) for sig in END_SIGNALS}
@@ -263,6 +267,8 @@ class Supervisor:
             pass  # it carried only `dropped_before`
         elif kind == FORBID:
             self._forbid(role, decoded)
+        elif kind == FINGERPRINT:
+            self._fingerprint(role, decoded.get("fingerprint"))
         elif kind == FATAL:
             self._on_audit("door.fatal", {"role": role, "detail": str(decoded.get("detail", ""))[:500]})
         else:
@@ -277,6 +283,23 @@ class Supervisor:
             return
         # The log registers the value first, so its own line shows only the fingerprint.
         self._on_audit(FORBID_EVENT, {"role": role, "name": name, "value": value})
+
+    def _fingerprint(self, role: str, part: object) -> None:
+        """One part of the keys door's fingerprint, kept for `kept_fingerprint` (the log shows only names)."""
+        if role not in KEPT_SECRET_ROLES or not isinstance(part, dict):
+            why = "only the keys door keeps secrets" if role not in KEPT_SECRET_ROLES else "the part is not an object"
+            self._on_audit("door.status.refused", {"role": role, "type": FINGERPRINT, "why": why})
+            return
+        self._fingerprint_parts.append(part)
+        secrets = part.get("secrets")
+        names = [str(item.get("name", ""))[:100] for item in secrets if isinstance(item, dict)] \
+            if isinstance(secrets, list) else []
+        self._on_audit(FINGERPRINT_EVENT, {"role": role, "names": names, "unmatched": part.get("unmatched", [])})
+
+    def kept_fingerprint(self) -> SecretFingerprint | None:
+        """The fingerprint the keys door sent before ready (None: it sent none); ValueError when its parts do not
+        make one."""
+        return SecretFingerprint.from_parts(self._fingerprint_parts) if self._fingerprint_parts else None
 
     def drain_statuses(self) -> None:
         """Read what doors sent and wrote before they were stopped: their last audit events and diagnostics, then

@@ -10,6 +10,7 @@ from typing import Any
 from launcher.manifest import _rules
 from launcher.manifest._errors import ManifestError, child
 from launcher.manifest._model import effective_edges, scratch_limits_of, started_roles
+from pki.vocabulary import SEALED_PREFIX, valid_secret_name
 
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
 _ABS_HINT = "write an absolute, normalised path: no '.', '..', '//', trailing '/' or control characters"
@@ -172,6 +173,12 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
                *shell_files.get("read", []), *shell_files.get("exec", [])]
     for name, secret in keys.get("secrets", {}).items():
         ptr = child("/doors/keys/secrets", name)
+        if secret["from"].startswith(SEALED_PREFIX):
+            if not valid_secret_name(secret["from"].removeprefix(SEALED_PREFIX)):
+                raise ManifestError(child(ptr, "from"), f"{secret['from']!r} names no secret of the sealed store",
+                                    "write sealed:NAME, NAME as `sharness-launch secret add NAME` was given it")
+            _check_roles_of_secret(started, edges, ptr, secret)
+            continue  # the sealed store is the launcher's; the path preflight checks it is no component's
         _refuse_reserved(child(ptr, "from"), secret["from"])
         if _rules.covers(doc["workspace"], secret["from"]):
             raise ManifestError(child(ptr, "from"), "the secret's file lies inside the workspace",
@@ -180,11 +187,15 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
             if _rules.covers(root, secret["from"]):
                 raise ManifestError(child(ptr, "from"), f"the app or the shell may read this file directly (via "
                                     f"{root!r})", "move the secret or narrow app.files or doors.shell.files")
-        for index, role in enumerate(secret["roles"]):
-            _require_started(started, role, f"{ptr}/roles/{index}")
-            if (role, "keys") not in edges:
-                raise ManifestError(f"{ptr}/roles/{index}", f"there is no edge [{role!r}, 'keys']",
-                                    f"add [\"{role}\", \"keys\"] to edges or drop the role")
+        _check_roles_of_secret(started, edges, ptr, secret)
+
+
+def _check_roles_of_secret(started: tuple[str, ...], edges: Any, ptr: str, secret: dict[str, Any]) -> None:
+    for index, role in enumerate(secret["roles"]):
+        _require_started(started, role, f"{ptr}/roles/{index}")
+        if (role, "keys") not in edges:
+            raise ManifestError(f"{ptr}/roles/{index}", f"there is no edge [{role!r}, 'keys']",
+                                f"add [\"{role}\", \"keys\"] to edges or drop the role")
 
 
 def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:

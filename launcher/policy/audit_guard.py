@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 RESERVED_KEYS = frozenset({"seq", "ts", "prev"})
 KEPT_RULE = "kept"  # an exact value the session keeps (the keys door's secrets, the launcher's literals)
@@ -22,6 +22,13 @@ NAMED_RULE = "named"  # the value of a field named like a secret
 MIN_KEPT_CHARS = 8  # a shorter kept value would redact ordinary words
 
 Fingerprint = Callable[[str], str]
+
+
+class Kept(Protocol):
+    """What finds the values a session keeps in a text and replaces each: a compiled alternation of exact values
+    (`kept_pattern`), or a matcher of the keys door's fingerprint (launcher/lifecycle/audit.py)."""
+
+    def sub(self, repl: Callable[[Any], str], string: str, /) -> str: ...
 
 # Key names that hold a secret's value. A key ending in one of _METADATA names or describes a secret instead.
 _SECRET_WORDS = frozenset({
@@ -101,7 +108,7 @@ def kept_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(value) for value in ordered)) if ordered else None
 
 
-def redact_text(text: str, fingerprint: Fingerprint, kept: re.Pattern[str] | None = None) -> str:
+def redact_text(text: str, fingerprint: Fingerprint, kept: Kept | None = None) -> str:
     """`text` with each kept value, then each secret-shaped substring, replaced by its placeholder."""
     if kept is not None:
         text = kept.sub(lambda found: placeholder(KEPT_RULE, fingerprint(found.group())), text)
@@ -111,7 +118,7 @@ def redact_text(text: str, fingerprint: Fingerprint, kept: re.Pattern[str] | Non
 
 
 class _Redactor:
-    def __init__(self, fingerprint: Fingerprint, kept: re.Pattern[str] | None) -> None:
+    def __init__(self, fingerprint: Fingerprint, kept: Kept | None) -> None:
         self.fingerprint = fingerprint
         self.kept = kept
 
@@ -141,7 +148,7 @@ class _Redactor:
 
 
 def redact_event(event: Mapping[str, object], fingerprint: Fingerprint,
-                 kept: re.Pattern[str] | None = None) -> dict[str, object]:
+                 kept: Kept | None = None) -> dict[str, object]:
     """The event with every secret (shaped like one, kept, or in a field named like one) replaced by its
     placeholder; every other field, the event name included, as it was."""
     redacted = _Redactor(fingerprint, kept).mapping(event)

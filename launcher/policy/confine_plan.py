@@ -21,26 +21,43 @@ from launcher.policy.layout import DEVPTS, HOST_NETWORK, PROXY_PORT, SessionPath
 # Of /etc, only what the loader, the resolver, TLS and the usual tools read, each by name: /etc whole holds
 # pip.conf and npmrc tokens, ssl/private, and /etc/sharness, where secret sources belong. A file this
 # distribution lacks is not granted (LandlockRules.if_present; the private root skips it).
-ETC_READ = (
-    "/etc/ld.so.cache",  # the loader's library index
-    "/etc/nsswitch.conf", "/etc/passwd", "/etc/group",  # user and group names (git, getpass, ls -l)
-    "/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf",  # the resolver
+ETC_LOADER = ("/etc/ld.so.cache",)  # the loader's library index (dlopen by name: NSS modules, libresolv)
+ETC_RESOLVER = (
+    "/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf",  # the resolver
     "/etc/services", "/etc/protocols",  # getservbyname, getprotobyname
-    "/etc/localtime",  # the time zone
+)
+ETC_TLS = (
     "/etc/ssl/certs", "/etc/ssl/openssl.cnf",  # trust anchors and OpenSSL's configuration (Debian, Alpine, SUSE)
     "/etc/pki/tls/certs", "/etc/pki/tls/openssl.cnf", "/etc/pki/ca-trust/extracted",  # the same on RHEL, Fedora
     "/etc/crypto-policies/back-ends",  # OpenSSL's configuration includes it on Fedora
+)
+ETC_TOOLS = (
+    "/etc/passwd", "/etc/group",  # user and group names (git, getpass, ls -l)
+    "/etc/localtime",  # the time zone
     "/etc/alternatives",  # Debian's links behind awk, pager, editor, cc
     "/etc/mime.types",  # Python's mimetypes
     "/etc/os-release",  # the distribution's name (platform, pip)
 )
-# What every dynamically linked program needs to start: the loader, libraries, the files above. Read-only.
-SYSTEM_READ = (
-    "/usr", *ETC_READ, "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu",
-)
+ETC_READ = (*ETC_LOADER, *ETC_RESOLVER, *ETC_TLS, *ETC_TOOLS)  # what the app and the shell's programs may read
+# A door is forked from the launcher, which has loaded its libraries, OpenSSL's configuration and the time zone
+# already: fs and keys read no /etc file at all; the egress doors resolve names and (model) verify an upstream.
+# Each file fewer is one bind fewer in its private root (docs/decisions/session-bench.md).
+ETC_EGRESS = (*ETC_LOADER, *ETC_RESOLVER, *ETC_TLS)
+DOOR_ETC: Mapping[str, tuple[str, ...]] = {"fs": (), "keys": (), "net": ETC_EGRESS, "model": ETC_EGRESS}
+# What every component reads, /etc aside: the loader and libraries, the usual devices, its proc. Read-only.
+SYSTEM_BASE = ("/usr", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu")
+# What every dynamically linked program needs to start: the base and /etc above. The most any component reads
+# of the system (the preflight's and the plan's list); a door gets the base and its DOOR_ETC.
+SYSTEM_READ = (*SYSTEM_BASE[:1], *ETC_READ, *SYSTEM_BASE[1:])
 SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
 WRITE_DEVICES = ("/dev/null",)
 DNS_PORT = 53
+
+
+def system_read(role: str) -> tuple[str, ...]:
+    """The system paths `role` reads: SYSTEM_READ for the app and the shell, the base and DOOR_ETC for a door."""
+    etc = DOOR_ETC.get(role)
+    return SYSTEM_READ if etc is None else (*SYSTEM_BASE, *etc)
 
 
 @dataclass(frozen=True)
@@ -125,7 +142,7 @@ def door_allowance(
     return Allowance(
         # No component is given a secret source's path, the keys door included: it gets each as an fd the
         # launcher opened as root (preflight refuses a source any component could read by its path).
-        read=(*SYSTEM_READ, *python, layout.private_dir(role)),
+        read=(*system_read(role), *python, layout.private_dir(role)),
         write=(*WRITE_DEVICES, *write),
         exec=(),
         tcp_bind=(),

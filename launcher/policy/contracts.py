@@ -9,19 +9,26 @@ from typing import Any
 from doors import DoorContract
 from launcher.manifest import Manifest
 from launcher.policy.layout import PROXY_HOST, PROXY_PORT, SessionPaths
+from pki.vocabulary import SEALED_PREFIX
+
+# The doors that refuse content holding a kept secret, so the keys door's fingerprint is in their contracts.
+FINGERPRINT_ROLES = frozenset({"fs", "net"})
 
 
 def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
     """The manifest's rows for door `role` (a copy); the fs door is also told the workspace it holds.
 
-    The keys door is not told where its secrets lie (`from`): it gets each one as an open fd.
+    The keys door is not told where its secrets lie (`from`): it gets each one as an open fd, and is told
+    which are sealed at rest (it opens those with the machine key's fd).
     """
     rows = manifest.door_rows(role)
     if role == "fs":
         rows["workspace"] = manifest.workspace
     if role == "keys":
         for secret in rows.get("secrets", {}).values():
-            secret.pop("from", None)
+            source = str(secret.pop("from", ""))
+            if source.startswith(SEALED_PREFIX):
+                secret["sealed"] = source.removeprefix(SEALED_PREFIX)  # the name its sealed file holds
     if role == "shell" and rows.get("workspace") == "read":
         rows["workspace_dir"] = manifest.workspace
     return rows
@@ -47,6 +54,7 @@ class DoorFds:
     door: int
     proxies: Mapping[str, int]  # client role → the net door's proxy listener inside that client's netns
     secrets: Mapping[str, int] = field(default_factory=dict)  # secret name → its source, opened by the launcher
+    machine_key: int | None = None  # the sealed store's key, when a secret is sealed at rest
 
     @property
     def listen_fds(self) -> dict[str, int]:
@@ -56,27 +64,34 @@ class DoorFds:
     @property
     def keep(self) -> tuple[int, ...]:
         """Every fd the door keeps open: 0–2, the status fd, the SVID memfd, its listeners and secrets."""
-        return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values())) + 1))
+        key = () if self.machine_key is None else (self.machine_key,)
+        return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values(), *key)) + 1))
 
 
-def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = ()) -> DoorFds:
+def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = (), *, sealed: bool = False) -> DoorFds:
     """The fd contract of door `role`: only the net door holds proxy listeners, one per client, in role order;
-    only the keys door holds secret sources, one per secret, in name order, after its listener."""
+    only the keys door holds secret sources, one per secret, in name order, after its listener, then the
+    machine key when a secret is `sealed`."""
     clients = sorted(proxy_clients) if role == "net" else []
     names = sorted(secrets) if role == "keys" else []
+    key = 6 + len(names) if role == "keys" and sealed else None
     return DoorFds(svid=4, door=5, proxies={client: 6 + index for index, client in enumerate(clients)},
-                   secrets={name: 6 + index for index, name in enumerate(names)})
+                   secrets={name: 6 + index for index, name in enumerate(names)}, machine_key=key)
 
 
 def door_contract(
     manifest: Manifest, role: str, sid: str, bundle_pem: str, fds: DoorFds, not_after: int,
+    kept_secrets: Mapping[str, Any] | None = None,
 ) -> DoorContract:
-    """The one description door `role` gets: who it is, its edges, its rows and its listeners. Holds no secret."""
+    """The one description door `role` gets: who it is, its edges, its rows and its listeners, and for the fs and
+    net doors the keys door's fingerprint `kept_secrets` (its wire form). Holds no secret."""
     rows = door_rows(manifest, role)
     if role == "shell":
         rows.update(shell_places(manifest, sid))
     if fds.secrets:
         rows["secret_fds"] = dict(fds.secrets)
+    if fds.machine_key is not None:
+        rows["machine_key_fd"] = fds.machine_key
     return DoorContract(
         role=role,
         session_id=sid,
@@ -86,4 +101,5 @@ def door_contract(
         rows=rows,
         listen_fds=fds.listen_fds,
         not_after=not_after,
+        kept_secrets=dict(kept_secrets) if kept_secrets is not None and role in FINGERPRINT_ROLES else None,
     )

@@ -9,7 +9,9 @@ Why random in a wide span, and why a ledger too: docs/decisions/kernel.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 # Between systemd's container range (524288..1879048191, `nspawn --private-users=pick`) and its foreign range
 # (2147352576..2147418111), below 2^31 (tools holding a uid in a signed int): systemd's UIDS-GIDS.md.
@@ -130,6 +132,37 @@ def ledger_ids(text: str) -> list[int]:
     return [int(line) for line in text.split("\n") if line.isdigit()]
 
 
+@dataclass(frozen=True)
+class Ledger:
+    """What a ledger's text says: how many lines it holds, and the newest RECENT_IDS of them (the ids refused).
+
+    The allocator asks about a few candidates, so the window stays text: one substring search per candidate
+    instead of parsing up to 2 * RECENT_IDS numbers at every session start (docs/decisions/session-bench.md).
+    """
+
+    lines: int
+    window: str  # "\n" + the newest RECENT_IDS lines, each ending in "\n" (a torn last line completed)
+
+    def holds(self, candidate: int) -> bool:
+        """Whether `candidate` is among the newest RECENT_IDS ids handed out."""
+        return f"\n{candidate}\n" in self.window
+
+    def recent(self) -> list[int]:
+        """The newest RECENT_IDS ids, oldest first (for a trim: the lines the ledger keeps)."""
+        return ledger_ids(self.window)
+
+
+def read_ledger(text: str) -> Ledger:
+    """The ledger `text` as the allocator reads it."""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    lines = text.count("\n")
+    if lines <= RECENT_IDS:
+        return Ledger(lines, "\n" + text)
+    older = text.rsplit("\n", RECENT_IDS + 1)[0]  # every line before the window, without its last "\n"
+    return Ledger(lines, text[len(older):])
+
+
 def ledger_text(ids: Iterable[int]) -> str:
     """Ledger lines for `ids`."""
     return "".join(f"{i}\n" for i in ids)
@@ -143,13 +176,14 @@ def needs_trim(line_count: int) -> bool:
 # --- facts about what is in use, as the kernel reports them ----------------------------------------------
 
 
+_STATUS_IDS = re.compile(r"^(?:Uid|Gid|Groups):(.*)$", re.MULTILINE)
+
+
 def ids_in_status(text: str) -> set[int]:
     """Every uid and gid of one /proc/<pid>/status: real, effective, saved, fs, and supplementary groups."""
     ids: set[int] = set()
-    for line in text.splitlines():
-        key, _, values = line.partition(":")
-        if key in ("Uid", "Gid", "Groups"):
-            ids.update(int(value) for value in values.split() if value.isdigit())
+    for values in _STATUS_IDS.findall(text):  # three lines of some fifty: found, not split out
+        ids.update(int(value) for value in values.split() if value.isdigit())
     return ids
 
 

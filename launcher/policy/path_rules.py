@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from launcher.manifest import Manifest, pointer
+from pki.vocabulary import MACHINE_KEY_NAME, SEALED_PREFIX, SEALED_ROOT, SEALED_SUFFIX
 
 Identity = tuple[int, int]  # (st_dev, st_ino)
 
@@ -77,7 +78,13 @@ def named_paths(manifest: Manifest) -> tuple[NamedPath, ...]:
                   for index, path in enumerate(shell_files.get(key, []))]
     secrets = manifest.door_rows("keys").get("secrets", {})
     for name, secret in secrets.items():
-        named.append(NamedPath(pointer(("doors", "keys", "secrets", name, "from")), secret["from"], "secret"))
+        where = pointer(("doors", "keys", "secrets", name, "from"))
+        source = str(secret["from"])
+        if not source.startswith(SEALED_PREFIX):
+            named.append(NamedPath(where, source, "secret"))
+        else:  # the sealed file and the key that opens it: each a secret no other component may reach
+            named += [NamedPath(where, f"{SEALED_ROOT}/{source.removeprefix(SEALED_PREFIX)}{SEALED_SUFFIX}", "secret"),
+                      NamedPath(where, f"{SEALED_ROOT}/{MACHINE_KEY_NAME}", "secret")]
     return tuple(named)
 
 
@@ -90,8 +97,17 @@ def symlink_refusal(named: NamedPath, component: str, target: str, resolved: str
 
 def missing_refusal(named: NamedPath, why: str) -> PathRefusal:
     """The path cannot be opened on this machine."""
-    return PathRefusal(named.pointer, f"{named.path!r} cannot be used here: {why}",
-                       "create it, or correct the path")
+    return PathRefusal(named.pointer, f"{named.path!r} cannot be used here: {why}", _missing_hint(named))
+
+
+def _missing_hint(named: NamedPath) -> str:
+    if named.use != "secret" or not named.path.startswith(f"{SEALED_ROOT}/"):
+        return "create it, or correct the path"
+    if named.path == f"{SEALED_ROOT}/{MACHINE_KEY_NAME}":
+        return ("the first `sharness-launch secret add` makes the machine key; sealed files made without it open "
+                "with no other key: restore it from a backup, or seal them again")
+    name = named.path.removeprefix(f"{SEALED_ROOT}/").removesuffix(SEALED_SUFFIX)
+    return f"seal it first: sudo sharness-launch secret add {name} (`secret list` shows what is sealed)"
 
 
 def refusal_of(named: NamedPath, found: Found) -> PathRefusal | None:

@@ -14,7 +14,7 @@ from launcher.kernel import probe_facts
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
-from launcher.policy.confine_plan import SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
+from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import PLAN_PATHS
 from launcher.policy.scratch import scratch_meaning, scratch_of
 from pki.vocabulary import BOUNDARY, SETTING
@@ -367,7 +367,8 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
         components=tuple(_component(manifest, role, python) for role in manifest.roles),
         rows=tuple(_judge(component, spec, facts) for component, spec in specs),
         path_groups=tuple((label, paths) for label, paths in
-                          (("[system]", SYSTEM_READ), ("[programs]", SYSTEM_EXEC), ("[python]", python)) if paths),
+                          (("[system]", SYSTEM_READ), ("[base]", SYSTEM_BASE), ("[programs]", SYSTEM_EXEC),
+                           ("[python]", python)) if paths),
         not_covered=_not_covered(manifest, facts),
     )
 

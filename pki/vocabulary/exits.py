@@ -42,10 +42,12 @@ LAUNCHER_EXITS: tuple[ExitMeaning, ...] = (
     ExitMeaning(EXIT_OK, "0", "done; `run` passes the app's own exit code through, but 65, 66, 70, 77, "
                 "78, 124 and 125, the launcher's own, become 1 (and are said)"),
     ExitMeaning(EXIT_FAILED, "1", "the command's answer is no: `gc` left something, `verify-audit` found the log "
-                "broken, `fs` was refused, `hello` saw a row not held"),
+                "broken, `fs` was refused, `hello` saw a row not held, `secret list` found a sealed file that "
+                "does not match (or a manifest naming one the store lacks), `secret add` found the name taken"),
     ExitMeaning(EXIT_USAGE, "2", "usage: a malformed option or argument"),
     ExitMeaning(EXIT_BAD_MANIFEST, "65", "the manifest is invalid (the message names the JSON pointer)"),
-    ExitMeaning(EXIT_NO_INPUT, "66", "a file (the manifest, the audit log, the key) cannot be read"),
+    ExitMeaning(EXIT_NO_INPUT, "66", "a file (the manifest, the audit log, the key, a sealed secret or the sealed "
+                "store) cannot be read"),
     ExitMeaning(EXIT_UNAVAILABLE, "69", "`fs`: no fs door answered"),
     ExitMeaning(EXIT_FAIL_CLOSED, "70", "a door died or the launcher failed: the app was stopped (fail closed)"),
     ExitMeaning(EXIT_NOT_ROOT, "77", "not root: nothing was created"),

@@ -7,6 +7,10 @@ SESSIONS_ROOT = f"{RUN_ROOT}/sessions"  # root 0700: /run/sharness/sessions/<sid
 STATE_ROOT = "/var/lib/sharness"
 AUDIT_ROOT = f"{STATE_ROOT}/sessions"  # /var/lib/sharness/sessions/<sid>/audit.jsonl (+ .sig, .pub)
 HELLO_ROOT = f"{STATE_ROOT}/hello"  # `sharness-launch hello`'s scratch workspaces
+SEALED_ROOT = f"{STATE_ROOT}/secrets"  # root 0700: `secret add`'s machine.key and <name>.sealed files
+SEALED_PREFIX = "sealed:"  # a keys secret's `from: "sealed:NAME"` names SEALED_ROOT/NAME + SEALED_SUFFIX
+SEALED_SUFFIX = ".sealed"
+MACHINE_KEY_NAME = "machine.key"  # SEALED_ROOT/machine.key: what every sealed file there is sealed to
 # The only trees journaled `dir` and `file` entries may name (the journal refuses anything else).
 REMOVABLE_ROOTS: tuple[str, ...] = (RUN_ROOT, STATE_ROOT)
 NETNS_ROOT = "/run/netns"  # iproute2's named network namespaces: /run/netns/sh-<sid>-<role>

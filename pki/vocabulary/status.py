@@ -1,8 +1,10 @@
 """The status fd's messages, door → launcher: one compact JSON object per SOCK_SEQPACKET message.
 
 `{"type": "ready"}`, `{"type": "audit", "event": {...}}`, `{"type": "lost"}`, `{"type": "fatal", "detail": "..."}`,
-and from the keys door `{"type": "forbid", "name", "value"}`, each at most MAX_STATUS_BYTES; any of them may
-carry `"dropped_before": N` (events of the door that never reached the launcher since its last message).
+and from the keys door `{"type": "forbid", "name", "value"}` and `{"type": "fingerprint", "fingerprint": {...}}`
+(one part of the kept secrets' fingerprint, doors/_secret_match.py, sent before ready), each at most
+MAX_STATUS_BYTES; any of them may carry `"dropped_before": N` (events of the door that never reached the
+launcher since its last message).
 Pure: the sender (doors/_status.py) and the reader (launcher/lifecycle/supervise.py) share it.
 """
 
@@ -14,7 +16,8 @@ from typing import Any
 MAX_STATUS_BYTES = 64 * 1024
 MAX_FATAL_DETAIL_CHARS = 4096
 READY, AUDIT, LOST, FORBID, FATAL = "ready", "audit", "lost", "forbid", "fatal"
-STATUS_TYPES: tuple[str, ...] = (READY, AUDIT, LOST, FORBID, FATAL)
+FINGERPRINT = "fingerprint"
+STATUS_TYPES: tuple[str, ...] = (READY, AUDIT, LOST, FORBID, FINGERPRINT, FATAL)
 DROPPED_BEFORE = "dropped_before"
 
 
@@ -61,3 +64,8 @@ def lost_message() -> dict[str, Any]:
 def forbid_message(name: str, value: str) -> dict[str, Any]:
     """A value the keys door keeps, for the audit log to redact from now on."""
     return {"type": FORBID, "name": name, "value": value}
+
+
+def fingerprint_message(part: dict[str, Any]) -> dict[str, Any]:
+    """One part of the kept secrets' fingerprint (never a value), for the launcher to hand on."""
+    return {"type": FINGERPRINT, "fingerprint": part}

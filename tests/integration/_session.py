@@ -112,10 +112,39 @@ def wait_for_session_dir(launcher_pid: int, timeout_s: float = 20.0) -> str:
 
 
 def new_leftovers(before: dict[str, list[str]]) -> dict[str, list[str]]:
-    """What exists now that did not before (other sessions ending meanwhile do not count)."""
+    """What exists now that did not before: other sessions ending meanwhile do not count, nor what belongs to a
+    session whose launcher is still running (another test's, or another checkout's on a shared machine)."""
+    running = _running_sids()
     now = leftovers()
-    fresh = {kind: [name for name in names if name not in before.get(kind, [])] for kind, names in now.items()}
+    fresh = {kind: [name for name in names if name not in before.get(kind, []) and not _of_any(name, running)]
+             for kind, names in now.items()}
     return {kind: names for kind, names in fresh.items() if names}
+
+
+def _running_sids() -> set[str]:
+    """Sessions whose journal names a launcher that is alive."""
+    if not SESSIONS.is_dir():
+        return set()
+    return {path.name for path in SESSIONS.iterdir()
+            if not path.name.startswith(".") and _alive(session_owner(path))}
+
+
+def _alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _of_any(name: str, sids: set[str]) -> bool:
+    """Whether a leftover's name (a user, netns, cgroup or runtime path) is one of `sids`'."""
+    last = name.rsplit("/", 1)[-1]
+    return any(last == sid or last.startswith(f"sh-{sid}-") for sid in sids)
 
 
 def in_pid_namespace(namespace: str) -> list[int]:

@@ -27,7 +27,7 @@ import trio
 
 from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient, Dial, client_context_from_file
-from doors.keys import release
+from doors.keys import machine_key_of, release
 from tests.integration._session import (
     LAUNCHER,
     SESSIONS,
@@ -136,11 +136,12 @@ async def _ask_as_app(sid: str) -> DoorRefused:
     return caught.value
 
 
-def _session_manifest(tmp_path: Path, source: Path) -> Path:
+def _session_manifest(tmp_path: Path, source: Path, source_from: str | None = None) -> Path:
+    """A session whose keys door keeps `anthropic` from `source` (or `source_from`, naming the file `source`)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     document = basic_manifest(workspace, [sys.executable, "-c", APP.replace("SECRET_PATH", repr(str(source)))])
-    secrets = {"anthropic": {"from": str(source), "roles": ["net"], "hosts": ["api.anthropic.com"]}}
+    secrets = {"anthropic": {"from": source_from or str(source), "roles": ["net"], "hosts": ["api.anthropic.com"]}}
     document["doors"] = {"net": {"allow": {}}, "keys": {"secrets": secrets}}
     document["edges"] = [["net", "keys"]]
     return write_manifest(tmp_path, document)
@@ -160,10 +161,32 @@ def _files_under(*roots: Path) -> Iterator[Path]:
         yield from (path for path in root.rglob("*") if path.is_file() and not path.is_symlink())
 
 
-def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None:
+@pytest.fixture
+def sealed_name() -> Iterator[str]:
+    """A name of the machine's sealed store for this test alone, removed after it (the machine key is kept:
+    it is the machine's, made on first use)."""
+    name = f"test-{os.urandom(6).hex()}"
+    yield name
+    subprocess.run([*LAUNCHER, "secret", "rm", name], capture_output=True, check=False, timeout=60)
+
+
+def _sealed_source(name: str, value: bytes) -> tuple[Path, str]:
+    added = subprocess.run([*LAUNCHER, "secret", "add", name, "--json"], input=value + b"\n", capture_output=True,
+                           check=False, timeout=60)
+    assert added.returncode == 0, added.stderr
+    return Path(json.loads(added.stdout)["file"]), f"sealed:{name}"
+
+
+@pytest.mark.parametrize("kind", ["plain file", "sealed at rest"])
+def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path, kind: str, sealed_name: str) -> None:
     value = b"sk-keys-test-" + os.urandom(16).hex().encode()
-    source = _secret_source(tmp_path, value)
-    manifest = _session_manifest(tmp_path, source)
+    if kind == "plain file":
+        source, source_from = _secret_source(tmp_path, value), None
+    else:
+        source, source_from = _sealed_source(sealed_name, value)
+        assert value not in source.read_bytes()
+    manifest = _session_manifest(tmp_path, source, source_from)
+    sealed_bytes = source.read_bytes()
     audit_dir = tmp_path / "audit"
     stderr = (tmp_path / "stderr").open("w+")
     launcher = subprocess.Popen(
@@ -179,6 +202,9 @@ def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None
         assert app_pids
         assert _holds(keys_pid, value)  # the control: the scan finds the secret where it is
         assert not _holds(launcher.pid, value)
+        if source_from is not None:  # nor any of the machine key: only the keys door opened the seal
+            key = machine_key_of(Path(source.parent, "machine.key").read_bytes())
+            assert not _holds(launcher.pid, key.mlkem_seed) and not _holds(launcher.pid, key.x25519_private)
         for app_pid in app_pids:
             assert not _holds(app_pid, value)
             assert value not in Path(f"/proc/{app_pid}/environ").read_bytes()
@@ -212,7 +238,7 @@ def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path) -> None
     assert [(e["stage"], e["client_role"]) for e in refused] == [("edge", "app")]  # the app's SVID, audited once
     for path in _files_under(audit_dir, tmp_path / "ws"):
         assert value not in path.read_bytes(), path
-    assert source.read_bytes() == value + b"\n"  # the source is the person's: left as it was
+    assert source.read_bytes() == sealed_bytes  # the source is the person's: left as it was
 
 
 @pytest.mark.parametrize(("what", "spoil"), [
@@ -238,3 +264,68 @@ def test_a_bad_source_stops_the_session_before_anything_is_created(tmp_path: Pat
     assert not (tmp_path / "audit").exists() or not any((tmp_path / "audit").iterdir())
     # No journal of this launcher is left (other sessions on this machine may come and go meanwhile).
     assert not SESSIONS.is_dir() or all(session_owner(path) != launcher.pid for path in SESSIONS.iterdir())
+
+
+def _run_refused(tmp_path: Path, manifest: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
+    run = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir",
+                          str(tmp_path / "audit"), "--best-effort", "--json"], stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=120, check=False)
+    summary = json.loads(run.stdout[run.stdout.index("{"):]) if "{" in run.stdout else None
+    return run, summary
+
+
+def test_a_sealed_file_changed_in_its_ciphertext_stops_the_session_at_the_keys_doors_start(
+        tmp_path: Path, sealed_name: str) -> None:
+    value = b"sk-sealed-" + os.urandom(16).hex().encode()
+    source, source_from = _sealed_source(sealed_name, value)
+    spoiled = bytearray(source.read_bytes())
+    spoiled[-3] ^= 0x01  # the AEAD tag: nothing without the key can tell
+    source.write_bytes(bytes(spoiled))
+    run, summary = _run_refused(tmp_path, _session_manifest(tmp_path, source, source_from))
+    assert run.returncode == 70, run.stderr  # a door failed at its start: fail closed, the app never ran
+    assert f"doors.keys.secrets.anthropic.from: the sealed secret {sealed_name!r}" in run.stderr + run.stdout
+    assert "changed since it was sealed" in run.stderr + run.stdout
+    assert summary is not None and leftovers(summary["sid"]) == {} and not session_uids(summary["sid"])
+    assert value.decode() not in run.stderr + run.stdout
+
+
+@pytest.mark.parametrize(("what", "spoil", "said"), [
+    ("truncated", lambda data: data[:-1], "truncated"),
+    ("renamed from another secret", lambda data: data.replace(b" name=test-", b" name=tost-", 1), "holds secret"),
+    ("sealed to another key", lambda data: data.replace(b" key=", b" key=0", 1)[:data.index(b" key=") + 5]
+     + b"0" * 32 + data[data.index(b" key=") + 37:], "sealed to machine key"),
+])
+def test_a_sealed_file_whose_header_does_not_match_stops_the_session_before_anything_is_created(
+        tmp_path: Path, sealed_name: str, what: str, spoil: Any, said: str) -> None:
+    value = b"sk-sealed-" + os.urandom(16).hex().encode()
+    source, source_from = _sealed_source(sealed_name, value)
+    source.write_bytes(spoil(source.read_bytes()))
+    run, _ = _run_refused(tmp_path, _session_manifest(tmp_path, source, source_from))
+    assert run.returncode == 78, run.stderr
+    assert "doors.keys.secrets.anthropic.from" in run.stderr and said in run.stderr, run.stderr
+    assert "secret add --replace" in run.stderr and "nothing was created" in run.stderr
+    assert value.decode() not in run.stderr + run.stdout
+    assert not (tmp_path / "audit").exists() or not any((tmp_path / "audit").iterdir())
+
+
+def test_a_sealed_name_not_in_the_store_is_refused_with_the_command_that_seals_it(tmp_path: Path) -> None:
+    missing = Path(f"/var/lib/sharness/secrets/test-absent-{os.urandom(4).hex()}.sealed")
+    run, _ = _run_refused(tmp_path, _session_manifest(tmp_path, missing, f"sealed:{missing.stem}"))
+    assert run.returncode == 78, run.stderr
+    assert "/doors/keys/secrets/anthropic/from" in run.stderr and "secret add" in run.stderr
+
+
+def test_a_sealed_store_another_component_may_read_is_refused_before_anything_is_created(
+        tmp_path: Path, sealed_name: str) -> None:
+    """The sealed file and the machine key are secret sources too: a read path above them refuses the session
+    (were they only DAC-protected, a root 0700 directory bound into the app's root would be one chmod away)."""
+    source, source_from = _sealed_source(sealed_name, b"sk-never-read")
+    manifest_path = _session_manifest(tmp_path, source, source_from)
+    document = json.loads(manifest_path.read_text())
+    document["app"]["files"] = {"read": [str(source.parent)]}
+    document["app"]["argv"] = [sys.executable, "-c", "pass"]  # were it started, it would end at once
+    manifest_path.unlink()
+    manifest = write_manifest(tmp_path, document)
+    run, _ = _run_refused(tmp_path, manifest)
+    assert run.returncode == 78, run.stderr
+    assert "/doors/keys/secrets/anthropic/from" in run.stderr and "nothing was created" in run.stderr, run.stderr

@@ -114,6 +114,19 @@ def test_secrets_stay_out_of_the_apps_reach() -> None:
         assert by_shell.pointer == "/doors/keys/secrets/anthropic/from" and "shell" in by_shell.message
 
 
+def test_a_sealed_store_source_names_a_secret_and_keeps_the_role_checks() -> None:
+    sealed = {"anthropic": {**SECRET, "from": "sealed:anthropic.v2"}}
+    assert load(sample(doors__keys__secrets=sealed)).door_rows("keys")["secrets"]["anthropic"]["from"] == \
+        "sealed:anthropic.v2"
+    # Its file is under the state root, which the app's reads may not hold: no path check applies to it.
+    assert load(sample(doors__keys__secrets=sealed, app__files__read=["/etc"]))
+    for bad in ("sealed:", "sealed:../etc/shadow", "sealed:a/b", "sealed:.hidden", "sealed:UPPER"):
+        refused = refusal(sample(doors__keys__secrets={"anthropic": {**SECRET, "from": bad}}))
+        assert refused.pointer == "/doors/keys/secrets/anthropic/from", bad
+    no_edge = {"anthropic": {**SECRET, "from": "sealed:anthropic", "roles": ["model", "shell"]}}
+    assert refusal(sample(doors__keys__secrets=no_edge)).pointer.startswith("/doors/keys/secrets/anthropic/roles")
+
+
 def test_hidden_paths_need_no_direct_reader() -> None:
     assert refusal(sample(doors__shell__workspace="read")).pointer == "/doors/fs/hidden/0"
     assert refusal(sample(app__files__read=["/srv/sh-test"])).pointer == "/doors/fs/hidden/0"

@@ -26,6 +26,8 @@ from launcher.kernel.mountns import (
     planned,
     tmpfs_options,
 )
+from launcher.policy.confine_plan import door_allowance, python_paths
+from launcher.policy.layout import SessionLayout
 
 # --- pure ---------------------------------------------------------------------------------------
 
@@ -301,3 +303,24 @@ def test_a_file_renamed_over_while_the_root_is_made_is_opened_again_unless_pinne
             assert "was replaced while the private root was made" in result.report["error"], result.report
         else:
             assert result.report == {"value": "new\n"}
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("role", "resolves"), [("fs", False), ("keys", False), ("net", True), ("model", True)])
+def test_a_doors_root_holds_only_the_etc_files_its_role_reads(role: str, resolves: bool) -> None:
+    """The private root made from the door's real allowance: fs and keys find no /etc file at all (not even
+    the account files every program could read before), the egress doors their resolver's, never passwd."""
+    allowance = door_allowance(role, SessionLayout("0badc0de"), python_paths(), {})
+    keep = tuple(Bind(path) for path in (*allowance.read, *allowance.write))
+    wanted = ("/etc/passwd", "/etc/group", "/etc/resolv.conf", "/etc/nsswitch.conf", "/etc/ld.so.cache", "/usr/bin/env")
+
+    def setup(_wfd: int) -> None:
+        enter_private_root(keep)
+
+    def probe() -> object:
+        return {path: os.path.exists(path) for path in wanted}
+
+    assert run_child(lambda _wfd: None, probe).report["value"] == dict.fromkeys(wanted, True)  # control: the host
+    seen = run_child(setup, probe).report["value"]
+    assert seen == {"/etc/passwd": False, "/etc/group": False, "/etc/resolv.conf": resolves,
+                    "/etc/nsswitch.conf": resolves, "/etc/ld.so.cache": resolves, "/usr/bin/env": True}

@@ -87,3 +87,19 @@ def test_ids_held_by_a_process_an_ipc_object_or_a_file_are_refused(lingering: di
     held = sorted(lingering.values())
     picked = session_ids.allocate(1, set(), ledger=str(tmp_path / "l"), randbelow=prefers(*held, FIRST + 14))
     assert picked == [FIRST + 14]
+
+
+@pytest.mark.root
+def test_an_id_deep_in_a_long_groups_line_is_in_use() -> None:
+    """A process in 2 000 supplementary groups has a /proc status of some 23 kB: the last group is still read."""
+    last = FIRST + 2100
+    groups = ",".join(str(FIRST + 101 + i) for i in range(1999)) + f",{last}"
+    holder = subprocess.Popen(["setpriv", f"--groups={groups}", "sh", "-c", "echo in; exec sleep 600"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "in\n"  # its groups are set by now
+        assert len(Path(f"/proc/{holder.pid}/status").read_text()) > session_ids.STATUS_BYTES
+        assert last in session_ids.ids_in_use()
+    finally:
+        holder.kill()
+        holder.wait()

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from doors import fingerprint_of
 from launcher.lifecycle.audit import AuditError, AuditLog, AuditRefused, AuditStatistics
 from launcher.lifecycle.audit_verify import genesis_hash, line_hash, verify_audit
 from pki.vocabulary import AUDIT_ROOT
@@ -194,3 +195,22 @@ def test_lines_are_committed_in_groups(tmp_path: Path, monkeypatch: pytest.Monke
     lazy.append({"event": "x"})
     lazy.commit()
     assert lazy.statistics().commits == 0
+
+
+def test_a_secret_the_keys_door_fingerprinted_is_redacted_whole_or_in_part(tmp_path: Path) -> None:
+    secret = "sk-not-a-known-shape-" + "Qm9vdHN0cmFwcGVkLWZpbmdlcnByaW50"
+    log = AuditLog.create(str(tmp_path), SID)
+    log.forbid_fingerprint(fingerprint_of({"db": secret.encode()}, {}))
+    log.forbid("correct-horse-battery")  # an exact value still works beside the fingerprint
+    note = f"é before {'x' * 9}{secret[5:40]}{'y' * 30} after"
+    log.append({"event": "door.event", "path": f"dir/{secret}.txt", "note": note,
+                "other": "correct-horse-battery", secret: 1})
+    log.close()
+    raw = Path(log.path).read_bytes()
+    assert secret[5:21].encode() not in raw and b"correct-horse-battery" not in raw
+    line = _lines(log)[1]
+    whole = str(line["path"]).removeprefix("dir/").removesuffix(".txt")
+    assert re.fullmatch(r"\[redacted:kept:[0-9a-f]{12}\]", whole) and whole in line
+    # a run redacts where the whole secret would lie (5 bytes before it, 13 after): over, never under
+    assert re.fullmatch(r"é before x{4}\[redacted:kept:[0-9a-f]{12}\]y{17} after", str(line["note"]))
+    assert str(line["other"]).startswith("[redacted:kept:")

@@ -100,6 +100,26 @@ def test_record_appends_one_line_per_resource(journal: Journal, roots: tuple[Pat
     ]
 
 
+def test_record_all_names_every_resource_with_one_fsync_before_any_exists(
+    journal: Journal, roots: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, run = roots
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    batch = [("user", "sh-0badc0de-net"), ("group", "sh-0badc0de-net-clients"), ("dir", f"{run}/0badc0de")]
+    journal.record_all(batch)
+    assert len(fsyncs) == 1
+    assert journal.entries() == [JournalEntry(kind, name) for kind, name in batch]
+
+
+def test_record_all_refuses_the_whole_batch_for_one_bad_entry(journal: Journal, roots: tuple[Path, Path]) -> None:
+    _, run = roots
+    with pytest.raises(JournalError, match="outside the sharness roots"):
+        journal.record_all([("dir", f"{run}/0badc0de"), ("dir", "/etc")])
+    assert journal.entries() == []  # nothing of it written: the good entry is not named without the batch
+
+
 @pytest.mark.parametrize(
     ("kind", "name", "why"),
     [

@@ -11,6 +11,7 @@ import socket
 import time
 from pathlib import Path
 
+from doors import fingerprint_of
 from launcher.lifecycle.audit import AuditLog
 from launcher.lifecycle.spawn import Spawned
 from launcher.lifecycle.supervise import STATUS_PER_ROUND, Supervisor
@@ -337,3 +338,22 @@ def test_a_value_the_keys_door_keeps_is_redacted_in_every_later_line(tmp_path: P
     forbid, used = (json.loads(line) for line in raw.splitlines()[1:3])
     assert (forbid["event"], forbid["name"], forbid["kept"]) == ("audit.forbid", "db", True)
     assert used["requested"] == f"h/?k={forbid['value']}" and str(forbid["value"]).startswith("[redacted:kept:")
+
+
+def test_only_the_keys_door_may_hand_a_fingerprint_and_the_log_shows_only_its_names() -> None:
+    fingerprint = fingerprint_of({"db": b"correct-horse-battery-staple"}, {"db": ["db.example.test"]})
+    parts = [json.dumps({"type": "fingerprint", "fingerprint": part}).encode() for part in fingerprint.parts()]
+    supervisor, events, _ = _recording()
+    try:
+        supervisor.watch(_door("keys", parts, 30))
+        supervisor.watch(_door("net", parts[:1], 30))
+        while len(events) < 3:
+            supervisor._step(10)
+        assert supervisor.kept_fingerprint() == fingerprint
+        assert ("keys.fingerprint", {"role": "keys", "names": ["db"], "unmatched": []}) in events
+        refused = [fields for event, fields in events if event == "door.status.refused"]
+        assert refused == [{"role": "net", "type": "fingerprint", "why": "only the keys door keeps secrets"}]
+        for role in ("keys", "net"):
+            supervisor.stop(role, 1)
+    finally:
+        supervisor.close()

@@ -28,7 +28,14 @@ ETC = {"/etc/ld.so.cache", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/
        "/etc/host.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols", "/etc/localtime", "/etc/ssl/certs",
        "/etc/ssl/openssl.cnf", "/etc/pki/tls/certs", "/etc/pki/tls/openssl.cnf", "/etc/pki/ca-trust/extracted",
        "/etc/crypto-policies/back-ends", "/etc/alternatives", "/etc/mime.types", "/etc/os-release"}
-SYSTEM = {"/usr", *ETC, "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu"}
+BASE = {"/usr", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc", "/sys/devices/system/cpu"}
+SYSTEM = {*BASE, *ETC}
+# A door reads of /etc only what it uses: fs and keys nothing, the egress doors the loader, resolver and TLS files.
+EGRESS_ETC = {"/etc/ld.so.cache", "/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf", "/etc/host.conf",
+              "/etc/gai.conf", "/etc/services", "/etc/protocols", "/etc/ssl/certs", "/etc/ssl/openssl.cnf",
+              "/etc/pki/tls/certs", "/etc/pki/tls/openssl.cnf", "/etc/pki/ca-trust/extracted",
+              "/etc/crypto-policies/back-ends"}
+DOOR_SYSTEM = {"fs": BASE, "keys": BASE, "net": {*BASE, *EGRESS_ETC}, "model": {*BASE, *EGRESS_ETC}, "shell": SYSTEM}
 PROGRAMS = {"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin"}
 
 
@@ -39,7 +46,8 @@ def _private(role: str) -> str:
 def _expected(manifest: Manifest, role: str) -> dict[str, object]:
     """The grants of `role`, from the design's rules (docs/decisions.md, "Which components may open ...")."""
     to_net = (role, "net") in manifest.edges
-    want: dict[str, object] = {"read": {*SYSTEM, *PYTHON, _private(role)}, "write": {"/dev/null"}, "exec": set(),
+    system = DOOR_SYSTEM.get(role, SYSTEM)
+    want: dict[str, object] = {"read": {*system, *PYTHON, _private(role)}, "write": {"/dev/null"}, "exec": set(),
                                "tcp_connect": (), "deny_inet": True, "allow_udp": False}
     if role == "app":
         app = manifest.app
@@ -50,7 +58,7 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
     elif role == "fs":
         want.update(write={"/dev/null", WORKSPACE})
     elif role == "keys":  # no secret source by path: the keys door gets each as an fd opened by the launcher
-        want.update(read={*SYSTEM, *PYTHON, _private(role)})
+        want.update(read={*system, *PYTHON, _private(role)})
     elif role == "shell":  # its commands run the system's programs and read the workspace in mode "read"
         shell = manifest.door_rows("shell")
         reads_workspace = shell.get("workspace") == "read"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import json
+
 import pytest
 from manifest_shapes import SHAPES, WORKSPACE
 
 from doors._contract import DoorContract
+from launcher.manifest import load_manifest
 from launcher.policy.contracts import DoorFds, door_contract, door_fds, door_rows
 
 FULL = SHAPES["full"]
@@ -39,6 +43,22 @@ def test_the_keys_door_gets_one_fd_per_secret_after_its_listener() -> None:
     assert contract.rows["secret_fds"] == {"anthropic": 6, "openai": 7}
     assert contract.listen_fds == {"door": 5}
     assert all(row["from"] not in contract.to_json() for row in FULL.door_rows("keys")["secrets"].values())
+
+
+def test_a_sealed_secret_is_named_sealed_and_the_machine_key_follows_the_secrets() -> None:
+    document = copy.deepcopy(FULL.document)
+    secrets = document["doors"]["keys"]["secrets"]
+    first = sorted(secrets)[0]
+    secrets[first]["from"] = "sealed:in-store"
+    manifest = load_manifest(json.dumps(document).encode())
+    rows = door_rows(manifest, "keys")
+    assert rows["secrets"][first]["sealed"] == "in-store" and "from" not in rows["secrets"][first]
+    assert all("sealed" not in row for name, row in rows["secrets"].items() if name != first)
+    fds = door_fds("keys", ("app",), tuple(secrets), sealed=True)
+    assert fds.machine_key == 6 + len(secrets) and fds.keep == tuple(range(7 + len(secrets)))
+    assert door_contract(manifest, "keys", "0123abcd", "", fds, 0).rows["machine_key_fd"] == 6 + len(secrets)
+    assert door_fds("net", ("app",), tuple(secrets), sealed=True).machine_key is None
+    assert door_fds("keys", ("app",), tuple(secrets)).machine_key is None
 
 
 @pytest.mark.parametrize(("role", "proxy_clients", "listen_fds", "keep"), [

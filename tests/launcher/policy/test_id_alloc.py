@@ -83,6 +83,22 @@ def test_the_ledger_round_trips_and_trims_at_twice_its_size() -> None:
     assert not id_alloc.needs_trim(2 * id_alloc.RECENT_IDS) and id_alloc.needs_trim(2 * id_alloc.RECENT_IDS + 1)
 
 
+@pytest.mark.parametrize(("held", "torn"), [
+    (0, False), (1, False), (id_alloc.RECENT_IDS, False), (id_alloc.RECENT_IDS + 1, False),
+    (2 * id_alloc.RECENT_IDS, False), (2 * id_alloc.RECENT_IDS, True), (3, True),
+])
+def test_the_ledger_refuses_exactly_its_newest_recent_ids(held: int, torn: bool) -> None:
+    ids = [1879048192 + 7 * n for n in range(held)]
+    text = id_alloc.ledger_text(ids) + ("18790" if torn else "")  # a torn last line: a crash mid-append
+    written = [*ids, *([18790] if torn else [])]
+    ledger = id_alloc.read_ledger(text)
+    newest, older = written[-id_alloc.RECENT_IDS:], written[:-id_alloc.RECENT_IDS]
+    assert ledger.lines == len(written) and ledger.recent() == newest
+    assert all(ledger.holds(i) for i in newest) and not any(ledger.holds(i) for i in older)
+    # A prefix or suffix of a held id is another id, never held by it.
+    assert not any(ledger.holds(int(str(i)[:-1])) or ledger.holds(int(str(i)[1:])) for i in newest[-3:])
+
+
 STATUS = """Name:\tpython3
 Umask:\t0022
 State:\tS (sleeping)

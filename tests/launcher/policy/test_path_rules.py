@@ -11,11 +11,13 @@ from launcher.policy.path_rules import (
     Granted,
     NamedPath,
     exec_write_refusal,
+    missing_refusal,
     named_paths,
     refusal_of,
     secret_refusal,
     symlink_refusal,
 )
+from pki.vocabulary import SEALED_ROOT
 
 DIR = Found("directory", "ext4", (), 2)
 FILE = Found("regular file", "ext4", (), 1)
@@ -34,6 +36,15 @@ def test_every_path_the_manifest_names_with_its_pointer_and_use() -> None:
         NamedPath("/app/files/exec/0", "/opt/agent/bin", "exec"),
         NamedPath("/doors/keys/secrets/anthropic/from", "/srv/s/a", "secret"),
     )
+
+
+def test_a_sealed_source_names_its_sealed_file_and_the_machine_key_as_secrets() -> None:
+    manifest = load(sample(doors__keys__secrets__anthropic__from="sealed:anthropic"))
+    where = "/doors/keys/secrets/anthropic/from"
+    assert named_paths(manifest)[-2:] == (NamedPath(where, f"{SEALED_ROOT}/anthropic.sealed", "secret"),
+                                          NamedPath(where, f"{SEALED_ROOT}/machine.key", "secret"))
+    assert "secret add anthropic" in missing_refusal(named_paths(manifest)[-2], "No such file or directory").hint
+    assert "restore it from a backup" in missing_refusal(named_paths(manifest)[-1], "No such file or directory").hint
 
 
 @pytest.mark.parametrize(("use", "found", "words"), [
