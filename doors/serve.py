@@ -1,9 +1,9 @@
 """The one entry point of every door: `serve(contract)` when forked, `python -m doors` (main) when exec'd.
 
-Each role with features of its own has its server (`server_for`); any other role runs the generic door, which
-answers hello and reports its rows unheld. A role's server is imported when it is first asked for, so an
-exec'd door loads only its own code; the launcher calls `preload()` before it forks, so that each forked door
-starts from pre-imported code.
+Each door role has its server (`server_for`); a role that is not a door's gets the generic door, which answers
+hello and reports its rows unheld (no door uses it now: every role in DOOR_ORDER has its own). A role's server
+is imported when it is first asked for, so an exec'd door loads only its own code; the launcher calls
+`preload()` before it forks, so that each forked door starts from pre-imported code.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 from doors._contract import DoorContract
 from doors._door import run_door
+from pki.vocabulary import DOOR_ORDER
 
 Server = Callable[[DoorContract], None]
-ROLES_WITH_SERVERS = ("fs", "net", "keys", "model")
+ROLES_WITH_SERVERS = DOOR_ORDER
 
 
 def server_for(role: str) -> Server:
@@ -35,6 +36,10 @@ def server_for(role: str) -> Server:
         from doors.model import server as model_server
 
         return model_server.serve
+    if role == "shell":
+        from doors.shell import server as shell_server
+
+        return shell_server.serve
     return run_door
 
 

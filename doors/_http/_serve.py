@@ -273,8 +273,7 @@ async def _send_response(stream: trio.abc.Stream, conn: ServerConnection, respon
         while produced is not None:
             for start in range(0, len(produced), piece):
                 await sender.write(conn.body_bytes(produced[start:start + piece]))
-            if response.flush_each:
-                await sender.flush()
+            await sender.flush()  # each piece goes out as it is produced: a stream (the shell's frames) is live
             produced = await anext(pieces, None)
         await sender.write(conn.end_bytes())
         await sender.flush()

@@ -178,6 +178,28 @@ def create_cgroup(sid: str, role: str, max_memory_bytes: int, max_pids: int) -> 
     return CgroupHandle(paths)
 
 
+def delegate(handle: CgroupHandle, uid: int, gid: int) -> None:
+    """Let `uid` make cgroups under each of the component's directories (the shell door's commands): the
+    directory becomes its, its files stay root's, so its own limits and membership are not its to change.
+    v1 and v2 limits are hierarchical: a child cgroup never holds more than this one."""
+    for path in handle.paths:
+        try:
+            os.chown(path, uid, gid)
+        except OSError as exc:
+            raise CgroupError(f"cannot delegate cgroup {path} to uid {uid}: {exc.strerror}") from exc
+
+
+def _children(path: str) -> list[str]:
+    """The child cgroups of `path`, deepest first (each child's own children before it)."""
+    found: list[str] = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):
+                found.extend(_children(entry.path))
+                found.append(entry.path)
+    return found
+
+
 def _read_pids(path: str) -> list[int]:
     with open(os.path.join(path, "cgroup.procs")) as f:
         return [int(p) for p in f.read().split()]
@@ -255,17 +277,29 @@ def delete_cgroup(path: str) -> None:
     if not _is_session_cgroup(path):
         raise CgroupError(f"refusing to delete {path!r}: not a <root>/sharness/<sid>/<role> cgroup")
     if os.path.isdir(path):
-        _kill_all(path)
-        for attempt in range(100):
-            try:
-                os.rmdir(path)
-                break
-            except FileNotFoundError:
-                break
-            except OSError as exc:
-                if exc.errno != errno.EBUSY or attempt == 99:
-                    raise CgroupError(f"cannot remove cgroup {path}: {exc.strerror}") from exc
-                time.sleep(0.001)
+        _kill_all(path)  # first: the shell door, which makes child cgroups (its commands cannot)
+        for child in _children(path):  # a delegated cgroup's own (the shell's commands): emptied, removed
+            _kill_all(child)
+            _remove_busy(child)
+        _remove_busy(path)
     sid_dir = os.path.dirname(path)
     _rmdir_quiet(sid_dir)
     _rmdir_quiet(os.path.dirname(sid_dir))
+
+
+def _remove_busy(path: str) -> None:
+    """rmdir, retried while the last members are exiting: a killed process holds its cgroup until it is reaped,
+    and an orphan (a command's double-fork) is reaped by pid 1, in its own time."""
+    deadline = time.monotonic() + _KILL_TIMEOUT_S
+    delay = 0.001
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise CgroupError(f"cannot remove cgroup {path}: {exc.strerror}") from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)

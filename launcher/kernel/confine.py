@@ -82,6 +82,7 @@ class ConfinementSpec:
     # A private root holding only these binds (and a hidepid proc); None: the host's mounts (kernel/mountns.py).
     mount_keep: tuple[mountns.Bind, ...] | None = None
     scratch: mountns.ScratchMount | None = None  # HOME and TMPDIR on a tmpfs of its own, in that private root
+    devpts: bool = False  # a devpts instance of its own in that private root (the shell door's ttys)
 
     def __post_init__(self) -> None:
         if self.uid == 0 or self.gid == 0 or 0 in self.groups:
@@ -184,7 +185,8 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     # The fds each kept path was bound from: Landlock grants the same files, then they are closed.
     bound: dict[str, int] = {}
     if spec.mount_keep is not None:
-        bound = _step("mounts", mountns.enter_private_root, spec.mount_keep, mountns.PROC_OPTIONS, spec.scratch)
+        bound = _step("mounts", mountns.enter_private_root, spec.mount_keep, mountns.PROC_OPTIONS, spec.scratch,
+                      spec.devpts)
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
     # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.

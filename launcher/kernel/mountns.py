@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from launcher.kernel._sys import libc
 from launcher.kernel.mountinfo import mount_id_of
+from launcher.policy.layout import DEVPTS
 
 NEW_ROOT = "/tmp"  # any directory works as the mount point: it is covered by the new root's tmpfs
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x2, 0x4, 0x8
@@ -229,11 +230,23 @@ def _mount_scratch(new_root: str, scratch: ScratchMount) -> None:
     os.rmdir(stage)
 
 
+# A devpts of its own: its ptys are not the host's, and any uid in the namespace may open ptmx.
+DEVPTS_OPTIONS = "newinstance,ptmxmode=0666,mode=0620"
+
+
+def _mount_devpts(new_root: str) -> None:
+    """A new devpts instance at /dev/pts and /dev/ptmx pointing into it (the shell door's ttys)."""
+    os.makedirs(new_root + DEVPTS, mode=0o755, exist_ok=True)
+    libc.mount("devpts", new_root + DEVPTS, "devpts", MS_NOSUID | MS_NOEXEC, DEVPTS_OPTIONS)
+    os.symlink("pts/ptmx", new_root + "/dev/ptmx")
+
+
 def enter_private_root(
     keep: tuple[Bind, ...], proc_options: str | None = PROC_OPTIONS, scratch: ScratchMount | None = None,
+    devpts: bool = False,
 ) -> dict[str, int]:
     """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc), and
-    `scratch`'s tmpfs on its dirs.
+    `scratch`'s tmpfs on its dirs, and with `devpts` a devpts instance of its own at /dev/pts.
 
     The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
     Returns the O_PATH fd each kept path was bound from, by path, for Landlock's rules; the caller closes them.
@@ -250,6 +263,8 @@ def enter_private_root(
             if covered is not None:
                 os.close(covered)
             handles[path] = os.open(NEW_ROOT + path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if devpts:
+        _mount_devpts(NEW_ROOT)
     _root_symlinks(NEW_ROOT)
     os.makedirs(NEW_ROOT + PROC, mode=0o555, exist_ok=True)
     libc.mount("proc", NEW_ROOT + PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_options)

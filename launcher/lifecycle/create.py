@@ -172,6 +172,8 @@ class SessionBuilder:
         for role in self.manifest.roles:
             memory_mb, max_pids = self.manifest.process_limits(role)
             self.resources.cgroups[role] = cgroups.create_cgroup(sid, role, memory_mb * 1024 * 1024, max_pids)
+            if role == "shell":  # each of its commands gets a cgroup of its own, under the shell's
+                cgroups.delegate(self.resources.cgroups[role], self.resources.uids[role], self.resources.gids[role])
 
     def make_pki(self) -> None:
         deliveries: dict[str, MemfdDelivery | FileDelivery] = {}

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import doors.serve
 from doors import SecretFingerprint
@@ -40,7 +40,7 @@ from launcher.policy.confine_plan import SYSTEM_READ, Allowance, python_paths
 from launcher.policy.confinement import Confinement, confinement_of
 from launcher.policy.contracts import door_contract, door_fds, secret_names
 from launcher.policy.environment import app_env, door_env
-from launcher.policy.layout import SessionLayout
+from launcher.policy.layout import DEVPTS, SessionLayout
 from launcher.policy.scratch import Scratch
 from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
@@ -119,6 +119,9 @@ def _spec_of(
     pins: Pins,
 ) -> ConfinementSpec:
     role, allowance = confinement.role, confinement.allowance
+    # The shell door makes its commands' cgroups under its own (delegated: launcher/kernel/cgroups.py).
+    delegated = resources.cgroups[role].paths if role == "shell" and role in resources.cgroups else ()
+    allowance = replace(allowance, write=(*allowance.write, *delegated))
     return ConfinementSpec(
         uid=resources.uids[role],
         gid=resources.gids[role],
@@ -135,8 +138,9 @@ def _spec_of(
         cwd=confinement.cwd,
         parent_pid=os.getpid(),
         seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
-        mount_keep=_binds(confinement, pins),
+        mount_keep=(*_binds(confinement, pins), *(Bind(path, True) for path in delegated)),
         scratch=_scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
+        devpts=DEVPTS in allowance.write,  # its own devpts (the shell's ttys), mounted in its private root
     )
 
 

@@ -34,6 +34,9 @@ def check_document(doc: dict[str, Any]) -> None:
         _check_model(doc, doors["model"])
     if "process" in doors.get("shell", {}):
         _check_scratch("/doors/shell/process", doors["shell"]["process"])
+    for key, paths in doors.get("shell", {}).get("files", {}).items():
+        for index, path in enumerate(paths):
+            _refuse_reserved(f"/doors/shell/files/{key}/{index}", path)
     if "edges" in doc:
         _check_edges(doc)
 
@@ -123,6 +126,11 @@ def _check_hidden(doc: dict[str, Any], ptr: str, target: str) -> None:
                     f"drop {root!r} from app.files.{key} or this row",
                 )
     shell = doc.get("doors", {}).get("shell")
+    for key, roots in (shell or {}).get("files", {}).items():
+        for root in roots:
+            if _rules.covers(root, target):
+                raise ManifestError(ptr, f"the shell reads {root!r} directly (doors.shell.files.{key}), so fs "
+                                    "cannot hide this", f"drop {root!r} from doors.shell.files.{key} or this row")
     if shell is not None and shell["workspace"] == "read":
         raise ManifestError(ptr, "the shell reads the workspace directly, so the fs door cannot hide it",
                             "set doors.shell.workspace to \"none\" or drop this row")
@@ -160,7 +168,9 @@ def _require_started(started: tuple[str, ...], role: str, ptr: str) -> None:
 def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
     started = started_roles(doc)
     edges = effective_edges(doc)
-    readers = [*doc["app"].get("files", {}).get("read", []), *doc["app"].get("files", {}).get("exec", [])]
+    shell_files = doc.get("doors", {}).get("shell", {}).get("files", {})
+    readers = [*doc["app"].get("files", {}).get("read", []), *doc["app"].get("files", {}).get("exec", []),
+               *shell_files.get("read", []), *shell_files.get("exec", [])]
     for name, secret in keys.get("secrets", {}).items():
         ptr = child("/doors/keys/secrets", name)
         if secret["from"].startswith(SEALED_PREFIX):
@@ -175,8 +185,8 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
                                 "keep secrets outside the workspace, e.g. under /etc/sharness/secrets")
         for root in readers:
             if _rules.covers(root, secret["from"]):
-                raise ManifestError(child(ptr, "from"), f"the app may read this file directly (via {root!r})",
-                                    "move the secret or narrow app.files")
+                raise ManifestError(child(ptr, "from"), f"the app or the shell may read this file directly (via "
+                                    f"{root!r})", "move the secret or narrow app.files or doors.shell.files")
         _check_roles_of_secret(started, edges, ptr, secret)
 
 

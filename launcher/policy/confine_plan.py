@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import launcher
 from launcher.manifest import Manifest
 from launcher.policy.contracts import door_rows
-from launcher.policy.layout import HOST_NETWORK, MODEL_PORT, PROXY_PORT, SessionPaths
+from launcher.policy.layout import DEVPTS, HOST_NETWORK, MODEL_PORT, PROXY_PORT, SessionPaths
 
 # Of /etc, only what the loader, the resolver, TLS and the usual tools read, each by name: /etc whole holds
 # pip.conf and npmrc tokens, ssl/private, and /etc/sharness, where secret sources belong. A file this
@@ -100,8 +100,10 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
         app = manifest.app
         return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
                              may_use_model=(role, "model") in manifest.edges)
-    return door_allowance(role, layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy,
-                          may_use_model=(role, "model") in manifest.edges)
+    if role == "shell":
+        return shell_allowance(layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy,
+                               may_use_model=(role, "model") in manifest.edges)
+    return door_allowance(role, layout, python, door_rows(manifest, role))
 
 
 def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, ...]:
@@ -124,26 +126,18 @@ def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, .
 
 def door_allowance(
     role: str, layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object],
-    may_use_proxy: bool = False,
-    may_use_model: bool = False,
 ) -> Allowance:
-    """A door is forked from the pre-imported launcher: it reads Python and executes nothing.
-
-    The net and model doors keep the host network; the shell reaches out only through its proxy listener
-    (and only with the edge shell→net); fs and keys have no internet sockets at all.
-    """
+    """A door other than the shell (`shell_allowance`) is forked from the pre-imported launcher: it reads
+    Python and executes nothing. The net and model doors keep the host network (the model door not with the
+    twin); fs and keys have no internet sockets at all."""
     write: tuple[str, ...] = ()
     if role == "fs" and isinstance(rows.get("workspace"), str):
         write = (str(rows["workspace"]),)
     # The model door with the twin reaches nothing: no internet socket at all, like fs and keys.
     host = role in HOST_NETWORK and not (role == "model" and rows.get("upstream") == "twin")
     extra_read = (str(rows["ca_bundle"]),) if role == "model" and isinstance(rows.get("ca_bundle"), str) else ()
-    if host:  # the egress doors resolve names: UDP and TCP to port 53 for their resolver
-        tcp_connect: tuple[int, ...] = tuple(sorted({*egress_ports(rows, role), DNS_PORT}))
-    else:
-        shell = role == "shell"  # its commands reach the proxy and the model door's listener in its netns
-        tcp_connect = (*((PROXY_PORT,) if shell and may_use_proxy else ()),
-                       *((MODEL_PORT,) if shell and may_use_model else ()))
+    # The egress doors resolve names: UDP and TCP to port 53 for their resolver.
+    tcp_connect = tuple(sorted({*egress_ports(rows, role), DNS_PORT})) if host else ()
     return Allowance(
         # No component is given a secret source's path, the keys door included: it gets each as an fd the
         # launcher opened as root (preflight refuses a source any component could read by its path).
@@ -171,6 +165,30 @@ def app_allowance(
     return Allowance(
         read=(*SYSTEM_READ, *python, *files_read, *files_exec, private),
         write=(*WRITE_DEVICES, layout.home_dir("app"), layout.tmp_dir("app")),
+        exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
+        tcp_bind=(),
+        tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),
+        deny_inet=not (may_use_proxy or may_use_model),
+    )
+
+
+def shell_allowance(
+    layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object], may_use_proxy: bool,
+    may_use_model: bool = False,
+) -> Allowance:
+    """The shell door and every command it runs: the system's programs, the workspace read-only in mode
+    "read", writes only on its scratch tmpfs (noexec: a writable path is never executable) and on a devpts of
+    its own (its tty commands' ptys; mounted, not the host's). The session adds
+    the shell's own cgroup directories to its writes (delegated: launcher/kernel/cgroups.py), which each
+    command's own Landlock layer takes away again (doors/shell/_landlock.py)."""
+    workspace = rows.get("workspace_dir")
+    read = (str(workspace),) if rows.get("workspace") == "read" and isinstance(workspace, str) else ()
+    files = rows.get("files")
+    listed: dict[str, list[str]] = files if isinstance(files, dict) else {}
+    files_read, files_exec = tuple(listed.get("read", ())), tuple(listed.get("exec", ()))
+    return Allowance(
+        read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read, *files_read, *files_exec),
+        write=(*WRITE_DEVICES, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
         tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import Allowance, allowance_of
-from launcher.policy.layout import SessionPaths, door_client_groups, groups_of
+from launcher.policy.layout import DEVPTS, SessionPaths, door_client_groups, groups_of
 from launcher.policy.scratch import Scratch, scratch_of
 
 DOOR_NOFILE = 4096
@@ -55,7 +55,9 @@ def mount_keep(
 ) -> tuple[str, ...]:
     """What stays visible in the component's private root: its own paths and its edges' sockets."""
     sockets = tuple(layout.socket_path(server) for client, server in sorted(edges) if client == role)
-    keep = (*allowance.read, *allowance.write, *allowance.exec, *sockets, layout.private_dir(role))
+    # DEVPTS is a devpts instance the component gets of its own (launcher/kernel/mountns.py): never the host's.
+    keep = tuple(path for path in (*allowance.read, *allowance.write, *allowance.exec, *sockets,
+                                   layout.private_dir(role)) if path != DEVPTS)
     if allowance.allow_udp:  # an egress door's resolver reads resolv.conf, which may point into /run
         keep = (*keep, resolv_conf)
     return keep

@@ -8,7 +8,7 @@ from typing import Any
 
 from doors import DoorContract
 from launcher.manifest import Manifest
-from launcher.policy.layout import SessionPaths
+from launcher.policy.layout import PROXY_HOST, PROXY_PORT, SessionPaths
 from pki.vocabulary import MODEL_LISTENER_PREFIX, PROXY_LISTENER_PREFIX, SEALED_PREFIX
 
 # The doors that refuse content holding a kept secret, so the keys door's fingerprint is in their contracts.
@@ -29,7 +29,16 @@ def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
             source = str(secret.pop("from", ""))
             if source.startswith(SEALED_PREFIX):
                 secret["sealed"] = source.removeprefix(SEALED_PREFIX)  # the name its sealed file holds
+    if role == "shell" and rows.get("workspace") == "read":
+        rows["workspace_dir"] = manifest.workspace
     return rows
+
+
+def shell_places(manifest: Manifest, sid: str) -> dict[str, Any]:
+    """Where the shell door's commands live: HOME and TMPDIR on its scratch, and the proxy (edge shell→net)."""
+    layout = SessionPaths(sid)
+    proxy = f"http://{PROXY_HOST}:{PROXY_PORT}" if ("shell", "net") in manifest.edges else None
+    return {"home": layout.home_dir("shell"), "tmp": layout.tmp_dir("shell"), "proxy": proxy}
 
 
 def secret_names(manifest: Manifest) -> tuple[str, ...]:
@@ -83,6 +92,8 @@ def door_contract(
     """The one description door `role` gets: who it is, its edges, its rows and its listeners, and for the fs and
     net doors the keys door's fingerprint `kept_secrets` (its wire form). Holds no secret."""
     rows = door_rows(manifest, role)
+    if role == "shell":
+        rows.update(shell_places(manifest, sid))
     if fds.secrets:
         rows["secret_fds"] = dict(fds.secrets)
     if fds.machine_key is not None:

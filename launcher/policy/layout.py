@@ -19,6 +19,8 @@ APP_BUNDLE = "bundle.pem"
 SID_PLACEHOLDER = "<sid>"
 # Components whose network namespace holds only loopback (and the net door's proxy listener).
 LOOPBACK_ONLY = frozenset({"app", "shell"})
+# A devpts instance of the component's own (the shell door's ttys): mounted in its private root, never bound.
+DEVPTS = "/dev/pts"
 # Components that keep the host's network: they are the ways out.
 HOST_NETWORK = frozenset({"net", "model"})
 

@@ -72,6 +72,10 @@ def named_paths(manifest: Manifest) -> tuple[NamedPath, ...]:
     named = [NamedPath("/workspace", manifest.workspace, "workspace")] if gets_workspace else []
     for key, paths in (("read", manifest.app.files_read), ("exec", manifest.app.files_exec)):
         named += [NamedPath(f"/app/files/{key}/{index}", path, key) for index, path in enumerate(paths)]
+    shell_files = manifest.door_rows("shell").get("files", {}) if "shell" in manifest.roles else {}
+    for key in ("read", "exec"):
+        named += [NamedPath(f"/doors/shell/files/{key}/{index}", path, key)
+                  for index, path in enumerate(shell_files.get(key, []))]
     secrets = manifest.door_rows("keys").get("secrets", {})
     for name, secret in secrets.items():
         where = pointer(("doors", "keys", "secrets", name, "from"))

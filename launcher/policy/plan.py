@@ -39,8 +39,11 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "keys.secrets",
     # The model door (tests/doors/model, tests/integration/test_model_session.py).
     "model.upstream", "model.secret", "model.models", "model.budget_microusd", "model.listener",
+    # The shell door (tests/doors/shell, tests/integration/test_shell_session.py, tests/attacks/test_shell_commands.py).
+    "shell:scratch", "shell.workspace", "shell.egress", "shell.commands", "shell.max_live",
 })
 # What this version lacks to hold a row that is not in IMPLEMENTED_ROWS, by the row id's first part.
+SHELL_DEFAULT_MAX_LIVE = 8  # the shell door's default when doors.shell.max_live is left out (doors/shell agrees)
 _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}
 _NO_EGRESS = ("fs", "keys")  # network namespace with nothing in it
 _OWN_NETNS = ("app", "fs", "keys", "shell")
@@ -291,6 +294,12 @@ def _shell_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     route = "only through the net door's proxy" if ("shell", "net") in manifest.edges else "nowhere"
     yield _Spec("shell.egress", f"commands reach the network {route}", BOUNDARY,
                 "the kernel (network namespace)", _netns)
+    yield _Spec("shell.commands", "each command in its own cgroup (all of it killed at its end, timeout or the "
+                "session's), session and Landlock layer (no signal to the door, no write outside its scratch)",
+                BOUNDARY, "the kernel (cgroups, Landlock), set up by the shell door", _landlock_scoping)
+    live = rows.get("max_live", SHELL_DEFAULT_MAX_LIVE)
+    yield _Spec("shell.max_live", f"at most {live} commands at once", BOUNDARY, "the shell door (its own user)",
+                _root)
 
 
 def _model_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:

@@ -22,7 +22,7 @@ from doors._door import hello_body
 from doors._transport.testing import scratch_dir
 from doors.client import DoorClient, DoorRefused
 from pki.testing import SessionPKI
-from pki.vocabulary import DEFAULT_EDGES, DOOR_LISTENER, MAX_STATUS_BYTES, UNHELD, encode_status
+from pki.vocabulary import DEFAULT_EDGES, DOOR_LISTENER, MAX_STATUS_BYTES, encode_status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -117,23 +117,6 @@ def test_the_door_reports_ready_answers_hello_and_audits(door: DoorProcess) -> N
     assert audit["type"] == "audit"
     assert audit["event"] == {**audit["event"], "kind": "http.request", "client_role": "app",  # type: ignore[dict-item]
                               "path": "/v0/hello", "status": 200}
-
-
-def test_a_role_without_its_own_server_gets_the_generic_door() -> None:
-    with scratch_dir() as directory:
-        pki = SessionPKI.create()
-        running = _start(pki, directory, pki.svid_pem("shell"), "shell", {"workspace": "none"})
-        try:
-            assert running.message() == {"type": "ready"}
-            with running.client("app") as shell:
-                hello = shell.hello()
-            rows = {row["row"]: row for row in hello["rows"]}
-            assert hello["role"] == "shell" and hello["edges_in"] == ["app"]
-            assert (rows["shell.workspace"]["barrier"], rows["shell.workspace"]["held"]) == (UNHELD, False)
-        finally:
-            running.process.send_signal(signal.SIGTERM)
-            running.process.wait(timeout=30)
-            running.status.close()
 
 
 def test_a_refused_client_is_audited_once(door: DoorProcess) -> None:

@@ -14,6 +14,7 @@ from doors.keys import server as keys_server
 from doors.model import server as model_server
 from doors.net import server as net_server
 from doors.serve import server_for
+from doors.shell import server as shell_server
 from pki.vocabulary import ROLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("role", ROLES)
 def test_each_role_gets_its_own_server_or_the_generic_door(role: str) -> None:
     expected = {"fs": fs_server.serve, "net": net_server.serve, "keys": keys_server.serve,
-                "model": model_server.serve}.get(role, run_door)
+                "model": model_server.serve, "shell": shell_server.serve}.get(role, run_door)
     assert server_for(role) is expected
 
 
@@ -38,6 +39,6 @@ def test_an_execd_door_imports_only_its_own_server() -> None:
 
 
 def test_preload_and_the_launcher_import_every_server_before_forking() -> None:
-    both = {"doors.fs.server", "doors.net.server", "doors.keys.server", "doors.model.server"}
+    both = {"doors.fs.server", "doors.net.server", "doors.keys.server", "doors.model.server", "doors.shell.server"}
     assert _loaded_after("import doors.serve; doors.serve.preload()") == both
     assert _loaded_after("import launcher.lifecycle.session") >= both

@@ -108,6 +108,10 @@ def test_secrets_stay_out_of_the_apps_reach() -> None:
     assert refusal(sample(doors__keys__secrets=inside)).pointer == "/doors/keys/secrets/anthropic/from"
     readable = sample(app__files__read=["/etc"])
     assert "read this file directly" in refusal(readable).message
+    # The shell's commands read their files.read and files.exec directly too.
+    for key in ("read", "exec"):
+        by_shell = refusal(sample(**{f"doors__shell__files__{key}": ["/etc/sharness"]}))
+        assert by_shell.pointer == "/doors/keys/secrets/anthropic/from" and "shell" in by_shell.message
 
 
 def test_a_sealed_store_source_names_a_secret_and_keeps_the_role_checks() -> None:
@@ -128,6 +132,9 @@ def test_hidden_paths_need_no_direct_reader() -> None:
     assert refusal(sample(app__files__read=["/srv/sh-test"])).pointer == "/doors/fs/hidden/0"
     assert load(sample(app__files__read=["/srv/sh-test/ws/src"])).app.files_read == ("/srv/sh-test/ws/src",)
     assert load(sample(doors__shell__workspace="read", doors__fs__hidden=[]))
+    through_files = refusal(sample(doors__shell__files__read=["/srv/sh-test/ws"]))
+    assert through_files.pointer == "/doors/fs/hidden/0" and "doors.shell.files.read" in through_files.message
+    assert refusal(sample(doors__shell__files__exec=["/run/sharness"])).pointer == "/doors/shell/files/exec/0"
 
 
 def test_a_path_in_two_fs_rows_is_refused() -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from kernel_child import confined, make_spec, scratch_user
+from kernel_child import confined, confined_raw, make_spec, scratch_user
 
 from launcher.kernel import cgroups
 from launcher.kernel.cgroups import CgroupError, CgroupHandle, ControllerPlace, parse_mountinfo, place_controllers
@@ -193,3 +193,47 @@ def test_a_pid_that_left_the_cgroup_and_was_reused_is_not_signalled() -> None:
             with contextlib.suppress(ProcessLookupError, ChildProcessError):
                 os.kill(stranger, signal.SIGKILL)
                 os.waitpid(stranger, 0)
+
+
+def _make_child_cgroups_and_fill_them(paths: tuple[str, ...]) -> dict[str, object]:
+    """As the component: a child cgroup in each hierarchy, a sleeper joined to it, and an attempt on the
+    component's own limit file (which delegation leaves root's)."""
+    made = []
+    for path in paths:
+        child = os.path.join(path, "cmd-1")
+        os.mkdir(child)
+        made.append(child)
+    joined_r, joined_w = os.pipe()
+    if os.fork() == 0:  # pragma: no cover - the sleeper waits to be killed by delete_cgroup
+        close_fds_except((joined_w,))
+        for child in made:
+            with open(os.path.join(child, "cgroup.procs"), "w") as procs:
+                procs.write("0")
+        os.write(joined_w, b"j")
+        os.close(joined_w)
+        time.sleep(600)
+        os._exit(0)
+    os.close(joined_w)
+    assert os.read(joined_r, 1) == b"j"  # in its cgroups before the probe reports
+    os.close(joined_r)
+    try:
+        with open(os.path.join(next(p for p in paths if "pids" in p), "pids.max"), "w") as limit:
+            limit.write("max")
+        own_limit = "written"
+    except OSError as exc:
+        own_limit = errno.errorcode[exc.errno or 0]
+    return {"made": made, "own_limit": own_limit}
+
+
+@pytest.mark.root
+def test_a_delegated_cgroup_takes_children_but_not_its_own_limits_and_delete_removes_the_tree() -> None:
+    with scratch_user() as user, session_cgroup("shell", 64 << 20, 16) as handle:
+        control = confined_raw(make_spec(user), lambda: _make_child_cgroups_and_fill_them(handle.paths))
+        assert control.report.get("errno") == errno.EACCES  # not delegated: the user cannot mkdir there
+        cgroups.delegate(handle, user.uid, user.gid)
+        result = confined(make_spec(user), lambda: _make_child_cgroups_and_fill_them(handle.paths))
+        value = result.report["value"]
+        assert value["own_limit"] == "EACCES" and len(value["made"]) == len(handle.paths)
+        pids_child = next(p for p in value["made"] if "pids" in p)
+        assert len(_read(pids_child, "cgroup.procs").split()) == 1  # the sleeper, out of its parent's group
+    # session_cgroup's delete_cgroup killed the sleeper, removed cmd-1 in each hierarchy, then the rest.

@@ -61,8 +61,15 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
         want.update(write={"/dev/null", WORKSPACE})
     elif role == "keys":  # no secret source by path: the keys door gets each as an fd opened by the launcher
         want.update(read={*system, *PYTHON, _private(role)})
-    elif role == "shell":
-        want.update(tcp_connect=(*((3128,) if to_net else ()), *((3129,) if to_model else ())),
+    elif role == "shell":  # its commands run the system's programs and read the workspace in mode "read"
+        shell = manifest.door_rows("shell")
+        reads_workspace = shell.get("workspace") == "read"
+        files_read, files_exec = shell.get("files", {}).get("read", []), shell.get("files", {}).get("exec", [])
+        want.update(read={*SYSTEM, *PYTHON, _private("shell"), *({manifest.workspace} if reads_workspace else set()),
+                          *files_read, *files_exec},
+                    write={"/dev/null", f"{_private('shell')}/home", f"{_private('shell')}/tmp", "/dev/pts"},
+                    exec={*PROGRAMS, "/opt/py/bin", *files_exec},
+                    tcp_connect=(*((3128,) if to_net else ()), *((3129,) if to_model else ())),
                     deny_inet=not (to_net or to_model))
     elif role == "net":
         allow = manifest.door_rows("net").get("allow", {})
@@ -109,7 +116,8 @@ def test_only_the_fs_door_writes_the_workspace(shape: str, role: str) -> None:
 def test_the_app_reads_the_workspace_only_when_the_manifest_lists_it(shape: str, role: str) -> None:
     reads = covers(_allowance(shape, role).read, WORKSPACE)
     listed = any(covers((root,), WORKSPACE) for root in SHAPES[shape].app.files_read)
-    assert reads == (role == "app" and listed)
+    shell_reads = SHAPES[shape].door_rows("shell").get("workspace") == "read"
+    assert reads == ((role == "app" and listed) or (role == "shell" and shell_reads))
 
 
 @pytest.mark.parametrize(("shape", "role"), CASES)

@@ -1,0 +1,123 @@
+"""Shell door figures from one real session: the overhead of a command through the door, and its throughput.
+
+The app of the session (this module run as `python -m bench.shell_bench app N BYTES`) measures, in the same
+run and interleaved: `sharness-launch sh -- true` against a direct fork-exec of `true` from the app, the
+door's own round trip (ShellClient.run(["true"]) from the already-running app, no CLI start-up), and the
+bytes per second of BYTES of text lines (`yes ... | head -c`) through the door against the same command on
+a direct pipe.
+Needs root; the session removes what it made (the launcher checks its teardown).
+
+    python -m bench.shell_bench [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._stats import percentile
+from launcher.manifest import load_manifest
+
+TARGETS = {"shell_target_overhead_ms": 30, "shell_target_throughput_ratio": 0.5}
+RATIOS = (("shell_sh_true_overhead_p50_ms", "shell_target_overhead_ms"),
+          ("shell_throughput_ratio", "shell_target_throughput_ratio"))
+LAUNCHER = str(Path(sys.executable).parent / "sharness-launch")
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = "yes 'a line of build output, as a compiler or a test runner prints it' | head -c {size}"
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+def app(runs: int, size: int) -> dict[str, Any]:
+    """Inside the session: every figure, as lists of samples (ms) and throughputs (bytes/s)."""
+    from doors.shell.client import ShellClient
+
+    samples: dict[str, list[float]] = {"direct": [], "sh": [], "client": [], "door_bps": [], "pipe_bps": []}
+    with ShellClient.from_env() as shell:
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(["true"], check=True)
+            samples["direct"].append(_ms(start))
+            start = time.perf_counter()
+            subprocess.run([LAUNCHER, "sh", "--", "true"], check=True)
+            samples["sh"].append(_ms(start))
+            start = time.perf_counter()
+            assert shell.run(["true"]).final["exit_code"] == 0
+            samples["client"].append(_ms(start))
+            start = time.perf_counter()
+            got = sum(len(f.get("text", "")) for f in shell.stream(["sh", "-c", TEXT.format(size=size)],
+                                                                     max_output_bytes=2 * size))
+            samples["door_bps"].append(got / (time.perf_counter() - start))
+            start = time.perf_counter()
+            with subprocess.Popen(["sh", "-c", TEXT.format(size=size)], stdout=subprocess.PIPE) as pipe:
+                assert pipe.stdout is not None
+                piped = len(pipe.stdout.read())
+            samples["pipe_bps"].append(piped / (time.perf_counter() - start))
+            assert got == piped == size
+    return samples
+
+
+def _manifest(workspace: str, argv: list[str]) -> dict[str, Any]:
+    return {"sharness": "manifest/v0", "session": {"name": "bench", "trust_domain": "bench.sharness.test",
+                                                    "ttl_s": 600},
+            "workspace": workspace,
+            "app": {"argv": argv, "files": {"read": [], "exec": []}, "process": {"max_memory_mb": 512,
+                                                                                 "max_pids": 64}},
+            "doors": {"shell": {"workspace": "read", "process": {"max_memory_mb": 512, "max_pids": 64}}},
+            "edges": [["app", "shell"]]}
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """One session; the p50 of each figure and the ratios the targets are read against."""
+    runs, size = (5, 4 << 20) if quick else (30, 32 << 20)
+    root = tempfile.mkdtemp(prefix="sh-bench-shell-", dir="/tmp")
+    try:
+        os.chmod(root, 0o755)
+        workspace = os.path.join(root, "ws")
+        os.mkdir(workspace)
+        os.chown(workspace, 65534, 65534)
+        # The app is this module; bench/ is not installed, so its tree goes on the path (the app may read it).
+        argv = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+                "from bench.shell_bench import main; main()", "app", str(runs), str(size)]
+        document = _manifest(workspace, argv)
+        path = os.path.join(root, "manifest.json")
+        Path(path).write_text(json.dumps(document))
+        digest = load_manifest(Path(path).read_bytes()).sha256
+        done = subprocess.run([LAUNCHER, "run", path, "--expect-hash", digest, "--json", "--best-effort"],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise RuntimeError(f"the shell bench session failed: {done.stderr[-2000:]}")
+        samples = json.loads(next(line for line in done.stdout.splitlines() if line.startswith('{"direct"')))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    p50 = {name: percentile(values, 50) for name, values in samples.items()}
+    return {**TARGETS, "shell_runs": runs, "shell_throughput_bytes": size,
+            "shell_direct_true_p50_ms": round(p50["direct"], 2), "shell_sh_true_p50_ms": round(p50["sh"], 2),
+            "shell_sh_true_overhead_p50_ms": round(p50["sh"] - p50["direct"], 2),
+            "shell_client_true_p50_ms": round(p50["client"], 2),
+            "shell_client_true_overhead_p50_ms": round(p50["client"] - p50["direct"], 2),
+            "shell_door_mb_per_s": round(p50["door_bps"] / 1e6, 1),
+            "shell_pipe_mb_per_s": round(p50["pipe_bps"] / 1e6, 1),
+            "shell_throughput_ratio": round(p50["door_bps"] / p50["pipe_bps"], 3),
+            "samples": {"shell true (ms)": {"direct": samples["direct"], "sh": samples["sh"],
+                                            "client": samples["client"]}}}
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["app"]:
+        print(json.dumps(app(int(sys.argv[2]), int(sys.argv[3]))), flush=True)
+        return
+    print(json.dumps({k: v for k, v in run("--quick" in sys.argv).items() if k != "samples"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""A command's output as frames, and its final record. Pure: bytes and wait statuses in, JSON records out.
+
+Each stream (stdout, stderr) is capped on its own at `max_output_bytes`: the first half is sent as it
+arrives, the last half is kept in a ring and sent at the end after one `omitted` frame saying how many
+bytes in between were dropped. Every frame carries a sequence number (one count across both streams, in
+the order the door read them). The final record never folds a kill into exit 0: a command the door killed
+(its timeout, a limit, a signal asked for, the session ending) has `exit_code` null and `killed_by` set.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+STREAMS = ("stdout", "stderr")
+
+
+class StreamCap:
+    """Head and tail of one stream within `limit` bytes: `feed` returns what to send now, `finish` the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit - limit // 2
+        self.tail_limit = limit // 2
+        self.sent = 0
+        self.total = 0
+        self._tail = bytearray()
+
+    def feed(self, data: bytes) -> bytes:
+        """Count `data`; return the part that still fits the head (the rest goes to the tail ring)."""
+        self.total += len(data)
+        room = self.head_limit - self.sent
+        now, later = data[:max(room, 0)], data[max(room, 0):]
+        self.sent += len(now)
+        if later:
+            self._tail += later
+            del self._tail[:max(len(self._tail) - self.tail_limit, 0)]
+        return now
+
+    def finish(self) -> tuple[int, bytes]:
+        """(bytes omitted between head and tail, the tail)."""
+        tail = bytes(self._tail)
+        return self.total - self.sent - len(tail), tail
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.head_limit + self.tail_limit
+
+
+def encode_chunk(data: bytes) -> dict[str, str]:
+    """`{"text": ...}` when the bytes are UTF-8, else `{"base64": ...}`."""
+    try:
+        return {"text": data.decode()}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode()}
+
+
+def decode_chunk(frame: dict[str, Any]) -> bytes:
+    """The bytes of a data frame (the inverse of encode_chunk)."""
+    if "text" in frame:
+        return str(frame["text"]).encode()
+    return base64.b64decode(str(frame.get("base64", "")))
+
+
+class Framer:
+    """Numbers the frames of one command and caps each stream: data in, NDJSON lines out."""
+
+    def __init__(self, max_output_bytes: int) -> None:
+        self.caps = {stream: StreamCap(max_output_bytes) for stream in STREAMS}
+        self.seq = 0
+
+    def _line(self, record: dict[str, Any]) -> bytes:
+        self.seq += 1
+        return json.dumps({"seq": self.seq, **record}, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+    def started(self, command_id: str, pid: int) -> bytes:
+        """The first frame: the command runs, with its id and pid."""
+        return self._line({"started": {"id": command_id, "pid": pid}})
+
+    def alive(self, wall_ms: int) -> bytes:
+        """A frame saying the command still runs (so a client that left is noticed when it cannot be sent)."""
+        return self._line({"alive": {"wall_ms": wall_ms}})
+
+    def output(self, stream: str, data: bytes) -> bytes:
+        """The frame for `data` read from `stream`, or b"" when the stream's head is full."""
+        now = self.caps[stream].feed(data)
+        return self._line({"stream": stream, **encode_chunk(now)}) if now else b""
+
+    def tails(self) -> bytes:
+        """At the end, per stream: the omitted marker and the kept tail."""
+        lines = b""
+        for stream in STREAMS:
+            omitted, tail = self.caps[stream].finish()
+            if omitted:
+                lines += self._line({"stream": stream, "omitted": omitted,
+                                     "text": f"\n[... {omitted} bytes omitted ...]\n"})
+            if tail:
+                lines += self._line({"stream": stream, **encode_chunk(tail)})
+        return lines
+
+    def final(self, outcome: Outcome) -> bytes:
+        """The last frame: the final record."""
+        record = outcome.record()
+        record["truncated"] = {stream: self.caps[stream].truncated for stream in STREAMS}
+        record["bytes"] = {stream: self.caps[stream].total for stream in STREAMS}
+        return self._line({"final": record})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a command ended: its wait status and what the door did to it."""
+
+    wait_status: int
+    timed_out: bool = False
+    killed_by: str | None = None  # "timeout", "memory", "signal", "session_end", "client_gone"
+    wall_ms: int = 0
+    cpu_ms: int = 0
+    max_rss_kb: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """`{exit_code|null, signal, timed_out, killed_by, wall_ms, cpu_ms, max_rss_kb}`: exit_code is null
+        when a signal ended the command or the door killed it, so a kill never reads as success."""
+        signalled = os.WIFSIGNALED(self.wait_status)
+        exited = os.WIFEXITED(self.wait_status) and self.killed_by is None
+        return {"exit_code": os.WEXITSTATUS(self.wait_status) if exited else None,
+                "signal": os.WTERMSIG(self.wait_status) if signalled else None,
+                "timed_out": self.timed_out, "killed_by": self.killed_by, "wall_ms": self.wall_ms,
+                "cpu_ms": self.cpu_ms, "max_rss_kb": self.max_rss_kb, **self.extra}
+
+
+def shell_status(final: dict[str, Any], timeout_code: int, signal_base: int) -> int:
+    """The status `sh` exits with, timeout(1)'s way: `timeout_code` on a timeout, signal_base+N on signal N,
+    else the exit code (1 when the door killed it some other way without a signal)."""
+    if final.get("timed_out"):
+        return timeout_code
+    if final.get("signal") is not None:
+        return signal_base + int(final["signal"])
+    code = final.get("exit_code")
+    return int(code) if isinstance(code, int) else 1

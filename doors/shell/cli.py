@@ -1,0 +1,107 @@
+"""`sharness-launch sh [--timeout S] [--cwd DIR] [--json] [--tty] -- CMD ARGS...` inside a session (the CLI delegates).
+
+The command runs in the shell door; its stdout and stderr are written here as they arrive, and this exits
+with its status the way timeout(1) does: the exit code, 128+N when signal N ended it, 124 on its timeout.
+A refusal exits 1 naming who refused and the row; a program not found 127; no shell door reachable 69.
+With --json every frame is printed as a JSON line on stdout instead (the final record last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+from doors.client import DoorNotTrusted, DoorRefused, TransportError
+from doors.shell._output import decode_chunk, shell_status
+from doors.shell.client import ShellClient
+from pki.vocabulary import EXIT_EXEC_FAILED, EXIT_FAILED, EXIT_SIGNAL_BASE, EXIT_TTL, EXIT_UNAVAILABLE, EXIT_USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sharness-launch sh", description="Run a command through this session's shell door.",
+        epilog="Exit: the command's code; 128+N on signal N; 124 on timeout; 1 refused; 127 not found; "
+               "69 no shell door. Needs the SHARNESS_* variables a session sets.")
+    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds before it is killed")
+    parser.add_argument("--cwd", default=None, metavar="DIR", help="directory relative to the workspace")
+    parser.add_argument("--json", action="store_true", help="print every frame as a JSON line on stdout")
+    parser.add_argument("--script", action="store_true", help="CMD is one string run by /bin/sh -c")
+    parser.add_argument("--tty", action="store_true", help="run it on a pty (both streams on stdout)")
+    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
+    return parser
+
+
+def _fields(args: argparse.Namespace) -> dict[str, Any]:
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        raise ValueError("give the command after --")
+    fields: dict[str, Any] = {"script": " ".join(argv)} if args.script else {"argv": argv}
+    if args.timeout is not None:
+        if not 0 < args.timeout <= 86400:
+            raise ValueError("--timeout must be from 0 to 86400 seconds")
+        fields["timeout_ms"] = max(1, int(args.timeout * 1000))
+    if args.cwd is not None:
+        fields["cwd"] = args.cwd
+    if args.tty:
+        fields["tty"] = True
+    return fields
+
+
+def _show(frame: dict[str, Any], stdout: BinaryIO, stderr: BinaryIO, as_json: bool) -> None:
+    if as_json:
+        stdout.write((json.dumps(frame, ensure_ascii=False) + "\n").encode())
+        stdout.flush()
+        return
+    stream = frame.get("stream")
+    if stream in ("stdout", "stderr"):
+        target = stdout if stream == "stdout" else stderr
+        target.write(decode_chunk(frame))
+        target.flush()
+
+
+def _refused(error: DoorRefused | TransportError) -> int:
+    if isinstance(error, DoorRefused):
+        refusal = error.refusal
+        print(f"sharness-launch sh: refused by {refusal.who} (row `{refusal.row}`): {refusal.detail}\n"
+              f"  hint: {refusal.hint}", file=sys.stderr)
+        return EXIT_EXEC_FAILED if refusal.row == "shell.request.argv" and refusal.status == 404 else EXIT_FAILED
+    if isinstance(error, DoorNotTrusted):
+        print(f"sharness-launch sh: the shell socket's peer is not this session's shell door: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"sharness-launch sh: the shell door cannot be reached: {error}", file=sys.stderr)
+    return EXIT_UNAVAILABLE
+
+
+def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    """Run one command through the shell door, streaming its output; return its status."""
+    try:
+        args = _parser().parse_args(argv)
+        fields = _fields(args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except ValueError as exc:
+        print(f"sharness-launch sh: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not (os.environ if environ is None else environ).get("SHARNESS_SESSION"):
+        print("sharness-launch sh: not inside a sharness session (SHARNESS_SESSION is not set)", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    final: dict[str, Any] = {}
+    try:
+        with ShellClient.from_env(environ) as shell:
+            for frame in shell.stream(fields.pop("argv", None), **fields):
+                _show(frame, sys.stdout.buffer, sys.stderr.buffer, args.json)
+                final = frame.get("final", final)
+    except (DoorRefused, TransportError) as error:
+        return _refused(error)
+    except OSError as error:
+        print(f"sharness-launch sh: cannot load this session's SVID or bundle: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    return shell_status(final, EXIT_TTL, EXIT_SIGNAL_BASE)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,310 @@
+"""The shell door: runs commands for the app, each confined, each in its own cgroup, each accounted for.
+
+`POST /v0/shell/run` takes a run request (doors/shell/_request.py) and answers 200 with NDJSON frames as
+they happen (chunked): `started`, stdout and stderr data with sequence numbers, then `final`. A request the
+rules refuse, or a command that cannot be confined as the manifest says, is answered with the error shape
+and is not run (fail closed). One audit event before each command runs (`shell.run`: argv or the script's
+hash, cwd, the env's names) and one when it ended (`shell.exit`: exit, signal, timed_out, times, bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import itertools
+import os
+import shutil
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from doors._http import Request, Response, Route, json_response
+from doors._refusal import DoorRefused
+from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
+from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
+from doors.shell._command import FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
+from doors.shell._env import command_env
+from doors.shell._job_request import (
+    LIST_PATH,
+    POLL_PATH,
+    SIGNAL_PATH,
+    START_PATH,
+    WRITE_PATH,
+    parse_poll,
+    parse_signal,
+    parse_write,
+)
+from doors.shell._jobs import Job, JobTable
+from doors.shell._landlock import command_ruleset
+from doors.shell._output import Framer
+from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
+from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, RunRequest, parse_run
+from doors.shell._selftest import self_test
+from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
+from doors.shell._stdio import open_stdio
+
+if TYPE_CHECKING:
+    from doors._contract import DoorContract
+    from doors._door import DoorRuntime
+
+NDJSON = "application/x-ndjson"
+DEFAULT_MAX_LIVE = 8
+HELD_ROWS = frozenset({"workspace", "max_live"})
+Audit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ShellConfig:
+    """What the launcher told the door (its rows) and what the door opened from them at start."""
+
+    workspace_fd: int | None  # the workspace (mode "read"), else None: cwd is then beneath HOME
+    home: str
+    tmp: str
+    proxy: str | None
+    cgroups: tuple[str, ...]
+    ruleset_fd: int
+    max_live: int
+
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, Any]) -> ShellConfig:
+        """Open what the rows name; raise (the door then does not start) when any of it is missing."""
+        workspace = rows.get("workspace_dir") if rows.get("workspace") == "read" else None
+        workspace_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if workspace else None
+        home, tmp = str(rows["home"]), str(rows["tmp"])
+        cgroups = own_cgroup_dirs()
+        if not cgroups:
+            raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
+        return cls(workspace_fd, home, tmp, rows.get("proxy"), cgroups,
+                   command_ruleset((home, tmp, "/dev/null")), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
+
+
+class ShellDoor:
+    """The run route over a config; commands run in the door's own nursery (`serve_commands`)."""
+
+    def __init__(self, config: ShellConfig, audit: Audit, report: Audit) -> None:
+        self.config = config
+        self.audit = audit
+        self.report = report
+        self.live: dict[str, Running] = {}
+        self.jobs = JobTable()
+        self._ids = itertools.count(1)
+        self._nursery: trio.Nursery | None = None
+        self._ready = trio.Event()
+
+    def routes(self) -> list[Route]:
+        """The routes served next to hello."""
+        return [Route("POST", RUN_PATH, self.run, max_body_bytes=MAX_BODY_BYTES),
+                Route("POST", START_PATH, self.start, max_body_bytes=MAX_BODY_BYTES),
+                Route("POST", POLL_PATH, self.poll), Route("POST", SIGNAL_PATH, self.signal),
+                Route("POST", WRITE_PATH, self.write, max_body_bytes=2 * MAX_STDIN_BYTES),
+                Route("GET", LIST_PATH, self.listing)]
+
+    async def serve_commands(self) -> None:
+        """The nursery every command runs in; cancelled (every command killed) when the door stops."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            self._ready.set()
+            await trio.sleep_forever()
+
+    async def run(self, request: Request) -> Response:
+        """POST /v0/shell/run: start the command and stream its frames as they happen."""
+        return await self._stream(await self._admit(request, started=False))
+
+    async def start(self, request: Request) -> Response:
+        """POST /v0/shell/start: start the command; its frames are kept for poll."""
+        running = await self._admit(request, started=True)
+        job = Job(running)
+        self.jobs.add(job)
+        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        await self._supervise_in_door(running, send, trio.CancelScope())
+        assert self._nursery is not None
+        self._nursery.start_soon(job.collect, receive)
+        return json_response({"id": running.command_id, "pid": running.pid})
+
+    async def poll(self, request: Request) -> Response:
+        """POST /v0/shell/poll: the frames after `after`, waiting up to wait_ms for one."""
+        ask = parse_poll(request.json())
+        job = self.jobs.get(ask.command_id)
+        return json_response(await job.poll(ask))
+
+    async def write(self, request: Request) -> Response:
+        """POST /v0/shell/write: bytes to a started command's stdin (409 once it has ended)."""
+        ask = parse_write(request.json())
+        return json_response(await self.jobs.get(ask.command_id).write(ask))
+
+    async def signal(self, request: Request) -> Response:
+        """POST /v0/shell/signal: a signal to every process of a started command (its whole cgroup)."""
+        command_id, signum = parse_signal(request.json())
+        job = self.jobs.get(command_id)
+        if job.done:
+            raise refuse(409, "shell.command", f"command {command_id} has ended", "poll it for its final record")
+        self.audit({"door": "shell", "kind": "shell.signal", "id": command_id, "signal": signum})
+        return json_response({"id": command_id, "signal": signum,
+                              "signalled": job.running.cgroup.signal_members(signum)})
+
+    async def listing(self, request: Request) -> Response:
+        """GET /v0/shell/list: the started commands this door holds."""
+        return json_response({"commands": self.jobs.listing(), "live": len(self.live),
+                              "max_live": self.config.max_live})
+
+    async def _admit(self, request: Request, *, started: bool) -> Running:
+        """Decide, audit, start: one chokepoint for every command."""
+        try:
+            run = parse_run(request.json(), started=started)
+            if len(self.live) >= self.config.max_live:
+                raise refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
+                              "session allows", "wait for one to end, or raise doors.shell.max_live")
+            cwd_fd = self._cwd(run.cwd)
+        except DoorRefused as refused:
+            self.report(refusal_event(refused.refusal))
+            raise
+        command_id = f"c{next(self._ids)}"
+        try:
+            self.audit({"door": "shell", "kind": "shell.run", "id": command_id, **run.audit_command(),
+                        "cwd": run.cwd, "env_names": [name for name, _ in run.env], "timeout_ms": run.timeout_ms,
+                        "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or ""})
+            return await self._start(command_id, run, cwd_fd)
+        finally:
+            os.close(cwd_fd)
+
+    def _cwd(self, cwd: str) -> int:
+        """An fd on `cwd`, resolved beneath the workspace (or HOME): no symlink or `..` leads out."""
+        root = self.config.workspace_fd
+        base = root if root is not None else os.open(self.config.home, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            return openat2(base, cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC, 0,
+                           RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+        except OSError as exc:
+            raise cwd_refusal(cwd, exc.errno or errno.EPERM, root is not None) from None
+        finally:
+            if root is None:
+                os.close(base)
+
+    async def _start(self, command_id: str, run: RunRequest, cwd_fd: int) -> Running:
+        if threads() != 1:
+            raise refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
+                          "command safely, so it runs none", "report this: the shell door must stay single-threaded")
+        tmpdir, cgroup = self._prepare(command_id)
+        stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
+        env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty)
+        launch = Launch(run.argv, env, cwd_fd, stdio.child, cgroup.procs_files, self.config.ruleset_fd, run.tty)
+        try:
+            pid, report = fork_command(launch)
+        finally:
+            for fd in stdio.close_after_fork:
+                os.close(fd)
+        failure = await _read_report(report)
+        stdin = trio.lowlevel.FdStream(stdio.stdin) if stdio.stdin is not None else None
+        running = Running(command_id, run, pid, os.pidfd_open(pid), cgroup, trio.lowlevel.FdStream(stdio.stdout),
+                          trio.lowlevel.FdStream(stdio.stderr), stdin)
+        if failure is not None:
+            await clean_up(running)
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
+                         "step": failure.step, "errno": failure.errno})
+            raise not_started(run, failure)
+        return running
+
+    def _prepare(self, command_id: str) -> tuple[str, CommandCgroup]:
+        """Its TMPDIR and its cgroup, or 503 (and neither left) when either cannot be made: it does not run."""
+        tmpdir = os.path.join(self.config.tmp, command_id)
+        try:
+            os.mkdir(tmpdir, 0o700)
+            return tmpdir, CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
+        except OSError as exc:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
+                         "step": "prepare", "errno": exc.errno})
+            raise refuse(503, "shell.confinement", f"the command was not run: its TMPDIR or cgroup cannot be "
+                          f"made ({os.strerror(exc.errno or 0)})", "check doors.shell.process.scratch_mb and "
+                          "max_pids; retry once a command has ended") from None
+
+    async def _stream(self, running: Running) -> Response:
+        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        scope = trio.CancelScope()
+
+        def abandon() -> None:
+            running.killed_by = running.killed_by or "client_gone"
+            scope.cancel()
+
+        await self._supervise_in_door(running, send, scope)
+        return Response(200, (("content-type", NDJSON),), ChannelBody(receive, abandon))
+
+    async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[bytes],
+                                 scope: trio.CancelScope) -> None:
+        await self._ready.wait()
+        assert self._nursery is not None
+        self.live[running.command_id] = running
+        self._nursery.start_soon(self._supervised, running, send, scope)
+
+    async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
+                          scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                await supervise(running, Framer(running.request.max_output_bytes), send)
+        finally:
+            self.live.pop(running.command_id, None)
+            shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": running.command_id,
+                         "killed_by": running.killed_by, **(running.final or {"exit_code": None})})
+
+
+async def _read_report(fd: int) -> NotStarted | None:
+    """The child's report: EOF alone (execve closed it) means the command runs."""
+    os.set_blocking(fd, False)
+    data = b""
+    try:
+        while True:
+            await trio.lowlevel.wait_readable(fd)
+            piece = os.read(fd, 256)
+            if not piece:
+                return read_report(data)
+            data += piece
+    finally:
+        os.close(fd)
+
+
+def serve(contract: DoorContract) -> None:
+    """Run the shell door process from its contract: self-test first (no test passed, no door)."""
+    from doors._status import StatusSender
+
+    status = StatusSender(contract.status_fd)
+    try:
+        config = ShellConfig.from_rows(contract.rows)
+        self_test(config.cgroups, config.ruleset_fd, config.home)
+        trio.run(_serve_shell, contract, status, config)
+    except BaseException as exc:
+        status.fatal(f"the shell door failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:500]}")
+        raise SystemExit(1) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            status.close()
+
+
+def describe_rows(rows: Mapping[str, Any]) -> dict[str, Any]:
+    """The rows hello shows: the manifest's own (where the launcher put HOME, TMPDIR and the workspace is not a row)."""
+    return {"workspace": rows.get("workspace", "none"), "max_live": int(rows.get("max_live", DEFAULT_MAX_LIVE))}
+
+
+async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig) -> None:
+    from dataclasses import replace
+
+    from doors._door import serve_door
+
+    door: ShellDoor | None = None
+
+    def door_of(runtime: DoorRuntime) -> ShellDoor:
+        nonlocal door
+        if door is None:
+            door = ShellDoor(config, runtime.audit, runtime.report)
+        return door
+
+    def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
+        return [functools.partial(door_of(runtime).serve_commands)]
+
+    await serve_door(replace(contract, rows=describe_rows(contract.rows)), status,
+                     lambda runtime: door_of(runtime).routes(), held_rows=HELD_ROWS,
+                     background=background)

@@ -1,0 +1,64 @@
+"""The env rules: denied names by rule, secret-shaped values, and the environment a command gets. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from doors._refusal import DoorRefused
+from doors.shell._env import command_env, denied_because
+from doors.shell._request import parse_run
+
+PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+def _refused(env: Any) -> DoorRefused:
+    with pytest.raises(DoorRefused) as caught:
+        parse_run({"argv": ["env"], "env": env})
+    return caught.value
+
+
+@pytest.mark.parametrize("name", [
+    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "BASH_ENV", "ENV", "PROMPT_COMMAND", "BASH_FUNC_ls%%",
+    "PYTHONSTARTUP", "PERL5OPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "GIT_CONFIG_COUNT", "GIT_CONFIG",
+    "HOME", "TMPDIR", "HTTPS_PROXY", "http_proxy", "NO_PROXY", "GIT_TERMINAL_PROMPT", "DEBIAN_FRONTEND",
+    "SHARNESS_SVID",
+])
+def test_denied_names_have_a_rule(name: str) -> None:
+    assert denied_because(name) is not None
+
+
+@pytest.mark.parametrize("name", ["PATH", "CI", "PYTHONPATH", "LANGUAGE", "MY_LD_PRELOAD", "GIT_AUTHOR_NAME"])
+def test_ordinary_names_pass(name: str) -> None:
+    assert denied_because(name) is None
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "BASH_ENV", "HOME", "HTTPS_PROXY"])
+def test_denied_name_is_refused_with_row_shell_env(name: str) -> None:
+    refused = _refused({name: "/tmp/x.so"})
+    assert (refused.refusal.status, refused.refusal.row, refused.refusal.who) == (403, "shell.env", "shell")
+    assert name in refused.refusal.detail and "/tmp/x.so" not in str(refused.refusal.shape())
+
+
+@pytest.mark.parametrize("value", [PEM, "-----BEGIN RSA PRIVATE KEY-----", "x b3BlbnNzaC1rZXktdjE y",
+                                   "PuTTY-User-Key-File-3: ssh-ed25519"])
+def test_secret_shaped_value_is_refused_and_never_echoed(value: str) -> None:
+    refused = _refused({"DEPLOY": value})
+    assert refused.refusal.row == "shell.env" and refused.refusal.status == 403
+    assert "private key" in refused.refusal.detail and value not in str(refused.refusal.shape())
+
+
+@pytest.mark.parametrize("env", [{"1BAD": "x"}, {"A-B": "x"}, {"A": 1}, {"A": "a\0b"}, ["A=b"]])
+def test_malformed_env_is_a_400(env: Any) -> None:
+    assert _refused(env).refusal.status == 400
+
+
+def test_command_env_is_built_from_nothing() -> None:
+    asked = parse_run({"argv": ["env"], "env": {"CI": "1", "PATH": "/opt/bin:/usr/bin"}}).env
+    env = command_env(asked, "/h", "/t", "http://127.0.0.1:3128", tty=False)
+    assert env["HOME"] == "/h" and env["TMPDIR"] == "/t" and env["CI"] == "1" and env["PATH"] == "/opt/bin:/usr/bin"
+    assert env["GIT_TERMINAL_PROMPT"] == "0" and env["DEBIAN_FRONTEND"] == "noninteractive"
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128" and env["TERM"] == "dumb"
+    no_proxy = command_env((), "/h", "/t", None, tty=True)
+    assert not any("proxy" in name.lower() for name in no_proxy) and no_proxy["TERM"] == "xterm-256color"
