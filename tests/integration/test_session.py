@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -110,8 +111,16 @@ def test_not_root_exits_77(tmp_path: Path, workspace: Path, audit_dir: Path) -> 
     assert "root" in done.stderr
 
 
+# Every row this version names is held now; a launcher built without the shell door's holder (its rows taken out
+# of IMPLEMENTED_ROWS in that process only) is what a row without a holder looks like.
+_WITHOUT_SHELL_HOLDER = (
+    "import sys; import launcher.policy.plan as plan; "
+    "plan.IMPLEMENTED_ROWS = frozenset(r for r in plan.IMPLEMENTED_ROWS if not r.startswith(('shell.', 'shell:'))); "
+    "from launcher.cli import main; sys.argv[0] = 'sharness-launch'; sys.exit(main())"
+)
+
+
 def test_unheld_rows_exit_78_naming_them_and_create_nothing(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
-    # This version has no shell door: its rows must refuse the session (the model door's are held).
     document = basic_manifest(workspace, ["/bin/true"])
     document["doors"] = {"shell": {"workspace": "none"},
                          "model": {"upstream": "twin", "budget_microusd": 1000}}
@@ -119,7 +128,8 @@ def test_unheld_rows_exit_78_naming_them_and_create_nothing(tmp_path: Path, work
     manifest = write_manifest(tmp_path, document)
     before = leftovers()
     done = subprocess.run(
-        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir", str(audit_dir)],
+        [sys.executable, "-c", _WITHOUT_SHELL_HOLDER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
+         "--audit-dir", str(audit_dir)],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 78, done.stderr
