@@ -18,7 +18,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
 	touch $(STAMP)
 
-run: $(STAMP)
+# The app's pid-namespace init as a static program (~0.3 MB resident instead of a copy of the launcher's heap).
+# Without a C compiler the launcher runs the same wait loop in Python, and says nothing: both hold the same rows.
+INIT := launcher/kernel/_init/sharness-init
+$(INIT): launcher/kernel/_init/sharness_init.c
+	@cc -static -O2 -Wall -Wextra -o $@ $< && chmod 0755 $@ || \
+	  echo "make: no static C build of $@ (cc -static failed); the app's init runs in Python" >&2
+
+run: $(STAMP) $(INIT)
 	$(BIN)/sharness-launch hello
 
 # The casefold tests need mkfs.ext4 and chattr (e2fsprogs); they skip, saying why, when the kernel cannot fold
@@ -28,18 +35,18 @@ system-tools:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq e2fsprogs) || \
 	  echo "make: could not install e2fsprogs; the casefold tests will skip saying so" >&2
 
-test: $(STAMP) system-tools
+test: $(STAMP) $(INIT) system-tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check launcher doors pki tests bench
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(STAMP) $(INIT)
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)
 
 gc: $(STAMP)
 	$(BIN)/sharness-launch gc
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info $(INIT)

@@ -19,11 +19,11 @@ from typing import Any
 
 from doors._refusal import DoorRefused, Refusal
 from doors.fs import scan
+from pki.vocabulary import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
 
 MAX_VARIABLES = 256
 MAX_VALUE_BYTES = 32 * 1024
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 FIXED = (("GIT_TERMINAL_PROMPT", "0"), ("DEBIAN_FRONTEND", "noninteractive"), ("LANG", "C.UTF-8"),
          ("PAGER", "cat"), ("GIT_PAGER", "cat"))
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -37,7 +37,8 @@ DENY: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
                 "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS"}), ()),
     ("git would take configuration it injects", frozenset({"GIT_CONFIG", "GIT_EXEC_PATH"}), ("GIT_CONFIG_",)),
     ("the door sets it itself",
-     frozenset({"HOME", "TMPDIR", "NO_PROXY", "no_proxy", *PROXY_VARIABLES, *(name for name, _ in FIXED)}),
+     frozenset({"HOME", "TMPDIR", *NO_PROXY_VARIABLES, *PROXY_VARIABLES, *MODEL_VARIABLES,
+                *(name for name, _ in FIXED)}),
      ("SHARNESS_",)),
 )
 
@@ -81,14 +82,17 @@ def check_env(value: Any) -> tuple[tuple[str, str], ...]:
 
 
 def command_env(asked: tuple[tuple[str, str], ...], home: str, tmpdir: str, proxy: str | None,
-                tty: bool) -> dict[str, str]:
+                tty: bool, model: Mapping[str, str] | None = None) -> dict[str, str]:
     """The whole environment of one command: the fixed variables, HOME and TMPDIR on the shell's scratch,
-    the proxy (when the edge shell→net exists), then what the caller asked for (already checked)."""
+    the proxy (when the edge shell→net exists), the model door's listener (edge shell→model: what the launcher
+    gives the app, its NO_PROXY included), then what the caller asked for (already checked)."""
     env: dict[str, str] = {"PATH": DEFAULT_PATH, "HOME": home, "TMPDIR": tmpdir, **dict(FIXED),
                            "TERM": "xterm-256color" if tty else "dumb"}
     if proxy is not None:
         env.update(dict.fromkeys(PROXY_VARIABLES, proxy))
-        env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1,::1"  # the namespace's own loopback
+        env.update(dict.fromkeys(NO_PROXY_VARIABLES, "localhost,127.0.0.1,::1"))  # the namespace's own loopback
+    if model is not None:
+        env.update(model)
     env.update(asked)
     return env
 

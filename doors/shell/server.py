@@ -64,6 +64,7 @@ class ShellConfig:
     home: str
     tmp: str
     proxy: str | None
+    model: Mapping[str, str] | None  # the model door's variables (edge shell→model), as the app gets them
     cgroups: tuple[str, ...]
     ruleset_fd: int
     max_live: int
@@ -77,7 +78,8 @@ class ShellConfig:
         cgroups = own_cgroup_dirs()
         if not cgroups:
             raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
-        return cls(workspace_fd, home, tmp, rows.get("proxy"), cgroups,
+        model = dict(rows["model"]) if isinstance(rows.get("model"), dict) else None
+        return cls(workspace_fd, home, tmp, rows.get("proxy"), model, cgroups,
                    command_ruleset((home, tmp, "/dev/null")), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
 
 
@@ -189,7 +191,7 @@ class ShellDoor:
                           "command safely, so it runs none", "report this: the shell door must stay single-threaded")
         tmpdir, cgroup = self._prepare(command_id)
         stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
-        env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty)
+        env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty, self.config.model)
         launch = Launch(run.argv, env, cwd_fd, stdio.child, cgroup.procs_files, self.config.ruleset_fd, run.tty)
         try:
             pid, report = fork_command(launch)

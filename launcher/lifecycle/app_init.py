@@ -23,6 +23,7 @@ from typing import NoReturn
 
 from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement, arm_parent_death_signal
 from launcher.kernel.landlock import LandlockRules
+from launcher.kernel.mountns import Bind
 
 INIT_PID = 1
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -30,23 +31,29 @@ WAITED = {signal.SIGCHLD, *FORWARDED}
 _REPORT_BYTES = 4
 
 
-def init_spec(app: ConfinementSpec, launcher_pidfd: int, report_fd: int) -> ConfinementSpec:
+def init_spec(app: ConfinementSpec, launcher_pidfd: int, report_fd: int,
+              binary: str | None = None) -> ConfinementSpec:
     """The init's confinement, from the app's: its uid, netns and seccomp list, nothing else (no scratch
-    tmpfs: its root holds nothing to mount it on). Pure."""
+    tmpfs: its root holds nothing to mount it on). With the compiled init `binary`, its root holds that one
+    file, read-only, and Landlock lets it execute that file and nothing else. Pure."""
     # Signal scoping off: the app (its own Landlock domain) is outside the init's, and the init must signal
     # it. What the init may signal is bounded by its namespace and its uid, which are the app's.
-    nothing = LandlockRules(scope_signals=False, scope_abstract_unix=True) if app.landlock is not None else None
+    execs = (binary,) if binary is not None else ()
+    nothing = LandlockRules(exec=execs, scope_signals=False, scope_abstract_unix=True) \
+        if app.landlock is not None else None
     return replace(
         app, groups=(), cgroup=None, landlock=nothing, seccomp_deny_inet=True, seccomp_allow_udp=False,
-        seccomp_extra=(), keep_fds=(report_fd,), env={}, cwd="/", mount_keep=(), scratch=None, parent_pid=None,
-        parent_pidfd=launcher_pidfd,
+        seccomp_extra=(), keep_fds=(report_fd,), env={}, cwd="/", mount_keep=tuple(Bind(path) for path in execs),
+        scratch=None, parent_pid=None, parent_pidfd=launcher_pidfd,
     )
 
 
-def run_init(start_app: Callable[[], NoReturn], spec: ConfinementSpec, report_fd: int) -> NoReturn:
+def run_init(start_app: Callable[[], NoReturn], spec: ConfinementSpec, report_fd: int,
+             binary: str | None = None) -> NoReturn:
     """In the fresh namespace's pid 1, as root: fork the app (`start_app` confines and execs it), confine
     this process with `spec` (from init_spec), wait for the app, report its status and exit with its code.
 
+    With the compiled init `binary` (the one init_spec granted), it execs that to wait.
     Raises ConfinementError when the init cannot start or confine itself (the app, if forked, dies with it).
     """
     arm_parent_death_signal(None, spec.parent_pidfd)
@@ -62,6 +69,9 @@ def run_init(start_app: Callable[[], NoReturn], spec: ConfinementSpec, report_fd
     for fd in (0, 1, 2):  # the init holds nothing of the person's terminal or of the app's stdio
         os.dup2(devnull, fd)
     os.close(devnull)
+    if binary is not None:  # the same loop, without this copy of the launcher's pages
+        os.set_inheritable(report_fd, True)
+        os.execv(binary, [binary, str(app_pid), str(report_fd)])
     status = _wait_for(app_pid)
     with contextlib.suppress(OSError):  # the launcher is gone: nobody to tell
         os.write(report_fd, status.to_bytes(_REPORT_BYTES, "little"))

@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from launcher.kernel import pidns
 from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds, step_of_exit_code
+from launcher.kernel.init_binary import usable_init_binary
 from launcher.lifecycle import app_init
 from pki.vocabulary import (
     EXIT_CONFINEMENT_FAILED,
@@ -107,6 +108,7 @@ def spawn_app(
     """
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
     launcher_pidfd = os.pidfd_open(os.getpid())
+    binary = usable_init_binary()
     try:
         pid = pidns.fork_into_new_pid_namespace()
     except OSError as exc:
@@ -119,7 +121,7 @@ def spawn_app(
             os.close(report_r)
             app_spec = replace(spec, parent_pid=app_init.INIT_PID)
             app_init.run_init(lambda: _run_app(argv, app_spec, stdio, child_setup),
-                              app_init.init_spec(spec, launcher_pidfd, report_w), report_w)
+                              app_init.init_spec(spec, launcher_pidfd, report_w, binary), report_w, binary)
         except ConfinementError as exc:
             _child_fail("app", exc.exit_code, f"its pid namespace's init failed at step {exc.step}: {exc.detail}")
         except BaseException as exc:

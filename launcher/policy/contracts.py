@@ -8,6 +8,7 @@ from typing import Any
 
 from doors import DoorContract
 from launcher.manifest import Manifest
+from launcher.policy.environment import model_env
 from launcher.policy.layout import PROXY_HOST, PROXY_PORT, SessionPaths
 from pki.vocabulary import MODEL_LISTENER_PREFIX, PROXY_LISTENER_PREFIX, SEALED_PREFIX
 
@@ -38,7 +39,8 @@ def shell_places(manifest: Manifest, sid: str) -> dict[str, Any]:
     """Where the shell door's commands live: HOME and TMPDIR on its scratch, and the proxy (edge shell→net)."""
     layout = SessionPaths(sid)
     proxy = f"http://{PROXY_HOST}:{PROXY_PORT}" if ("shell", "net") in manifest.edges else None
-    return {"home": layout.home_dir("shell"), "tmp": layout.tmp_dir("shell"), "proxy": proxy}
+    model = model_env() if ("shell", "model") in manifest.edges else None
+    return {"home": layout.home_dir("shell"), "tmp": layout.tmp_dir("shell"), "proxy": proxy, "model": model}
 
 
 def secret_names(manifest: Manifest) -> tuple[str, ...]:

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from launcher.manifest import Manifest
 from launcher.policy.layout import APP_BUNDLE, APP_SVID, MODEL_HOST, MODEL_PORT, PROXY_HOST, PROXY_PORT, SessionPaths
+from pki.vocabulary import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
 
 DOOR_ENV = (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"))
-# Both spellings: tools read one or the other (curl the lowercase ones, most SDKs either).
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 # The XDG base directories, spelled out under the writable HOME (their spec's defaults, which some tools do not
 # derive when HOME is unusual). XDG_RUNTIME_DIR stays unset, as under sudo or cron: no login made one.
-# Clients send even 127.0.0.1 through HTTP_PROXY unless NO_PROXY lists it (measured: the anthropic SDK, Claude Code).
-NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 # Not a credential: the model door ignores what a client sends as one. Set so that SDKs do not go looking for
 # credentials on disk (profiles, federation files) when none is in the environment.
 MODEL_KEY_PLACEHOLDER = "sharness-model-door-holds-the-key"
@@ -55,6 +52,6 @@ def app_env(manifest: Manifest, layout: SessionPaths, python_prefix: str) -> dic
 
 def model_env() -> dict[str, str]:
     """What points an unmodified SDK or agent CLI at the model door's plain-HTTP listener in its netns."""
-    env = {"ANTHROPIC_BASE_URL": f"http://{MODEL_HOST}:{MODEL_PORT}", "ANTHROPIC_API_KEY": MODEL_KEY_PLACEHOLDER}
+    env = dict(zip(MODEL_VARIABLES, (f"http://{MODEL_HOST}:{MODEL_PORT}", MODEL_KEY_PLACEHOLDER), strict=True))
     env.update(dict.fromkeys(NO_PROXY_VARIABLES, f"{MODEL_HOST},localhost"))
     return env

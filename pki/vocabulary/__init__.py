@@ -5,6 +5,7 @@ importing each other.
 """
 
 from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
+from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
 from pki.vocabulary.exits import (
     CHILD_EXITS,
     EXIT_BAD_MANIFEST,
@@ -114,8 +115,11 @@ __all__ = [
     "MAX_FATAL_DETAIL_CHARS",
     "MAX_STATUS_BYTES",
     "MODEL_LISTENER_PREFIX",
+    "MODEL_VARIABLES",
     "NETNS_ROOT",
+    "NO_PROXY_VARIABLES",
     "PROXY_LISTENER_PREFIX",
+    "PROXY_VARIABLES",
     "READY",
     "REMOVABLE_ROOTS",
     "ROLES",

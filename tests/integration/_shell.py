@@ -28,7 +28,7 @@ def py(name: str, code: str, **body: Any) -> dict[str, Any]:
 
 
 def run_session(tmp_path: Path, cases: list[dict[str, Any]], shell: dict[str, Any] | None = None,
-         net: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+                net: bool = False, model: bool = False) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "hello.txt").write_text("hi\n")
@@ -36,8 +36,10 @@ def run_session(tmp_path: Path, cases: list[dict[str, Any]], shell: dict[str, An
     (workspace / "out").symlink_to("/etc")
     document = basic_manifest(workspace, [PY, PROBE, json.dumps(cases)])
     document["doors"] = {"shell": shell or {"workspace": "read"},
-                         **({"net": {"allow": {"shell": ["example.invalid:443"]}}} if net else {})}
-    document["edges"] = [["app", "shell"], *([["shell", "net"]] if net else [])]
+                         **({"net": {"allow": {"shell": ["example.invalid:443"]}}} if net else {}),
+                         **({"model": {"upstream": "twin", "budget_microusd": 1_000_000}} if model else {})}
+    document["edges"] = [["app", "shell"], *([["shell", "net"]] if net else []),
+                         *([["shell", "model"]] if model else [])]
     manifest = write_manifest(tmp_path, document)
     done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--json",
                            "--best-effort"], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
@@ -74,11 +76,11 @@ Session = tuple[dict[str, dict[str, Any]], dict[str, Any]]
 
 @contextmanager
 def shell_session(cases: list[dict[str, Any]], shell: dict[str, Any] | None = None,
-                  net: bool = False) -> Iterator[Session]:
+                  net: bool = False, model: bool = False) -> Iterator[Session]:
     """A session whose app runs `cases` through the shell door; its probes and the launcher's summary."""
     tmp = Path(tempfile.mkdtemp(prefix="sh-test-", dir="/tmp"))
     tmp.chmod(0o755)
     try:
-        yield run_session(tmp, cases, shell, net)
+        yield run_session(tmp, cases, shell, net, model)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

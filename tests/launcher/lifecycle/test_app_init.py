@@ -1,7 +1,8 @@
 """The app's pid namespace init, through the real spawn_app and Supervisor (root, a scratch user, /bin/sh).
 
 Its exit status comes back exactly as the app's, the launcher's SIGTERM reaches the app, the app's orphans
-die with it, and the app cannot end its init even where Landlock would not stop it from trying.
+die with it, and the app cannot end its init even where Landlock would not stop it from trying: each both with
+the compiled init (launcher/kernel/_init, what `make` builds) and with the Python loop it falls back to.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from launcher.lifecycle import app_init
+from launcher.kernel.init_binary import INIT_BINARY, usable_init_binary
+from launcher.lifecycle import app_init, spawn
 from launcher.lifecycle.spawn import describe_exit, spawn_app
 from launcher.lifecycle.supervise import Supervisor
 from tests.integration._session import in_pid_namespace, until_init_waits
@@ -23,6 +25,16 @@ from tests.launcher.kernel.kernel_child import ScratchUser, make_spec, scratch_u
 
 pytestmark = pytest.mark.root
 DEADLINE_S = 120  # only so that a hung init fails the test rather than the suite
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def init_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which wait loop pid 1 runs after it has forked the app and confined itself."""
+    if request.param == "compiled" and usable_init_binary() is None:
+        pytest.skip(f"{INIT_BINARY} is not built (no C compiler when `make` ran): the Python loop is used")
+    if request.param == "python":
+        monkeypatch.setattr(spawn, "usable_init_binary", lambda: None)
+    return str(request.param)
 
 
 @dataclass
@@ -128,3 +140,15 @@ def test_the_app_cannot_end_its_init_even_unlandlocked() -> None:
         os.write(app.stdin, b"go\n")
         ending = app.supervisor.run_until_end("app", time.monotonic() + DEADLINE_S)
         assert ending.reason == "app exited with code 3"
+
+
+def test_pid_1_runs_the_compiled_init_once_it_waits(init_kind: str) -> None:
+    """The init's image after its exec: the static program (a few hundred KiB), not the launcher's copy."""
+    with running("echo ready; read line") as app:
+        assert app.line() == "ready"
+        init = app.supervisor.pid_of("app")
+        until_init_waits(init)
+        exe = os.readlink(f"/proc/{init}/exe")
+        assert (exe == INIT_BINARY) is (init_kind == "compiled"), exe
+        os.write(app.stdin, b"go\n")
+        assert app.supervisor.run_until_end("app", time.monotonic() + DEADLINE_S).reason == "app exited with code 0"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from manifest_shapes import SHAPES
 
-from launcher.policy.environment import MODEL_KEY_PLACEHOLDER, PROXY_VARIABLES, app_env, door_env
+from launcher.policy.environment import MODEL_KEY_PLACEHOLDER, app_env, door_env
 from launcher.policy.layout import SessionLayout
+from pki.vocabulary import PROXY_VARIABLES
 
 LAYOUT = SessionLayout("0123abcd")
 PRIVATE = "/run/sharness/0123abcd/app"

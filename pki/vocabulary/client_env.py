@@ -1,0 +1,10 @@
+"""The environment variables unmodified clients honour, that the launcher and the shell door set for them."""
+
+from __future__ import annotations
+
+# Both spellings: tools read one or the other (curl the lowercase ones, most SDKs either).
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+# Clients send even 127.0.0.1 through HTTP_PROXY unless NO_PROXY lists it (measured: the anthropic SDK, Claude Code).
+NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
+# Where the official SDKs and agent CLIs find their model (the model door's plain-HTTP listener) and key.
+MODEL_VARIABLES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
