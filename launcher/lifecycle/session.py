@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import gc
 import os
-import resource
 import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import doors.serve
 from doors import SecretFingerprint
 from launcher.kernel.confine import ConfinementSpec
-from launcher.kernel.landlock import LandlockRules
-from launcher.kernel.mountns import Bind, ScratchMount
 from launcher.kernel.probe_facts import KernelFacts
-from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle import audit as audit_mod
 from launcher.lifecycle import audit_keys
 from launcher.lifecycle.app_stdio import AppStdio
+from launcher.lifecycle.component_spec import spec_of
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.model_spend import ModelSpend
@@ -36,12 +33,11 @@ from launcher.lifecycle.preflight_sealed import SecretSources, open_secret_sourc
 from launcher.lifecycle.spawn import Spawned, exit_code_of, single_threaded, spawn_app, spawn_door
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
-from launcher.policy.confine_plan import SYSTEM_READ, Allowance, python_paths
-from launcher.policy.confinement import Confinement, confinement_of
+from launcher.policy.confine_plan import python_paths
+from launcher.policy.confinement import confinement_of
 from launcher.policy.contracts import door_contract, door_fds, secret_names
 from launcher.policy.environment import app_env, door_env
-from launcher.policy.layout import DEVPTS, SessionLayout
-from launcher.policy.scratch import Scratch
+from launcher.policy.layout import SessionLayout
 from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
 
@@ -89,65 +85,6 @@ def _starttime(pid: int) -> str:
     with open(f"/proc/{pid}/stat", "rb") as stat:
         fields = stat.read().rsplit(b")", 1)[1].split()
     return fields[19].decode()
-
-
-def _rules(allowance: Allowance) -> LandlockRules:
-    return LandlockRules(
-        read=allowance.read,
-        write=allowance.write,
-        exec=allowance.exec,
-        tcp_bind=allowance.tcp_bind,
-        tcp_connect=allowance.tcp_connect,
-        scope_signals=True,
-        scope_abstract_unix=True,
-        if_present=SYSTEM_READ,
-    )
-
-
-def _binds(confinement: Confinement, pins: Pins) -> tuple[Bind, ...]:
-    """Its private root's paths: writable where Landlock grants writing, pinned where the manifest names them."""
-    writable = set(confinement.allowance.write)
-    # The scratch dirs are mount points inside the private dir's bind: their tmpfs covers them, nothing of the
-    # host's is bound there.
-    scratch = set(confinement.scratch.dirs) if confinement.scratch is not None else set()
-    return tuple(Bind(path, path in writable, pins.get(path)) for path in dict.fromkeys(confinement.mount_keep)
-                 if path not in scratch)
-
-
-def _spec_of(
-    confinement: Confinement, resources: Resources, landlock_abi: int, env: dict[str, str], keep_fds: tuple[int, ...],
-    pins: Pins,
-) -> ConfinementSpec:
-    role, allowance = confinement.role, confinement.allowance
-    # The shell door makes its commands' cgroups under its own (delegated: launcher/kernel/cgroups.py).
-    delegated = resources.cgroups[role].paths if role == "shell" and role in resources.cgroups else ()
-    allowance = replace(allowance, write=(*allowance.write, *delegated))
-    return ConfinementSpec(
-        uid=resources.uids[role],
-        gid=resources.gids[role],
-        groups=tuple(resources.door_gids[door] for door in confinement.door_groups),
-        netns_fd=resources.netns_fds.get(role),
-        cgroup=resources.cgroups.get(role),
-        rlimits={resource.RLIMIT_CORE: (0, 0), resource.RLIMIT_NOFILE: (confinement.nofile, confinement.nofile)},
-        landlock=_rules(allowance),
-        landlock_abi=landlock_abi,
-        seccomp_deny_inet=allowance.deny_inet,
-        seccomp_allow_udp=allowance.allow_udp,
-        keep_fds=keep_fds,
-        env=env,
-        cwd=confinement.cwd,
-        parent_pid=os.getpid(),
-        seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
-        mount_keep=(*_binds(confinement, pins), *(Bind(path, True) for path in delegated)),
-        scratch=_scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
-        devpts=DEVPTS in allowance.write,  # its own devpts (the shell's ttys), mounted in its private root
-    )
-
-
-def _scratch_mount(scratch: Scratch | None, uid: int, gid: int) -> ScratchMount | None:
-    if scratch is None:
-        return None
-    return ScratchMount(scratch.dirs, scratch.size_bytes, scratch.inodes, uid, gid)
 
 
 class Session:
@@ -364,7 +301,7 @@ class Session:
         """What the kernel is given for `role`: its confinement (policy) plus the session's ids, netns and cgroup."""
         resolv_conf = os.path.realpath("/etc/resolv.conf")
         confinement = confinement_of(self.manifest, role, self.layout, python_paths(), resolv_conf)
-        return _spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds, self._pins)
+        return spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds, self._pins)
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None

@@ -6,7 +6,7 @@ is built (IMPLEMENTED_ROWS). Everything else is reported unheld, with the reason
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,19 @@ from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
+from launcher.policy.plan_kernel import (
+    KernelCheck,
+    always,
+    cgroup,
+    fs_fence,
+    landlock_fs,
+    landlock_scoping,
+    landlock_tcp,
+    netns,
+    openat2,
+    root,
+    seccomp,
+)
 from launcher.policy.scratch import scratch_meaning, scratch_of
 from pki.vocabulary import BOUNDARY, SETTING
 
@@ -48,7 +61,6 @@ _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": 
 _NO_EGRESS = ("fs", "keys")  # network namespace with nothing in it
 _OWN_NETNS = ("app", "fs", "keys", "shell")
 
-KernelCheck = Callable[[KernelFacts], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -121,57 +133,6 @@ class Plan:
         }
 
 
-# --- what the kernel must offer -------------------------------------------------------------------
-
-
-def _root(facts: KernelFacts) -> str | None:
-    return None if facts.is_root else "needs root to create users and hand out sockets (this ran without root)"
-
-
-def _netns(facts: KernelFacts) -> str | None:
-    return _root(facts) or (None if facts.netns else "this kernel has no network namespaces")
-
-
-def _needs_landlock(since: int, what: str, facts: KernelFacts) -> str:
-    return f"{what} needs Landlock ABI {since}; this kernel has ABI {facts.landlock_abi}"
-
-
-def _landlock_fs(what: str) -> KernelCheck:
-    return lambda facts: None if facts.landlock_fs else _needs_landlock(probe_facts.LANDLOCK_FS_ABI, what, facts)
-
-
-def _landlock_tcp(facts: KernelFacts) -> str | None:
-    return None if facts.landlock_tcp else _needs_landlock(probe_facts.LANDLOCK_TCP_ABI, "TCP rules", facts)
-
-
-def _landlock_scoping(facts: KernelFacts) -> str | None:
-    what = "signal and socket scoping"
-    return None if facts.landlock_scoping else _needs_landlock(probe_facts.LANDLOCK_SCOPING_ABI, what, facts)
-
-
-def _seccomp(facts: KernelFacts) -> str | None:
-    return None if facts.seccomp_filter else "this kernel has no seccomp filters"
-
-
-def _cgroup(controller: str) -> KernelCheck:
-    def check(facts: KernelFacts) -> str | None:
-        place = facts.cgroup_memory if controller == "memory" else facts.cgroup_pids
-        return None if place else f"no cgroup {controller} controller is available"
-    return check
-
-
-def _openat2(facts: KernelFacts) -> str | None:
-    return _root(facts) or (None if facts.openat2 else "this kernel has no openat2 (RESOLVE_BENEATH)")
-
-
-def _fs_fence(facts: KernelFacts) -> str | None:
-    return _root(facts) or _landlock_fs("keeping the app from writing the workspace directly")(facts)
-
-
-def _always(facts: KernelFacts) -> str | None:
-    return None
-
-
 # --- rows -----------------------------------------------------------------------------------------
 
 
@@ -200,45 +161,45 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     kernel = "the kernel"
     if role == "fs":
         yield _Spec("uid", "runs as the workspace owner (never root, never the app's uid), fenced by Landlock and "
-                    "seccomp", BOUNDARY, f"{kernel} (credentials)", _root)
+                    "seccomp", BOUNDARY, f"{kernel} (credentials)", root)
     else:
         yield _Spec("uid", f"runs as its own user sh-<sid>-{role}, under an id no recent session had and nothing "
-                    "holds", BOUNDARY, f"{kernel} (credentials)", _root)
+                    "holds", BOUNDARY, f"{kernel} (credentials)", root)
     if role in _OWN_NETNS:
         inside = "nothing but loopback" if role in _NO_EGRESS else "loopback and the net door's proxy"
         if role not in _NO_EGRESS and (role, "model") in manifest.edges:
             inside += f", and the model door's listener (127.0.0.1:{MODEL_PORT})"
         yield _Spec("netns", f"own network namespace holding {inside}", BOUNDARY,
-                    f"{kernel} (network namespace)", _netns)
-    yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", _root)
+                    f"{kernel} (network namespace)", netns)
+    yield _Spec("ipc", "own IPC namespace: no one else's SysV IPC or POSIX queues", BOUNDARY, f"{kernel} (IPC)", root)
     yield _Spec("root", "its own root holds only its paths, each as it resolves with no symlink (none of /proc, /sys, "
                 "/dev), one mount each without submounts, read-only unless it writes there", BOUNDARY,
-                f"{kernel} (mount namespace); the launcher refuses a path that resolves otherwise (exit 78)", _root)
+                f"{kernel} (mount namespace); the launcher refuses a path that resolves otherwise (exit 78)", root)
     if role == "app":  # its init dies with the launcher, and the namespace with it (launcher/lifecycle/app_init.py)
-        yield _Spec("pidns", "own pid namespace: sees no host process", BOUNDARY, f"{kernel} (pid namespace)", _root)
+        yield _Spec("pidns", "own pid namespace: sees no host process", BOUNDARY, f"{kernel} (pid namespace)", root)
     yield _Spec("landlock.fs", "files: only what this plan lists for it; nothing it writes is executable, compared by "
-                "what each path resolves to", BOUNDARY, f"{kernel} (Landlock)", _landlock_fs("file rules"))
+                "what each path resolves to", BOUNDARY, f"{kernel} (Landlock)", landlock_fs("file rules"))
     yield _Spec("landlock.tcp", "TCP: binds nothing, connects only to the ports its rows need", BOUNDARY,
-                f"{kernel} (Landlock)", _landlock_tcp)
+                f"{kernel} (Landlock)", landlock_tcp)
     yield _Spec("landlock.scope", "cannot signal, or reach abstract sockets of, processes outside it",
-                BOUNDARY, f"{kernel} (Landlock scoping)", _landlock_scoping)
+                BOUNDARY, f"{kernel} (Landlock scoping)", landlock_scoping)
     yield _Spec("seccomp", "denied: ptrace, process_vm_*, io_uring, bpf, perf, keyctl, mount, unshare, TCP Fast "
                 "Open, memfd_secret, rare socket families, listen() without a bind row where TCP is allowed, ...",
-                BOUNDARY, f"{kernel} (seccomp)", _seccomp)
+                BOUNDARY, f"{kernel} (seccomp)", seccomp)
     yield _Spec("no_new_privs", "can never gain privileges (setuid binaries, file capabilities)", BOUNDARY,
-                f"{kernel} (no_new_privs)", _always)
+                f"{kernel} (no_new_privs)", always)
     memory_mb, pids = manifest.process_limits(role)
-    yield _Spec("memory", f"memory at most {memory_mb} MB", BOUNDARY, f"{kernel} (cgroup memory)", _cgroup("memory"))
-    yield _Spec("pids", f"at most {pids} processes and threads", BOUNDARY, f"{kernel} (cgroup pids)", _cgroup("pids"))
+    yield _Spec("memory", f"memory at most {memory_mb} MB", BOUNDARY, f"{kernel} (cgroup memory)", cgroup("memory"))
+    yield _Spec("pids", f"at most {pids} processes and threads", BOUNDARY, f"{kernel} (cgroup pids)", cgroup("pids"))
     if (scratch := scratch_of(manifest, role, PLAN_PATHS)) is not None:
-        yield _Spec("scratch", scratch_meaning(scratch), BOUNDARY, f"{kernel} (tmpfs size and inode limits)", _root)
+        yield _Spec("scratch", scratch_meaning(scratch), BOUNDARY, f"{kernel} (tmpfs size and inode limits)", root)
     calls = ", ".join(manifest.edges_out(role)) or "no door"
     callers = ", ".join(manifest.edges_in(role)) or "nobody"
     yield _Spec("edges", f"may call {calls}; may be called by {callers}", BOUNDARY,
-                "the kernel (socket owner and mode) and the called door (mTLS edge check)", _root)
+                "the kernel (socket owner and mode) and the called door (mTLS edge check)", root)
     if role == "app" and ("app", "net") in manifest.edges:
         yield _Spec("proxy_env", "HTTP(S)_PROXY point at the net door; ignoring them leaves no way out",
-                    SETTING, "the app's environment (it could unset it)", _always)
+                    SETTING, "the app's environment (it could unset it)", always)
 
 
 def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
@@ -246,60 +207,60 @@ def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
     yield _Spec("fs.within_root", f"every path resolves beneath {workspace}; no escape by '..' or symlink; names "
                 "with controls, bidi, zero-width or line-separator characters refused (row path); rows compare "
                 "names folding case where the file system folds", BOUNDARY, f"{door}, openat2 RESOLVE_BENEATH",
-                _openat2)
+                openat2)
     listed = {"read_only": "read, never written, renamed or deleted",
               "append_only": "only grow: no truncate, replace, delete or rename",
               "hidden": "neither read nor listed"}
     for key, words in listed.items():
         if rows.get(key):
-            yield _Spec(f"fs.{key}", f"{', '.join(rows[key])}: {words}", BOUNDARY, door, _fs_fence)
+            yield _Spec(f"fs.{key}", f"{', '.join(rows[key])}: {words}", BOUNDARY, door, fs_fence)
     exec_words = f"executable only under {', '.join(rows['exec'])}" if rows.get("exec") else "never executable"
-    yield _Spec("fs.exec", f"files it writes are {exec_words}", BOUNDARY, door, _fs_fence)
+    yield _Spec("fs.exec", f"files it writes are {exec_words}", BOUNDARY, door, fs_fence)
     if rows.get("refuse_secrets"):
-        yield _Spec("fs.refuse_secrets", "refuses content holding a private key", BOUNDARY, door, _fs_fence)
+        yield _Spec("fs.refuse_secrets", "refuses content holding a private key", BOUNDARY, door, fs_fence)
     if rows.get("no_symlinks"):
-        yield _Spec("fs.no_symlinks", "follows no symlink at all", BOUNDARY, door, _openat2)
+        yield _Spec("fs.no_symlinks", "follows no symlink at all", BOUNDARY, door, openat2)
     for key, words in (("max_file_bytes", "bytes per file"),
                        ("max_total_bytes", "bytes written per session, bodies still arriving included"),
                        ("max_files", "files created per session")):
-        yield _Spec(f"fs.{key}", f"at most {rows[key]} {words}", BOUNDARY, door, _fs_fence)
+        yield _Spec(f"fs.{key}", f"at most {rows[key]} {words}", BOUNDARY, door, fs_fence)
     uploads = rows.get("max_concurrent_uploads", FS_DEFAULT_MAX_CONCURRENT_UPLOADS)
     yield _Spec("fs.max_concurrent_uploads", f"at most {uploads} bodies in flight at once per client",
-                BOUNDARY, door, _fs_fence)
+                BOUNDARY, door, fs_fence)
 
 
 def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
     door = "the net door (its own user); the kernel gives the caller no other route"
     for role, entries in rows.get("allow", {}).items():
-        yield _Spec("net.allow", f"{role} may reach {', '.join(entries) or 'nothing'}", BOUNDARY, door, _netns)
-    yield _Spec("net.sni", "a CONNECT tunnel's TLS SNI must equal its host", BOUNDARY, door, _netns)
+        yield _Spec("net.allow", f"{role} may reach {', '.join(entries) or 'nothing'}", BOUNDARY, door, netns)
+    yield _Spec("net.sni", "a CONNECT tunnel's TLS SNI must equal its host", BOUNDARY, door, netns)
     yield _Spec("net.addresses", "refuses private, loopback, link-local, CGNAT and embedded-v4 addresses; "
-                "dials exactly the address it checked", BOUNDARY, door, _netns)
+                "dials exactly the address it checked", BOUNDARY, door, netns)
     literal_roles = ", ".join(rows.get("allow_ip_literals", [])) or "no role"
-    yield _Spec("net.ip_literals", f"IP literals allowed for {literal_roles}", BOUNDARY, door, _netns)
+    yield _Spec("net.ip_literals", f"IP literals allowed for {literal_roles}", BOUNDARY, door, netns)
 
 
 def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
     for name, secret in rows.get("secrets", {}).items():
         yield _Spec("keys.secrets", f"{name} (from {secret['from']}, in no other component's root): sealed to "
                     f"{', '.join(secret['roles'])} for {', '.join(secret['hosts'])}, never in clear", BOUNDARY,
-                    "the keys door (its own user)", _root)
+                    "the keys door (its own user)", root)
 
 
 def _shell_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     reads = "reads the workspace directly (never writes it)" if rows["workspace"] == "read" else \
         "has no access to the workspace"
     yield _Spec("shell.workspace", f"commands it runs {reads}", BOUNDARY, "the kernel (Landlock)",
-                _landlock_fs("workspace rules"))
+                landlock_fs("workspace rules"))
     route = "only through the net door's proxy" if ("shell", "net") in manifest.edges else "nowhere"
     yield _Spec("shell.egress", f"commands reach the network {route}", BOUNDARY,
-                "the kernel (network namespace)", _netns)
+                "the kernel (network namespace)", netns)
     yield _Spec("shell.commands", "each command in its own cgroup (all of it killed at its end, timeout or the "
                 "session's), session and Landlock layer (no signal to the door, no write outside its scratch)",
-                BOUNDARY, "the kernel (cgroups, Landlock), set up by the shell door", _landlock_scoping)
+                BOUNDARY, "the kernel (cgroups, Landlock), set up by the shell door", landlock_scoping)
     live = rows.get("max_live", SHELL_DEFAULT_MAX_LIVE)
     yield _Spec("shell.max_live", f"at most {live} commands at once", BOUNDARY, "the shell door (its own user)",
-                _root)
+                root)
 
 
 def _model_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
@@ -308,26 +269,26 @@ def _model_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     if twin:
         yield _Spec("model.upstream", "answers from the built-in twin of the Messages API "
                     "(sharness.model.anthropic.twin): no call leaves the machine, no internet socket", BOUNDARY,
-                    f"{door}; the kernel (seccomp: no internet socket)", _root)
+                    f"{door}; the kernel (seccomp: no internet socket)", root)
     else:
         ranges = ", ".join(rows.get("internal_ranges", [])) or "none"
         trust = f"the CA bundle {rows['ca_bundle']} only" if "ca_bundle" in rows else "the system store"
         yield _Spec("model.upstream", f"calls only {rows['upstream']}, TLS verified against {trust}; private "
                     f"ranges it may resolve into: {ranges} (never loopback or link-local)", BOUNDARY,
-                    f"{door} (its own check); the kernel (Landlock TCP: the upstream's port only)", _root)
+                    f"{door} (its own check); the kernel (Landlock TCP: the upstream's port only)", root)
         yield _Spec("model.secret", f"sends secret {rows['secret']} from keys, released for each call; the app "
                     "never sees it, and what the app sends as a credential is never forwarded", BOUNDARY, door,
-                    _root)
+                    root)
     models = ", ".join(rows["models"]) if "models" in rows else "every priced model"
-    yield _Spec("model.models", f"the app may call {models}", BOUNDARY, door, _root)
+    yield _Spec("model.models", f"the app may call {models}", BOUNDARY, door, root)
     priced = f"{len(rows.get('prices', {}))} manifest override(s) over the shipped table"
     yield _Spec("model.budget_microusd", f"spends at most {rows['budget_microusd']} micro-USD in the session "
-                f"(prices: {priced}); forwarded max_tokens lowered to what is left", BOUNDARY, door, _root)
+                f"(prices: {priced}); forwarded max_tokens lowered to what is left", BOUNDARY, door, root)
     for role in ("app", "shell"):
         if role in manifest.roles and (role, "model") in manifest.edges:
             yield _Spec("model.listener", f"plain HTTP for {role} at 127.0.0.1:{MODEL_PORT} inside {role}'s "
                         "network namespace only (ANTHROPIC_BASE_URL): the kernel admits the caller", BOUNDARY,
-                        "the kernel (network namespace)", _netns)
+                        "the kernel (network namespace)", netns)
 
 
 def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
@@ -383,7 +344,7 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
     python = python_paths() if python is None else python
     specs: list[tuple[str, _Spec]] = [("session", _Spec(
         "session.ttl", f"the launcher ends the session after {manifest.session.ttl_s} s", BOUNDARY,
-        "the launcher (root)", _always))]
+        "the launcher (root)", always))]
     for role in manifest.roles:
         specs.extend((role, spec) for spec in _confinement(manifest, role))
         specs.extend((role, spec) for spec in _door_rows(manifest, role))
