@@ -154,10 +154,16 @@ async def serve_door(contract: DoorContract, status: StatusSender, routes: Route
 def run_door(contract: DoorContract, routes: RoutesArg = None, *, held_rows: frozenset[str] = frozenset(),
              limits: Limits | None = None, announce: Announce | None = None) -> None:
     """Run a door process to its end: exit 0 on SIGTERM, report fatal and exit 1 on a crash."""
+    run_reporting(contract, lambda status: trio.run(functools.partial(
+        serve_door, contract, status, routes, held_rows=held_rows, limits=limits, announce=announce)))
+
+
+def run_reporting(contract: DoorContract, run: Callable[[StatusSender], object]) -> None:
+    """Run a door process's `run(status)` (its trio.run, and whatever it checks first) to its end; on a crash,
+    report fatal naming the innermost error on the status fd and exit 1. The status fd is closed either way."""
     status = StatusSender(contract.status_fd)
     try:
-        trio.run(functools.partial(serve_door, contract, status, routes, held_rows=held_rows, limits=limits,
-                                   announce=announce))
+        run(status)
     except BaseException as exc:
         cause = _innermost(exc)
         status.fatal(f"the {contract.role} door failed: {type(cause).__name__}: {_first_line(cause)}")

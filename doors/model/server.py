@@ -8,7 +8,6 @@ built-in twin, in process, or an HTTPS client whose key the keys door releases f
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -17,7 +16,7 @@ from typing import Any
 import trio
 
 from doors._contract import DoorContract
-from doors._door import DoorRuntime, serve_door
+from doors._door import DoorRuntime, run_reporting, serve_door
 from doors._http import Limits, Router, serve_http
 from doors._status import StatusSender
 from doors._transport import AsyncDoorClient, Dial, listener_from_fd
@@ -122,12 +121,4 @@ async def serve_model(contract: DoorContract, status: StatusSender, upstream: Up
 
 def serve(contract: DoorContract) -> None:
     """Run the model door process from its contract; exit 1 with a fatal status message on a crash."""
-    status = StatusSender(contract.status_fd)
-    try:
-        trio.run(serve_model, contract, status)
-    except BaseException as exc:
-        status.fatal(f"the model door failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:500]}")
-        raise SystemExit(1) from exc
-    finally:
-        with contextlib.suppress(OSError):
-            status.close()
+    run_reporting(contract, lambda status: trio.run(serve_model, contract, status))

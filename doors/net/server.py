@@ -13,7 +13,7 @@ from typing import Any
 import trio
 
 from doors._contract import DoorContract
-from doors._door import DoorRuntime, serve_door
+from doors._door import DoorRuntime, run_reporting, serve_door
 from doors._http import Request, TakeoverRoute
 from doors._secret_match import SecretFingerprint, SecretMatcher
 from doors._status import StatusSender
@@ -107,12 +107,4 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
 
 def serve(contract: DoorContract) -> None:
     """Run the net door process from its contract; exit 1 with a fatal status message on a crash."""
-    status = StatusSender(contract.status_fd)
-    try:
-        trio.run(serve_net, contract, status)
-    except BaseException as exc:
-        status.fatal(f"the net door failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:500]}")
-        raise SystemExit(1) from exc
-    finally:
-        with contextlib.suppress(OSError):
-            status.close()
+    run_reporting(contract, lambda status: trio.run(serve_net, contract, status))

@@ -9,7 +9,6 @@ hash, cwd, the env's names) and one when it ended (`shell.exit`: exit, signal, t
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
 import itertools
@@ -271,19 +270,15 @@ async def _read_report(fd: int) -> NotStarted | None:
 
 def serve(contract: DoorContract) -> None:
     """Run the shell door process from its contract: self-test first (no test passed, no door)."""
+    from doors._door import run_reporting
     from doors._status import StatusSender
 
-    status = StatusSender(contract.status_fd)
-    try:
+    def run(status: StatusSender) -> None:
         config = ShellConfig.from_rows(contract.rows)
         self_test(config.cgroups, config.ruleset_fd, config.home)
         trio.run(_serve_shell, contract, status, config)
-    except BaseException as exc:
-        status.fatal(f"the shell door failed: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:500]}")
-        raise SystemExit(1) from exc
-    finally:
-        with contextlib.suppress(OSError):
-            status.close()
+
+    run_reporting(contract, run)
 
 
 def describe_rows(rows: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from doors.model._gateway import Gateway, KeySource
 from doors.model._upstream import Upstream, UpstreamRequest, UpstreamResponse
 from doors.model.server import serve_plain
 from doors.model.twin import TwinUpstream
+from tests.doors.net.netns import setns_fd
 
 MODEL = "claude-haiku-4-5"
 
@@ -45,11 +47,20 @@ class Served:
                                    max_retries=0, **options)
 
     async def run(self, call: Callable[[anthropic.Anthropic], Any]) -> Any:
-        """`call` with a fresh SDK client, in a thread (the SDK is synchronous)."""
+        """`call` with a fresh SDK client, in a thread (the SDK is synchronous), in the listener's network
+        namespace: trio reuses worker threads, and one born while an earlier test (the net door's test
+        network) had moved the main thread elsewhere is still there; its 127.0.0.1 is another loopback."""
+        here = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+
         def in_thread() -> Any:
+            if os.readlink("/proc/thread-self/ns/net") != os.readlink(f"/proc/self/fd/{here}"):
+                setns_fd(here)
             with self.client() as client:
                 return call(client)
-        return await trio.to_thread.run_sync(in_thread)
+        try:
+            return await trio.to_thread.run_sync(in_thread)
+        finally:
+            os.close(here)
 
 
 class RecordingUpstream:

@@ -27,7 +27,8 @@ def ip(*args: str) -> None:
         raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
 
 
-def _setns(fd: int) -> None:
+def setns_fd(fd: int) -> None:
+    """Move the calling thread into the network namespace `fd` refers to."""
     if _libc.setns(fd, CLONE_NEWNET) != 0:
         err = _ffi.errno
         raise OSError(err, f"setns: {os.strerror(err)}")
@@ -39,11 +40,11 @@ def entered(name: str) -> Iterator[None]:
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     target = os.open(f"/run/netns/{name}", os.O_RDONLY | os.O_CLOEXEC)
     try:
-        _setns(target)
+        setns_fd(target)
         try:
             yield
         finally:
-            _setns(home)
+            setns_fd(home)
     finally:
         os.close(target)
         os.close(home)
