@@ -42,7 +42,8 @@ def run_session(tmp_path: Path, cases: list[dict[str, Any]], shell: dict[str, An
                          *([["shell", "model"]] if model else [])]
     manifest = write_manifest(tmp_path, document)
     done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--json",
-                           "--best-effort"], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+                           "--best-effort", "--audit-dir", str(tmp_path / "audit")],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     probes: dict[str, dict[str, Any]] = {}
     rest = []

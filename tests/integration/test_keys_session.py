@@ -28,6 +28,7 @@ import trio
 from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient, Dial, client_context_from_file
 from doors.keys import machine_key_of, release
+from pki.vocabulary import MACHINE_KEY_NAME, SEALED_ROOT
 from tests.integration._session import (
     LAUNCHER,
     SESSIONS,
@@ -163,11 +164,22 @@ def _files_under(*roots: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def sealed_name() -> Iterator[str]:
-    """A name of the machine's sealed store for this test alone, removed after it (the machine key is kept:
-    it is the machine's, made on first use)."""
+    """A name of the machine's sealed store for this test alone, removed after it; so are the store and its
+    machine key when this test made them (a machine that had a key keeps it)."""
+    store = Path(SEALED_ROOT)
+    before = set(os.listdir(store)) if store.is_dir() else None
     name = f"test-{os.urandom(6).hex()}"
     yield name
     subprocess.run([*LAUNCHER, "secret", "rm", name], capture_output=True, check=False, timeout=60)
+    if not store.is_dir():
+        return
+    now = set(os.listdir(store))
+    if now - {MACHINE_KEY_NAME}:
+        return  # other names are kept: the store is in use
+    for entry in now - (before or set()):
+        (store / entry).unlink()
+    if before is None:
+        store.rmdir()
 
 
 def _sealed_source(name: str, value: bytes) -> tuple[Path, str]:

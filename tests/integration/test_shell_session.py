@@ -209,7 +209,8 @@ def test_sharness_launch_sh_streams_and_exits_like_timeout(tmp_path: Path) -> No
     document["edges"] = [["app", "shell"]]
     manifest = write_manifest(tmp_path, document)
     done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
-                           "--best-effort"], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+                           "--best-effort", "--audit-dir", str(tmp_path / "audit")],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr
     seen = dict(line.split(":", 1)[1].rsplit(":", 1) for line in done.stdout.splitlines() if line.startswith("rc:"))
     lines = {tuple(line.split(":", 2)[:2]): line.split(":", 2)[2] for line in done.stdout.splitlines()
