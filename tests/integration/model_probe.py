@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+import threading
 import time
 from typing import Any
 
@@ -90,15 +91,21 @@ def raw_refusals() -> None:
     stuck.close()
 
 
+PARALLEL_PROMPT = "[twin:slow=100] go"  # each stream lasts a few hundred ms: all 50 are open together
+
+
 def parallel(count: int) -> None:
     """`count` streams at once against the session's budget; what each ended as."""
     from concurrent.futures import ThreadPoolExecutor
 
+    start = threading.Barrier(count)  # every client made before any asks: the streams overlap
+
     def one(_: int) -> str:
         client = anthropic.Anthropic(max_retries=0)
+        start.wait()
         try:
             with client.messages.stream(model=MODEL, max_tokens=64,
-                                        messages=[{"role": "user", "content": "[twin:slow=5] go"}]) as events:
+                                        messages=[{"role": "user", "content": PARALLEL_PROMPT}]) as events:
                 events.get_final_message()
             return "ok"
         except anthropic.APIStatusError as exc:

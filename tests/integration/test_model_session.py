@@ -25,6 +25,7 @@ import pytest
 from doors.model._prices import SHIPPED_PRICES
 from doors.model._shape import CallPlan, estimate_input_tokens, plan_call
 from launcher.kernel import netns
+from tests.integration import model_probe
 from tests.integration._session import (
     LAUNCHER,
     SESSIONS,
@@ -116,7 +117,7 @@ def _reservation(max_tokens: int, content: str) -> int:
 
 
 def test_fifty_parallel_streams_against_a_budget_for_ten_never_spend_more(tmp_path: Path) -> None:
-    budget = 10 * _reservation(64, "[twin:slow=5] go") + 2 * _reservation(32, "[twin:cut=3]")
+    budget = 10 * _reservation(64, model_probe.PARALLEL_PROMPT) + 2 * _reservation(32, "[twin:cut=3]")
     manifest = _manifest(tmp_path, ["parallel", "50"], {"upstream": "twin", "budget_microusd": budget})
     probes, _, events = _run(manifest, tmp_path / "audit")
     outcomes = probes["parallel"]["outcomes"]

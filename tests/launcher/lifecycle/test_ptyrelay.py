@@ -151,7 +151,10 @@ def _end(relay: PtyRelay, screen: Screen, pid: int) -> int:
     """Relay until the app exits (what was typed still has to reach it), then close the relay."""
     deadline = time.monotonic() + WAIT_S
     while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0:
-        assert time.monotonic() < deadline, f"the app did not end: {screen.text!r}"
+        if time.monotonic() >= deadline:  # fail this test alone: no app left for the next tests to find
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"the app did not end: {screen.text!r}")
         relay.run_once(0.05)
         screen.pump()
     status = ended[1]
