@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 LAUNCHER = [str(Path(sys.executable).parent / "sharness-launch")]
 RUN_ROOT = Path("/run/sharness")
@@ -174,3 +175,17 @@ def until_init_waits(init: int, timeout_s: float = 60.0) -> None:
     while not init_waits(init):
         assert time.monotonic() < deadline, f"the app's init {init} never went back to waiting"
         time.sleep(0.01)
+
+
+def probes_and_summary(stdout: str) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """What a probe app printed (one `{"probe": NAME, ...}` line each) and the launcher's `--json` summary (the
+    rest of stdout), from one session's output."""
+    probes: dict[str, dict[str, Any]] = {}
+    rest = []
+    for line in stdout.splitlines():
+        if line.startswith('{"probe"'):
+            found = json.loads(line)
+            probes[found["probe"]] = found
+        else:
+            rest.append(line)
+    return probes, json.loads("\n".join(rest))

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from doors.shell._output import decode_chunk
-from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, write_manifest
+from tests.integration._session import (
+    LAUNCHER,
+    basic_manifest,
+    leftovers,
+    manifest_hash,
+    probes_and_summary,
+    write_manifest,
+)
 
 PROBE = str(Path(__file__).with_name("shell_probe.py"))
 PY = sys.executable
@@ -45,15 +52,7 @@ def run_session(tmp_path: Path, cases: list[dict[str, Any]], shell: dict[str, An
                            "--best-effort", "--audit-dir", str(tmp_path / "audit")],
                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    probes: dict[str, dict[str, Any]] = {}
-    rest = []
-    for line in done.stdout.splitlines():
-        if line.startswith('{"probe"'):
-            found = json.loads(line)
-            probes[found["probe"]] = found
-        else:
-            rest.append(line)
-    summary = json.loads("\n".join(rest))
+    probes, summary = probes_and_summary(done.stdout)
     assert summary["teardown_errors"] == [] and leftovers(summary["sid"]) == {}
     return probes, summary
 

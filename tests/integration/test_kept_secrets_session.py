@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, write_manifest
+from tests.integration._session import (
+    LAUNCHER,
+    basic_manifest,
+    leftovers,
+    manifest_hash,
+    probes_and_summary,
+    write_manifest,
+)
 
 pytestmark = pytest.mark.root
 
@@ -83,15 +90,7 @@ def _run(tmp_path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any], str
                            str(audit_dir), "--json", "--best-effort"], capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr
-    probes = {}
-    rest = []
-    for line in done.stdout.splitlines():
-        if line.startswith('{"probe"'):
-            found = json.loads(line)
-            probes[found["probe"]] = found
-        else:
-            rest.append(line)
-    summary = json.loads("\n".join(rest))
+    probes, summary = probes_and_summary(done.stdout)
     assert summary["teardown_errors"] == [] and leftovers(summary["sid"]) == {}
     return probes, summary, done.stderr, value
 

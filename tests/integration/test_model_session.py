@@ -33,6 +33,7 @@ from tests.integration._session import (
     leftovers,
     manifest_hash,
     pids_with_uids,
+    probes_and_summary,
     session_owner,
     write_manifest,
 )
@@ -56,15 +57,7 @@ def _run(manifest: Path, audit_dir: Path) -> tuple[dict[str, dict[str, Any]], di
                            str(audit_dir), "--json"], capture_output=True, text=True, timeout=300,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stdout + done.stderr
-    probes: dict[str, dict[str, Any]] = {}
-    rest = []
-    for line in done.stdout.splitlines():
-        if line.startswith('{"probe"'):
-            found = json.loads(line)
-            probes[found["probe"]] = found
-        else:
-            rest.append(line)
-    summary = json.loads("\n".join(rest))
+    probes, summary = probes_and_summary(done.stdout)
     assert "done" in probes, done.stdout + done.stderr
     assert summary["teardown_errors"] == [] and leftovers(summary["sid"]) == {}
     assert "model: spent" in done.stderr  # the summary at exit: spend beside budget
