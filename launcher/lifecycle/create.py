@@ -72,11 +72,7 @@ def remove_empty_roots(sessions_root: str, run_root: str) -> None:
     if held is None:
         return  # gone already, or a session is creating or a sweep is running: theirs to leave
     try:
-        for path in (sessions_root, run_root):
-            try:
-                os.rmdir(path)
-            except OSError:
-                return  # not empty (another session)
+        sweep_lock.remove_if_empty(sessions_root, run_root)
     finally:
         os.close(held)
 

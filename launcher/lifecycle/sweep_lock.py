@@ -65,7 +65,18 @@ def sweeping(root: str, *, wait: bool) -> Iterator[bool]:
     try:
         yield True
     finally:
+        remove_if_empty(root)  # made to be locked: with no session in it, it goes (nothing left behind)
         os.close(fd)
+
+
+def remove_if_empty(root: str, parent: str | None = None) -> None:
+    """rmdir the sessions root, then its parent (`parent`, default the directory holding it), while they are
+    empty; call it holding the root exclusive, so no session is creating under it."""
+    for path in (root, parent or os.path.dirname(root)):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return  # not empty: a session's journal, or another session's runtime directory
 
 
 def try_exclusive(root: str) -> int | None:

@@ -15,6 +15,7 @@ import pytest
 from tests import as_user
 from tests.integration._session import (
     LAUNCHER,
+    RUN_ROOT,
     basic_manifest,
     leftovers,
     manifest_hash,
@@ -109,6 +110,20 @@ def test_not_root_exits_77(tmp_path: Path, workspace: Path, audit_dir: Path) -> 
     )
     assert done.returncode == 77, done.stderr
     assert "root" in done.stderr
+
+
+def test_a_refused_path_leaves_not_even_the_runtime_root(tmp_path: Path, workspace: Path, audit_dir: Path) -> None:
+    """The start-up sweep makes /run/sharness/sessions to lock it; a run refused after it (a missing read path:
+    78) leaves neither that nor /run/sharness, when no other session had them."""
+    if RUN_ROOT.exists():
+        pytest.skip(f"{RUN_ROOT} exists already (another session runs): its removal is not this run's to show")
+    document = basic_manifest(workspace, ["/bin/true"])
+    document["app"]["files"]["read"] = [str(tmp_path / "missing")]
+    manifest = write_manifest(tmp_path, document)
+    done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir",
+                           str(audit_dir)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 78 and "nothing was created" in done.stderr, done.stderr
+    assert not RUN_ROOT.exists()
 
 
 # Every row this version names is held now; a launcher built without the shell door's holder (its rows taken out
