@@ -34,6 +34,7 @@ from tests.integration._session import (
     SESSIONS,
     basic_manifest,
     leftovers,
+    let_the_app_go,
     manifest_hash,
     pids_with_uids,
     session_owner,
@@ -230,10 +231,7 @@ def test_the_secret_is_in_the_keys_door_and_nowhere_else(tmp_path: Path, kind: s
         # ...and behind the group, the door's edge check refuses the app's SVID (root passes the group).
         refused = trio.run(_ask_as_app, sid)
         assert refused.refusal.row == "edges"
-        # The app's TMPDIR is a tmpfs in its own mount namespace: reach it through the app's root (not its
-        # init's, whose root holds nothing).
-        tmpdirs = [Path(f"/proc/{pid}/root/run/sharness/{sid}/app/tmp") for pid in app_pids]
-        next(tmpdir for tmpdir in tmpdirs if tmpdir.is_dir()).joinpath("sharness-go").touch()
+        let_the_app_go(sid, app_pids)
         out, _ = launcher.communicate(timeout=120)
     finally:
         if launcher.poll() is None:

@@ -26,6 +26,7 @@ from tests.integration._session import (
     LAUNCHER,
     basic_manifest,
     leftovers,
+    let_the_app_go,
     manifest_hash,
     pids_with_uids,
     write_manifest,
@@ -71,8 +72,7 @@ def test_the_released_key_reaches_the_upstream_and_nowhere_the_app_can_read(tmp_
             for app_pid in app_pids:
                 assert not _holds(app_pid, value)
                 assert value not in Path(f"/proc/{app_pid}/environ").read_bytes()
-            tmpdirs = [Path(f"/proc/{pid}/root/run/sharness/{sid}/app/tmp") for pid in app_pids]
-            next(tmpdir for tmpdir in tmpdirs if tmpdir.is_dir()).joinpath("sharness-go").touch()
+            let_the_app_go(sid, app_pids)
             out, _ = launcher.communicate(timeout=120)
         finally:
             if launcher.poll() is None:

@@ -31,6 +31,7 @@ from tests.integration._session import (
     SESSIONS,
     basic_manifest,
     leftovers,
+    let_the_app_go,
     manifest_hash,
     pids_with_uids,
     probes_and_summary,
@@ -148,8 +149,7 @@ def test_the_kernel_admits_the_caller_only_the_apps_netns_has_the_listener(tmp_p
         assert _connect_in(f"sh-{sid}-app") == 0  # the control: the app's namespace has it
         assert _connect_in(None) == errno.ECONNREFUSED  # the host's loopback has no such listener
         app_pids = pids_with_uids({pwd.getpwnam(f"sh-{sid}-app").pw_uid})
-        tmpdirs = [Path(f"/proc/{pid}/root/run/sharness/{sid}/app/tmp") for pid in app_pids]
-        next(tmpdir for tmpdir in tmpdirs if tmpdir.is_dir()).joinpath("sharness-go").touch()
+        let_the_app_go(sid, app_pids)
         launcher.communicate(timeout=120)
     finally:
         if launcher.poll() is None:

@@ -29,6 +29,7 @@ from tests.integration._session import (
     RUN_ROOT,
     basic_manifest,
     leftovers,
+    let_the_app_go,
     manifest_hash,
     write_manifest,
 )
@@ -240,9 +241,9 @@ def test_app_without_the_edge_has_no_way_to_the_net_door(tmp_path: Path, workspa
         # The second lock: even where the socket file is visible (the host's mount namespace), the app's uid
         # and groups may not connect to it.
         as_app = _connect_as(f"sh-{sid}-app", f"{RUN_ROOT}/{sid}/doors/net.sock")
-        # TMPDIR is the app's own tmpfs, in its mount namespace only: reached through its /proc/<pid>/root.
-        app_pid = Path(f"/sys/fs/cgroup/pids/sharness/{sid}/app/cgroup.procs").read_text().split()[0]
-        Path(f"/proc/{app_pid}/root{RUN_ROOT}/{sid}/app/tmp/sharness-go").touch()
+        procs = Path(f"/sys/fs/cgroup/pids/sharness/{sid}/app/cgroup.procs").read_text()
+        app_pids = [int(pid) for pid in procs.split()]
+        let_the_app_go(sid, app_pids)
         out, err = launcher.communicate(timeout=60)
     finally:
         if launcher.poll() is None:
