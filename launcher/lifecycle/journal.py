@@ -53,6 +53,22 @@ __all__ = [
 BUSY = "another process is tearing it down now"
 
 
+def _make_staging(root: str, staging: str, attempts: int = 3) -> None:
+    """The roots (made if missing), then `staging` inside: a sweep or the last session's end removes an empty
+    root under its exclusive lock, which a session only takes once its journal exists; so the root may go
+    between the two steps, and then they are done again."""
+    for attempt in range(attempts):
+        os.makedirs(os.path.dirname(os.path.dirname(root)), exist_ok=True)
+        try:
+            _ensure_dir(os.path.dirname(root), 0o711)
+            _ensure_dir(root, 0o700)
+            os.mkdir(staging, 0o700)
+            return
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
+
+
 class JournalError(Exception):
     """The journal cannot be written or read as the contract says."""
 
@@ -162,14 +178,11 @@ class Journal:
         if not valid_sid(sid):
             raise JournalError(f"session id must be 8 lowercase hex characters, got {sid!r}")
         root = os.path.normpath(root)
-        os.makedirs(os.path.dirname(os.path.dirname(root)), exist_ok=True)
-        _ensure_dir(os.path.dirname(root), 0o711)
-        _ensure_dir(root, 0o700)
         owner = process_name()
         final = os.path.join(root, sid)
         # Built under a staging name that carries the owner, then renamed: a session dir always has an owner.
         staging = os.path.join(root, f"{STAGING_PREFIX}{sid}-{owner.replace(':', '-')}")
-        os.mkdir(staging, 0o700)
+        _make_staging(root, staging)
         fd = -1
         try:
             os.chmod(staging, 0o700)

@@ -22,15 +22,21 @@ import pytest
 from tests import casefold_ext4
 from tests.attacks.attack_fs import MISREAD_NAMES
 from tests.attacks.conftest import AttackRun
-from tests.integration._session import LAUNCHER, SESSIONS, basic_manifest, manifest_hash, session_owner, write_manifest
+from tests.integration._session import (
+    LAUNCHER,
+    basic_manifest,
+    manifest_hash,
+    session_dirs,
+    session_owner,
+    write_manifest,
+)
 
 BIDI_PATH = "/srv/invoice-\u202egnp.sh"
 
 
 def _sessions_of(launcher_pid: int) -> list[Path]:
     """The sessions this launcher journaled (other engineers' sessions on the machine do not count)."""
-    found = SESSIONS.iterdir() if SESSIONS.is_dir() else iter(())
-    return [path for path in found if session_owner(path) == launcher_pid]
+    return [path for path in session_dirs() if session_owner(path) == launcher_pid]
 
 
 def _bidi_manifest(tmp_path: Path) -> Path:

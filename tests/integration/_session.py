@@ -61,8 +61,7 @@ def leftovers(sid: str | None = None) -> dict[str, list[str]]:
     runtime = []
     if RUN_ROOT.is_dir():
         runtime += [str(p) for p in RUN_ROOT.iterdir() if p.name != "sessions" and (sid is None or p.name == sid)]
-    if SESSIONS.is_dir():
-        runtime += [str(p) for p in SESSIONS.iterdir() if sid is None or p.name == sid]
+    runtime += [str(p) for p in session_dirs() if sid is None or p.name == sid]
     found = {"users": users, "groups": groups, "netns": netns, "cgroups": cgroups, "runtime": runtime}
     return {kind: names for kind, names in found.items() if names}
 
@@ -100,14 +99,21 @@ def session_owner(sid_dir: Path) -> int | None:
         return None
 
 
+def session_dirs() -> list[Path]:
+    """The sessions' journal directories now (none when the root is gone: the last one's end removes it)."""
+    try:
+        return [path for path in SESSIONS.iterdir() if not path.name.startswith(".")]
+    except FileNotFoundError:
+        return []
+
+
 def wait_for_session_dir(launcher_pid: int, timeout_s: float = 20.0) -> str:
     """The sid of the session that launcher `launcher_pid` creates (other sessions may run meanwhile)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if SESSIONS.is_dir():
-            for path in SESSIONS.iterdir():
-                if not path.name.startswith(".") and session_owner(path) == launcher_pid:
-                    return path.name
+        for path in session_dirs():
+            if session_owner(path) == launcher_pid:
+                return path.name
         time.sleep(0.01)
     raise AssertionError("no session journal of this launcher appeared")
 
@@ -124,10 +130,7 @@ def new_leftovers(before: dict[str, list[str]]) -> dict[str, list[str]]:
 
 def _running_sids() -> set[str]:
     """Sessions whose journal names a launcher that is alive."""
-    if not SESSIONS.is_dir():
-        return set()
-    return {path.name for path in SESSIONS.iterdir()
-            if not path.name.startswith(".") and _alive(session_owner(path))}
+    return {path.name for path in session_dirs() if _alive(session_owner(path))}
 
 
 def _alive(pid: int | None) -> bool:

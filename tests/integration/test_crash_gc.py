@@ -16,12 +16,12 @@ import pytest
 
 from tests.integration._session import (
     LAUNCHER,
-    SESSIONS,
     basic_manifest,
     leftovers,
     manifest_hash,
     new_leftovers,
     pids_with_uids,
+    session_dirs,
     session_owner,
     session_uids,
     wait_for_session_dir,
@@ -56,9 +56,8 @@ def _kill_at(
     sid_dir: Path | None = None
     uids: set[int] = set()
     while time.monotonic() < deadline:
-        if sid_dir is None and SESSIONS.is_dir():
-            candidates = [p for p in SESSIONS.iterdir()
-                          if not p.name.startswith(".") and session_owner(p) == launcher.pid]
+        if sid_dir is None:
+            candidates = [p for p in session_dirs() if session_owner(p) == launcher.pid]
             sid_dir = candidates[0] if candidates else None
         if sid_dir is not None:
             uids |= session_uids(sid_dir.name)

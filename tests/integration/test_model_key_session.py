@@ -110,10 +110,9 @@ def _probe_lines_until(stream: Any, last: str) -> dict[str, Any]:
 
 
 def _sid_of(launcher_pid: int) -> str:
-    from tests.integration._session import SESSIONS, session_owner
+    from tests.integration._session import wait_for_session_dir
 
-    return next(path.name for path in SESSIONS.iterdir()
-                if not path.name.startswith(".") and session_owner(path) == launcher_pid)
+    return wait_for_session_dir(launcher_pid)
 
 
 

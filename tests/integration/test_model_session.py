@@ -28,14 +28,13 @@ from launcher.kernel import netns
 from tests.integration import model_probe
 from tests.integration._session import (
     LAUNCHER,
-    SESSIONS,
     basic_manifest,
     leftovers,
     let_the_app_go,
     manifest_hash,
     pids_with_uids,
     probes_and_summary,
-    session_owner,
+    wait_for_session_dir,
     write_manifest,
 )
 
@@ -144,8 +143,7 @@ def test_the_kernel_admits_the_caller_only_the_apps_netns_has_the_listener(tmp_p
         assert launcher.stdout is not None
         while not (line := launcher.stdout.readline()).startswith('{"probe": "hold"'):
             assert line, "the launcher ended before the app held"
-        sid = next(path.name for path in SESSIONS.iterdir()
-                   if not path.name.startswith(".") and session_owner(path) == launcher.pid)
+        sid = wait_for_session_dir(launcher.pid)
         assert _connect_in(f"sh-{sid}-app") == 0  # the control: the app's namespace has it
         assert _connect_in(None) == errno.ECONNREFUSED  # the host's loopback has no such listener
         app_pids = pids_with_uids({pwd.getpwnam(f"sh-{sid}-app").pw_uid})

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from launcher.lifecycle import journal as journal_module
 from launcher.lifecycle.journal import (
     KINDS,
     Journal,
@@ -334,3 +335,23 @@ def test_a_crash_at_any_byte_leaves_a_prefix_of_the_entries(names: list[str], da
     owner, entries = parse_journal(journal[:cut])
     assert entries == [JournalEntry("user", name) for name in names][: len(entries)]
     assert owner in (None, "7:9")
+
+
+def test_a_journal_is_made_even_when_a_sweep_removes_the_empty_root_meanwhile(
+        roots: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep and the last session's end rmdir an empty sessions root; one doing so between the root's mkdir
+    and the journal's staging mkdir must not fail the session that is starting."""
+    sessions, run = roots
+    real = journal_module._ensure_dir
+    removed: list[str] = []
+
+    def then_swept(path: str, mode: int) -> None:
+        real(path, mode)
+        if path == str(sessions) and not removed:
+            os.rmdir(path)  # what sweep_lock.remove_if_empty does under its lock
+            removed.append(path)
+
+    monkeypatch.setattr(journal_module, "_ensure_dir", then_swept)
+    made = Journal.create(SID, str(sessions), allowed_roots=(str(run),))
+    made.close()
+    assert removed and (sessions / SID / "journal").is_file()

@@ -10,9 +10,10 @@ import pytest
 
 from launcher.kernel import cgroups, netns, users
 from launcher.lifecycle import sweep, sweep_lock, sweep_orphans
+from launcher.lifecycle.create import remove_empty_roots
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.sweep_orphans import find_orphans
-from pki.vocabulary import SESSIONS_ROOT
+from pki.vocabulary import RUN_ROOT, SESSIONS_ROOT
 
 
 def test_find_orphans_keeps_known_sessions_and_foreign_names() -> None:
@@ -103,12 +104,16 @@ def test_the_sweep_never_takes_a_session_created_between_its_listing_and_its_sca
         for journal in journals:
             journal.teardown(errors)
         netns.delete_netns(f"sh-{sid}-app")
+        remove_empty_roots(SESSIONS_ROOT, RUN_ROOT)  # as the session's own teardown ends
         assert not errors
 
 
 @pytest.mark.root
 def test_a_starting_launcher_skips_the_journalless_sweep_while_a_session_is_being_created() -> None:
     os.makedirs(SESSIONS_ROOT, exist_ok=True)
-    with sweep_lock.creating(SESSIONS_ROOT):
-        report = sweep.collect(wait=False)
+    try:
+        with sweep_lock.creating(SESSIONS_ROOT):
+            report = sweep.collect(wait=False)
+    finally:
+        remove_empty_roots(SESSIONS_ROOT, RUN_ROOT)
     assert report.journalless_skipped and report.to_json()["journalless_skipped"] is True
