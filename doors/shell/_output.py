@@ -9,11 +9,12 @@ the order the door read them). The final record never folds a kill into exit 0: 
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from doors.shell._wire import encode_chunk
 
 STREAMS = ("stdout", "stderr")
 
@@ -47,21 +48,6 @@ class StreamCap:
     @property
     def truncated(self) -> bool:
         return self.total > self.head_limit + self.tail_limit
-
-
-def encode_chunk(data: bytes) -> dict[str, str]:
-    """`{"text": ...}` when the bytes are UTF-8, else `{"base64": ...}`."""
-    try:
-        return {"text": data.decode()}
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode()}
-
-
-def decode_chunk(frame: dict[str, Any]) -> bytes:
-    """The bytes of a data frame (the inverse of encode_chunk)."""
-    if "text" in frame:
-        return str(frame["text"]).encode()
-    return base64.b64decode(str(frame.get("base64", "")))
 
 
 class Framer:
@@ -129,14 +115,3 @@ class Outcome:
                 "signal": os.WTERMSIG(self.wait_status) if signalled else None,
                 "timed_out": self.timed_out, "killed_by": self.killed_by, "wall_ms": self.wall_ms,
                 "cpu_ms": self.cpu_ms, "max_rss_kb": self.max_rss_kb, **self.extra}
-
-
-def shell_status(final: dict[str, Any], timeout_code: int, signal_base: int) -> int:
-    """The status `sh` exits with, timeout(1)'s way: `timeout_code` on a timeout, signal_base+N on signal N,
-    else the exit code (1 when the door killed it some other way without a signal)."""
-    if final.get("timed_out"):
-        return timeout_code
-    if final.get("signal") is not None:
-        return signal_base + int(final["signal"])
-    code = final.get("exit_code")
-    return int(code) if isinstance(code, int) else 1

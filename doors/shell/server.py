@@ -26,24 +26,16 @@ from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
 from doors.shell._command import FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
 from doors.shell._env import command_env
-from doors.shell._job_request import (
-    LIST_PATH,
-    POLL_PATH,
-    SIGNAL_PATH,
-    START_PATH,
-    WRITE_PATH,
-    parse_poll,
-    parse_signal,
-    parse_write,
-)
+from doors.shell._job_request import parse_poll, parse_signal, parse_write
 from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
 from doors.shell._output import Framer
 from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
-from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, RunRequest, parse_run
+from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RunRequest, parse_run
 from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 from doors.shell._stdio import open_stdio
+from doors.shell._wire import LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract

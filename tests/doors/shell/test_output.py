@@ -7,7 +7,8 @@ import signal
 
 import pytest
 
-from doors.shell._output import Framer, Outcome, StreamCap, decode_chunk, shell_status
+from doors.shell._output import Framer, Outcome, StreamCap
+from doors.shell._wire import decode_chunk, shell_status
 
 
 def _frames(lines: bytes) -> list[dict[str, object]]:
