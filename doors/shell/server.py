@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 NDJSON = "application/x-ndjson"
 DEFAULT_MAX_LIVE = 8
+# What a command may open for writing besides its scratch: /dev/tty reaches only its own controlling terminal.
+COMMAND_DEVICES = ("/dev/null", "/dev/tty")
 HELD_ROWS = frozenset({"workspace", "max_live"})
 Audit = Callable[[dict[str, Any]], None]
 
@@ -71,7 +73,7 @@ class ShellConfig:
             raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
         model = dict(rows["model"]) if isinstance(rows.get("model"), dict) else None
         return cls(workspace_fd, home, tmp, rows.get("proxy"), model, cgroups,
-                   command_ruleset((home, tmp, "/dev/null")), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
+                   command_ruleset((home, tmp, *COMMAND_DEVICES)), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
 
 
 class ShellDoor:
