@@ -115,13 +115,13 @@ def frames(tls: ssl.SSLSocket, body: Mapping[str, Any]) -> Iterator[dict[str, An
             raise NotTheDoor(f"TLS refused: {exc.reason or exc}") from None
         for piece in reader.feed(data):
             partial += piece
-            if reader.status != 200:
-                if len(partial) > MAX_ERROR_BYTES:
-                    break
+            if reader.status != 200 or b"\n" not in piece:  # a TLS record is 16 KiB; a frame up to 1 MiB
                 continue
             *lines, rest = partial.split(b"\n")
             partial = bytearray(rest)
             yield from (json.loads(line) for line in lines if line)
+        if reader.status not in (None, 200) and len(partial) > MAX_ERROR_BYTES:
+            break
         if not data:
             break
     if reader.status != 200:

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from doors._http import Request, Response, Route, json_response
+from doors._http import Limits, Request, Response, Route, json_response
 from doors._refusal import DoorRefused
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
-from doors.shell._command import FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
+from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
 from doors.shell._env import command_env
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
 from doors.shell._jobs import Job, JobTable
@@ -47,6 +47,9 @@ DEFAULT_MAX_LIVE = 8
 COMMAND_DEVICES = ("/dev/null", "/dev/tty")
 HELD_ROWS = frozenset({"workspace", "max_live"})
 Audit = Callable[[dict[str, Any]], None]
+# A frame is up to 1 MiB (a pipe's read): sent in one TLS write, not sixteen of 64 KiB, each a trip through
+# pyOpenSSL and trio (docs/decisions/bench.md, "Throughput"). Still one piece per connection held unsent.
+SHELL_LIMITS = Limits(send_piece_bytes=COALESCE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -298,4 +301,4 @@ async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig)
 
     await serve_door(replace(contract, rows=describe_rows(contract.rows)), status,
                      lambda runtime: door_of(runtime).routes(), held_rows=HELD_ROWS,
-                     background=background)
+                     background=background, limits=SHELL_LIMITS)
