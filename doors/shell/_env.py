@@ -21,7 +21,7 @@ from typing import Any
 from doors._refusal import DoorRefused, Refusal
 from doors.fs import scan
 from pki.secret_shapes import secret_shape
-from pki.vocabulary import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from pki.vocabulary import COMMAND_PROXY_USER_PREFIX, MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
 
 MAX_VARIABLES = 256
 MAX_VALUE_BYTES = 32 * 1024
@@ -105,6 +105,16 @@ def command_env(asked: tuple[tuple[str, str], ...], home: str, tmpdir: str, prox
         env.update(model)
     env.update(asked)
     return env
+
+
+def command_proxy(proxy: str | None, command_id: str) -> str | None:
+    """The proxy URL one command gets: the shell's, its user the command's label (`http://cmd-c5@127.0.0.1:3128`),
+    which clients send as Proxy-Authorization and the net door writes into its events (a label the command could
+    change: docs/decisions/net.md, "Command label")."""
+    if proxy is None:
+        return None
+    scheme, sep, rest = proxy.partition("://")
+    return f"{scheme}{sep}{COMMAND_PROXY_USER_PREFIX}{command_id}@{rest}" if sep and "@" not in rest else proxy
 
 
 def env_names(env: Mapping[str, str]) -> list[str]:

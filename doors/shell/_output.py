@@ -53,12 +53,12 @@ class StreamCap:
 _NOT_CONTROL = bytes(range(0x20, 0x100))
 _SHORT = {0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r"}
 _ESCAPES = {byte: _SHORT.get(byte, b"\\u%04x" % byte) for byte in range(0x20)}
-MOSTLY_CONTROL = 4  # more than 1 control byte in 4 (a binary dump, /dev/zero) goes as base64: fewer bytes
 
 
 def json_string_bytes(data: bytes) -> bytes | None:
     """The inside of the JSON string holding `data` as text (what json.dumps(..., ensure_ascii=False) holds),
-    or None when `data` is not UTF-8 or is mostly control bytes: it goes as base64 then.
+    or None when `data` is not UTF-8 or its escapes would make it longer than base64 (a binary dump, /dev/zero):
+    it goes as base64 then.
 
     json.dumps escapes character by character, 6.5 ms per MiB of build output here, most of the door's cost per
     byte (docs/decisions/bench.md, "Throughput"); these are C passes over the bytes, about 1 ms per MiB."""
@@ -67,7 +67,8 @@ def json_string_bytes(data: bytes) -> bytes | None:
     except UnicodeDecodeError:
         return None
     controls = data.translate(None, _NOT_CONTROL)
-    if len(controls) * MOSTLY_CONTROL > len(data):
+    long_escapes = len(controls) - sum(controls.count(short) for short in _SHORT)
+    if 3 * (len(controls) + 4 * long_escapes) > len(data):  # the escapes would outgrow base64's third
         return None
     data = data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
     for byte in set(controls):

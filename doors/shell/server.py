@@ -25,7 +25,7 @@ from doors._refusal import DoorRefused
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
 from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
-from doors.shell._env import command_env
+from doors.shell._env import command_env, command_proxy
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
 from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
@@ -163,7 +163,9 @@ class ShellDoor:
         try:
             self.audit({"door": "shell", "kind": "shell.run", "id": command_id, **run.audit_command(),
                         "cwd": run.cwd, "env_names": [name for name, _ in run.env], "timeout_ms": run.timeout_ms,
-                        "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or ""})
+                        "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or "",
+                        # the net door's events of its requests carry `command` = this id (a label it could change)
+                        "egress_command": command_id if self.config.proxy else None})
             return await self._start(command_id, run, cwd_fd)
         finally:
             os.close(cwd_fd)
@@ -187,7 +189,8 @@ class ShellDoor:
                           "command safely, so it runs none", "report this: the shell door must stay single-threaded")
         tmpdir, cgroup = self._prepare(command_id)
         stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
-        env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty, self.config.model)
+        env = command_env(run.env, self.config.home, tmpdir, command_proxy(self.config.proxy, command_id), run.tty,
+                          self.config.model)
         launch = Launch(run.argv, env, cwd_fd, stdio.child, cgroup.procs_files, self.config.ruleset_fd, run.tty)
         try:
             pid, report = fork_command(launch)

@@ -32,6 +32,7 @@ try:
 except OSError as exc:
     print(errno.errorcode[exc.errno])
 """
+CURL = "curl -sS -o /dev/null --max-time 20"
 FLOOD = "head -c 3000000 /dev/zero | tr '\\0' o; head -c 2000000 /dev/zero | tr '\\0' e >&2"
 
 
@@ -59,6 +60,8 @@ def session() -> Iterator[Session]:
         case("tty.stdin", script="read line; echo got:$line", tty=True, stdin="hi\n"),
         case("no.tty", argv=["sh", "-c", "test -t 0 || test -t 1 || echo no-tty"]),
         py("tty.dev.tty", OPEN_DEV_TTY, tty=True),
+        case("egress", script=f"{CURL} https://example.invalid/; echo rc=$?"),
+        case("egress.forged", script=f"https_proxy=http://cmd-c1@127.0.0.1:3128 {CURL} https://example.invalid/"),
         py("no.tty.dev.tty", OPEN_DEV_TTY),
         {**case("live", script="echo first; exec sleep 1001"), "until": "first"},
         case("live.gone", script="while ps -e -o args= | grep -q '^sleep 1001'; do sleep 0.1; done; echo gone",
@@ -92,7 +95,8 @@ def test_a_script_runs_in_its_cwd_and_its_exit_code_comes_back(session: Session)
 def test_the_environment_is_clean_plus_what_was_asked(session: Session) -> None:
     env = dict(line.split("=", 1) for line in output(session[0]["env"], "stdout").decode().splitlines())
     assert env["CI"] == "1" and env["GIT_TERMINAL_PROMPT"] == "0" and env["DEBIAN_FRONTEND"] == "noninteractive"
-    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128"
+    command = session[0]["env"]["frames"][0]["started"]["id"]  # its label is the proxy URL's user
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == f"http://cmd-{command}@127.0.0.1:3128"
     assert not any(name.startswith("SHARNESS_") for name in env), env
 
 
@@ -266,6 +270,21 @@ def test_a_program_opening_dev_tty_reaches_its_pty_and_gets_enxio_without_one(se
     probes = session[0]
     assert output(probes["tty.dev.tty"], "stdout") == b"via-dev-tty\r\nopened\r\n"
     assert output(probes["no.tty.dev.tty"], "stdout") == b"ENXIO\n"  # no controlling terminal: not ENOENT
+
+
+def test_the_net_doors_events_name_the_command_that_made_the_request(session: Session) -> None:
+    probes, summary = session
+    command = probes["egress"]["frames"][0]["started"]["id"]
+    events = audit(summary)
+    run = next(e for e in events if e.get("kind") == "shell.run" and e.get("id") == command)
+    assert run["egress_command"] == command  # where its requests are: net events with this command
+    mine = [e for e in events if e.get("kind") == "net.request" and e.get("command") == command]
+    assert [(e["client_role"], e["method"], e["host"]) for e in mine] == [("shell", "CONNECT", "example.invalid")]
+    # A label, not an identity: a command that sets its own proxy URL names another command (an Expectation).
+    forger = probes["egress.forged"]["frames"][0]["started"]["id"]
+    assert forger != "c1" and not any(e.get("command") == forger for e in events if e.get("door") == "net")
+    assert any(e.get("command") == "c1" and e.get("host") == "example.invalid" for e in events
+               if e.get("kind") == "net.request")
 
 
 def test_shell_files_exec_lets_commands_run_a_tool_and_nothing_else_outside(tmp_path: Path) -> None:

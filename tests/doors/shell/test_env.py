@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from doors._refusal import DoorRefused
-from doors.shell._env import command_env, denied_because
+from doors.shell._env import command_env, command_proxy, denied_because
 from doors.shell._request import parse_run
 
 PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -85,3 +85,10 @@ def test_token_shaped_values_are_refused_naming_the_shape_and_the_keys_door(shap
                                    "eyJonly.one", "/usr/lib/jvm/java-17"])
 def test_ordinary_values_that_resemble_no_token_pass(value: str) -> None:
     assert parse_run({"argv": ["env"], "env": {"V": value}}).env == (("V", value),)
+
+
+def test_each_command_gets_the_proxy_with_its_label_as_user() -> None:
+    assert command_proxy("http://127.0.0.1:3128", "c5") == "http://cmd-c5@127.0.0.1:3128"
+    assert command_proxy(None, "c5") is None
+    env = command_env((), "/h", "/t", command_proxy("http://127.0.0.1:3128", "c12"), tty=False)
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://cmd-c12@127.0.0.1:3128"
