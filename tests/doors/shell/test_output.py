@@ -68,7 +68,8 @@ def test_a_kill_is_never_exit_0(outcome: Outcome, exit_code: int | None, sig: in
 
 @pytest.mark.parametrize("data", [
     b"plain build output\n" * 50, "naïve ünïcode — ✓\n".encode(), b'quotes " and \\ backslashes\t\r\n',
-    b"\x1b[31merror:\x1b[0m cannot find the symbol in the module you named \x07\n" * 3, b"", b"\\u0000 is not an escape here",
+    b"\x1b[31merror:\x1b[0m cannot find the symbol in the module you named \x07\n" * 3, b"",
+    b"\\u0000 is not an escape here",
 ])
 def test_a_hand_made_data_frame_is_the_json_of_its_bytes(data: bytes) -> None:
     line = Framer(1 << 20).output("stdout", data) if data else b'{"seq":1,"stream":"stdout","text":""}\n'
