@@ -9,6 +9,7 @@ after verifying its chain: exactly one URI SAN, this session's shell door (docs/
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -75,7 +76,10 @@ def connect(environ: Mapping[str, str], timeout_s: float | None = None) -> ssl.S
     if missing:
         raise Unreachable(f"{', '.join(missing)} not set: no shell door in this session (add the door and "
                           "the edge app->shell to the manifest)")
-    ctx = tls_context(environ["SHARNESS_BUNDLE"], environ["SHARNESS_SVID"])
+    try:
+        ctx = tls_context(environ["SHARNESS_BUNDLE"], environ["SHARNESS_SVID"])
+    except OSError as exc:  # ssl.SSLError is one too
+        raise Unreachable(f"cannot load this session's SVID or bundle: {exc}") from None
     raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     raw.settimeout(timeout_s)
     try:
@@ -106,13 +110,16 @@ def run_request(body: Mapping[str, Any]) -> bytes:
 
 def frames(tls: ssl.SSLSocket, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Send the run request; yield each frame as it arrives; Refused when the door answered with an error."""
-    tls.sendall(run_request(body))
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a door that refused and closed: read why
+        tls.sendall(run_request(body))
     reader, partial = ResponseReader(), bytearray()
     while not reader.done:
         try:
             data = tls.recv(RECEIVE_BYTES)
         except ssl.SSLError as exc:  # TLS 1.3: a refused client certificate is seen on the first read
             raise NotTheDoor(f"TLS refused: {exc.reason or exc}") from None
+        except OSError as exc:
+            raise Unreachable(f"the shell door closed the connection: {os.strerror(exc.errno or 0)}") from None
         for piece in reader.feed(data):
             partial += piece
             if reader.status != 200 or b"\n" not in piece:  # a TLS record is 16 KiB; a frame up to 1 MiB
