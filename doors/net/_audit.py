@@ -33,6 +33,10 @@ class Exchange:
     status: int = 0
     bytes_up: int = 0
     bytes_down: int = 0
+    command: str = ""  # the shell command the request says it is from (doors/net/_command_label.py), or ""
+
+    def _labelled(self, event: dict[str, Any]) -> dict[str, Any]:
+        return {**event, "command": self.command} if self.command else event
 
     def allow(self, row: str) -> None:
         """Mark the request allowed by the manifest row `row`."""
@@ -44,12 +48,13 @@ class Exchange:
 
     def open_event(self, row: str) -> dict[str, Any]:
         """The event queued before the door acts on an allowed request (resolve, dial): what, for whom, which row."""
-        return {"door": "net", "kind": "net.open", "client_role": self.role, "method": self.method,
-                "requested": self.requested[:MAX_REQUESTED], "host": self.host, "port": self.port, "row": row}
+        return self._labelled({"door": "net", "kind": "net.open", "client_role": self.role, "method": self.method,
+                               "requested": self.requested[:MAX_REQUESTED], "host": self.host, "port": self.port,
+                               "row": row})
 
     def event(self, now: float) -> dict[str, Any]:
         """The audit event (JSON-ready)."""
-        return {
+        return self._labelled({
             "door": "net",
             "kind": "net.request",
             "client_role": self.role,  # the launcher stamps "role" with the door's own (net)
@@ -66,4 +71,4 @@ class Exchange:
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
             "duration_ms": max(0, round((now - self.started) * 1000)),
-        }
+        })

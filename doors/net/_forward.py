@@ -210,7 +210,7 @@ async def forward(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
                   role: str) -> bytes | None:
     """One plain-HTTP request (`net.open` before acting when allowed, `net.request` at the end); the bytes of
     the next request, or None to close."""
-    exchange = proxy.exchange(role, request.method, _authority_only(request.target))
+    exchange = proxy.exchange(role, request.method, _authority_only(request.target), request.headers)
     try:
         verdict = await _exchange(proxy, stream, conn, request, role, exchange)
         if verdict is not None:

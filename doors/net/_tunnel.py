@@ -62,7 +62,7 @@ async def _refuse(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, e
 async def tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                  role: str) -> None:
     """Handle one CONNECT request to its end: `net.open` before acting (when allowed), `net.request` at the end."""
-    exchange = proxy.exchange(role, request.method, request.target)
+    exchange = proxy.exchange(role, request.method, request.target, request.headers)
     try:
         await _tunnel(proxy, stream, conn, request, role, exchange)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -23,6 +24,7 @@ from doors.net import _refusal as refusal
 from doors.net._addr import AddressPolicy
 from doors.net._audit import AuditSink, Exchange
 from doors.net._clienthello import DEFAULT_MAX_HELLO
+from doors.net._command_label import command_label
 from doors.net._forward import forward
 from doors.net._framing import FramingError, start_request
 from doors.net._policy import Allowlist
@@ -32,6 +34,7 @@ from doors.net._respond import send_refusal
 from doors.net._tunnel import tunnel
 
 RECEIVE = 64 * 1024
+SHELL_ROLE = "shell"  # whose requests may name the command they come from
 ACCEPT_PAUSE_S = 0.1
 _ACCEPT_PAUSE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
@@ -153,11 +156,13 @@ class Proxy:
                 buf += data
         return None, buf
 
-    def exchange(self, role: str, method: bytes, requested: bytes) -> Exchange:
-        """A fresh audit record for one request."""
+    def exchange(self, role: str, method: bytes, requested: bytes,
+                 headers: Iterable[tuple[bytes, bytes]] = ()) -> Exchange:
+        """A fresh audit record for one request (with the shell command it names, for the shell's requests)."""
         self._requests += 1
         return Exchange(role=role, started=trio.current_time(), method=method.decode("ascii", "replace"),
-                        requested=requested.decode("utf-8", "replace"))
+                        requested=requested.decode("utf-8", "replace"),
+                        command=command_label(headers) if role == SHELL_ROLE else "")
 
     def announce(self, exchange: Exchange, row: str) -> ProxyRefusal | None:
         """Queue `net.open` before the door resolves and dials; the 503 to answer when it cannot be queued."""

@@ -51,6 +51,9 @@ SYSTEM_BASE = ("/usr", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", 
 SYSTEM_READ = (*SYSTEM_BASE[:1], *ETC_READ, *SYSTEM_BASE[1:])
 SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
 WRITE_DEVICES = ("/dev/null",)
+# The shell's commands open their controlling terminal by this name (ssh, sudo-like prompts, `tty` programs):
+# the generic device, which reaches only the opener's own ctty (a command's pty, or ENXIO without one).
+CONTROLLING_TTY = "/dev/tty"
 DNS_PORT = 53
 
 
@@ -188,7 +191,7 @@ def shell_allowance(
     files_read, files_exec = tuple(listed.get("read", ())), tuple(listed.get("exec", ()))
     return Allowance(
         read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read, *files_read, *files_exec),
-        write=(*WRITE_DEVICES, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS),
+        write=(*WRITE_DEVICES, CONTROLLING_TTY, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
         tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),

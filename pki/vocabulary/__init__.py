@@ -5,7 +5,12 @@ importing each other.
 """
 
 from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
-from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from pki.vocabulary.client_env import (
+    COMMAND_PROXY_USER_PREFIX,
+    MODEL_VARIABLES,
+    NO_PROXY_VARIABLES,
+    PROXY_VARIABLES,
+)
 from pki.vocabulary.exits import (
     CHILD_EXITS,
     EXIT_BAD_MANIFEST,
@@ -82,6 +87,7 @@ __all__ = [
     "BARRIER_KINDS",
     "BOUNDARY",
     "CHILD_EXITS",
+    "COMMAND_PROXY_USER_PREFIX",
     "DEFAULT_EDGES",
     "DOOR_LISTENER",
     "DOOR_ORDER",
