@@ -55,7 +55,8 @@ def _manifest(workspace: Path, quick: bool) -> dict[str, Any]:
         "app": {"argv": [sys.executable, WORKLOAD, str(workspace), "1" if quick else "0"],
                 "files": {"read": [WORKLOAD]}, "workspace": "mount",
                 "process": {"max_memory_mb": 1024, "max_pids": 64}},
-        "doors": {"fs": {"refuse_secrets": True, "max_file_bytes": 1 << 30, "max_total_bytes": 1 << 34, "max_files": 100_000}},
+        "doors": {"fs": {"refuse_secrets": True, "max_file_bytes": 1 << 30, "max_total_bytes": 1 << 34,
+                         "max_files": 100_000}},
         "edges": [["app", "fs"]],
     }
 
