@@ -142,6 +142,8 @@ def test_a_killed_fs_door_fails_the_app_and_ends_the_session(tmp_path: Path) -> 
     assert launcher.stdout is not None
     line = launcher.stdout.readline()
     assert json.loads(line) == {"probe": "started"}, line
+    # While the app writes through it, the host has no such mount: only the app's namespace holds it.
+    assert str(workspace) not in Path("/proc/self/mountinfo").read_text()
     door = _fs_door_pid(launcher.pid)
     subprocess.run(["kill", "-KILL", str(door)], check=True)
     _out, err = launcher.communicate(timeout=120)
