@@ -257,3 +257,20 @@ def test_an_app_blocked_on_a_hung_door_can_be_killed() -> None:
         _, status = os.waitpid(pid, 0)
         os.kill(mount.door_pid, signal.SIGCONT)
         assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def test_a_large_append_lands_whole_and_is_counted_once() -> None:
+    """Past 1 MiB an append's staged bytes spill to an unnamed file; max_file_bytes counts the file as it will be."""
+    with mounted({**ROWS, "max_file_bytes": 3 << 20}, _tree) as mount:
+        def attack(point: str) -> tuple[int, int]:
+            with open(f"{point}/log", "ab") as out:
+                for _ in range(40):
+                    out.write(b"z" * 65536)  # 2.5 MiB in all
+            over = _errno(lambda: Path(f"{point}/log").open("ab").write(b"y" * (1 << 20)))
+            return os.stat(f"{point}/log").st_size, over
+
+        size, over = mount.run(attack)
+        assert over == errno.EFBIG and 6 + 40 * 65536 <= size <= 3 << 20  # a write is cut at the limit, as by a rlimit
+        landed = Path(f"{mount.workspace}/log").read_bytes()
+        assert landed.startswith(b"start\n" + b"z" * (40 * 65536)) and set(landed[6 + 40 * 65536:]) <= {ord("y")}
+        assert len(landed) == size
