@@ -181,3 +181,25 @@ def _fs_door_pid(launcher_pid: int) -> int:
         if uid_line.split()[1] == "65534":
             return int(child)
     raise AssertionError(f"no fs door among {children}")
+
+
+def test_without_fuse_the_mount_is_refused_before_anything_is_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A machine without /dev/fuse (or pyfuse3): run refuses with 78, naming the row and why, and makes nothing."""
+    import dataclasses
+
+    from launcher import cli
+    from launcher.kernel import probe
+    from pki.vocabulary import EXIT_UNHELD
+
+    real = probe.probe_kernel
+    monkeypatch.setattr(probe, "probe_kernel", lambda: dataclasses.replace(
+        real(), fuse_missing="/dev/fuse is missing (No such file or directory): load the fuse module"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    document = basic_manifest(workspace, [sys.executable, "-c", "pass"])
+    document["app"]["workspace"] = "mount"  # type: ignore[index]
+    manifest = write_manifest(tmp_path, document)
+    assert cli.main(["run", str(manifest), "--expect-hash", manifest_hash(manifest)]) == EXIT_UNHELD
+    err = capsys.readouterr().err  # the gate runs before the journal: other sessions here make leftovers unsafe to diff
+    assert "app: workspace.mount" in err and "/dev/fuse is missing" in err and "nothing was created" in err
