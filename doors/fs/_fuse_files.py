@@ -248,7 +248,8 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
             mode = file_mode(path, core.rows, staged.want_exec, target.executable)
 
             def act() -> None:
-                core.workspace.commit_write(parent_fd, staged.temp_fd, "", path.name, mode, durable=False)
+                if target.exists or not _link_new(core, parent_fd, staged.temp_fd, path.name, mode):
+                    core.workspace.commit_write(parent_fd, staged.temp_fd, "", path.name, mode, durable=False)
                 core.dispatch.recent.add(tail)
 
             extra = {"opened": staged.opened, "closed": closed, "writes": staged.writes}
@@ -258,6 +259,17 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
     staged.committed = True
     staged.upload = core.dispatch.meter.reservation(core.rows, ROLE)  # the last one became the call's
     core.nodes.committed(staged.node)
+
+
+def _link_new(core: MountCore, parent_fd: int, temp_fd: int, name: str, mode: int) -> bool:
+    """A new file: link the staged file at its name at once (one metadata change, not a link and a rename);
+    False when something took the name meanwhile (the HTTP API): the caller replaces it as any commit does."""
+    core.workspace.own(temp_fd, mode)
+    try:
+        os.link(f"/proc/self/fd/{temp_fd}", name, dst_dir_fd=parent_fd, follow_symlinks=True)
+    except FileExistsError:
+        return False
+    return True
 
 
 def commit_append(core: MountCore, staged: StagedAppend, closed: str) -> None:
