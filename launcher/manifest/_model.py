@@ -37,6 +37,11 @@ class App:
     max_pids: int
     scratch_mb: int
     scratch_inodes: int
+    workspace: str = "api"  # "mount": the fs door's FUSE mount at the workspace path (launcher/kernel/fuse_mount.py)
+
+    @property
+    def mounts_workspace(self) -> bool:
+        return self.workspace == "mount"
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +125,7 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
             max_pids=app["process"]["max_pids"],
             scratch_mb=scratch_mb,
             scratch_inodes=scratch_inodes,
+            workspace=app.get("workspace", "api"),
         ),
         roles=started_roles(document),
         edges=effective_edges(document),

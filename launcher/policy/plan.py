@@ -21,6 +21,7 @@ from launcher.policy.plan_kernel import (
     always,
     cgroup,
     fs_fence,
+    fuse,
     landlock_fs,
     landlock_scoping,
     landlock_tcp,
@@ -38,6 +39,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
     "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
+    # The workspace as a FUSE mount the fs door serves (tests/integration/test_fs_mount*.py).
+    "app:workspace.mount", "app:workspace.unmount",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -197,9 +200,21 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     callers = ", ".join(manifest.edges_in(role)) or "nobody"
     yield _Spec("edges", f"may call {calls}; may be called by {callers}", BOUNDARY,
                 "the kernel (socket owner and mode) and the called door (mTLS edge check)", root)
+    if role == "app" and manifest.app.mounts_workspace:
+        yield from _mount_rows(manifest.workspace)
     if role == "app" and ("app", "net") in manifest.edges:
         yield _Spec("proxy_env", "HTTP(S)_PROXY point at the net door; ignoring them leaves no way out",
                     SETTING, "the app's environment (it could unset it)", always)
+
+
+def _mount_rows(workspace: str) -> Iterator[_Spec]:
+    yield _Spec("workspace.mount", f"{workspace} is a FUSE mount in its own mount namespace only: every open, "
+                "write, rename and delete goes to the fs door, which holds every doors.fs row (refusals are errnos: "
+                "EACCES, EPERM, EFBIG, EDQUOT, ENOSPC); writes are staged and checked on close", BOUNDARY,
+                "the fs door (its own user) behind the kernel's FUSE mount (nosuid, nodev)", fuse)
+    yield _Spec("workspace.unmount", "cannot unmount it or mount over it (no CAP_SYS_ADMIN); a dead fs door ends "
+                "the session and fails the app's calls (ENOTCONN), never hangs them", BOUNDARY,
+                "the kernel (capabilities, FUSE connection abort)", fuse)
 
 
 def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
