@@ -85,6 +85,30 @@ def _check_app(app: dict[str, Any]) -> None:
     if "/" in argv0:  # a bare name is looked up by the launcher on its fixed PATH
         _refuse_abs("/app/argv/0", argv0)
     _check_scratch("/app/process", app["process"])
+    _check_env(app.get("env", {}))
+    if "home_seed" in app:
+        _refuse_reserved("/app/home_seed", app["home_seed"])
+
+
+def _check_env(env: dict[str, str]) -> None:
+    """app.env holds settings, never a secret, and never a variable the launcher sets itself."""
+    from launcher.policy.audit_guard import secret_key_rule, secret_shape
+    from launcher.policy.environment import launcher_sets  # here: it imports this package's model
+
+    for name, value in env.items():
+        ptr = child("/app/env", name)
+        if launcher_sets(name):
+            raise ManifestError(ptr, f"the launcher sets {name} itself (the app's HOME, scratch, identity, doors "
+                                "and their proxy and model variables)", f"remove {name} from app.env")
+        if secret_key_rule(name) is not None:
+            raise ManifestError(ptr, f"{name} is named like a secret, and app.env is not for secrets: the app "
+                                "could send it anywhere it reaches", "remove it from app.env; a provider key goes "
+                                "in doors.keys.secrets, used by the model or net door, never given to the app")
+        rule = secret_shape(value)
+        if rule is not None:
+            raise ManifestError(ptr, f"the value of {name} looks like a secret ({rule}), and app.env is not for "
+                                "secrets", "remove it from app.env; a provider key goes in doors.keys.secrets, "
+                                "used by the model or net door, never given to the app")
 
 
 def _check_scratch(ptr: str, process: dict[str, Any]) -> None:
@@ -170,6 +194,7 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
     edges = effective_edges(doc)
     shell_files = doc.get("doors", {}).get("shell", {}).get("files", {})
     readers = [*doc["app"].get("files", {}).get("read", []), *doc["app"].get("files", {}).get("exec", []),
+               *([doc["app"]["home_seed"]] if "home_seed" in doc["app"] else []),
                *shell_files.get("read", []), *shell_files.get("exec", [])]
     for name, secret in keys.get("secrets", {}).items():
         ptr = child("/doors/keys/secrets", name)

@@ -37,6 +37,8 @@ class App:
     max_pids: int
     scratch_mb: int
     scratch_inodes: int
+    env: tuple[tuple[str, str], ...] = ()  # app.env, in the manifest's order
+    home_seed: str | None = None  # app.home_seed: the directory copied into its HOME at start
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +122,8 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
             max_pids=app["process"]["max_pids"],
             scratch_mb=scratch_mb,
             scratch_inodes=scratch_inodes,
+            env=tuple(app.get("env", {}).items()),
+            home_seed=app.get("home_seed"),
         ),
         roles=started_roles(document),
         edges=effective_edges(document),

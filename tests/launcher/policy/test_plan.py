@@ -117,7 +117,7 @@ def test_the_kernel_decides_what_can_be_held(monkeypatch: pytest.MonkeyPatch) ->
     assert all(not row.kernel_can_hold for row in unheld.values())
     nothing = build_plan(load(FULL), NOTHING)
     held = [(row.component, row.row_id) for row in nothing.rows if row.held]
-    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env") for _, row_id in held)
+    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env", "env") for _, row_id in held)
 
 
 @pytest.mark.parametrize(("abi", "held"), [
