@@ -221,6 +221,7 @@ class Session:
     def _spawn_doors(self, doors: tuple[str, ...], resources: Resources, supervisor: Supervisor,
                      journal: Journal) -> Ending | None:
         for door in doors:
+            self._progress(f"session {self.layout.sid}: starting the {door} door")
             spawned = self._spawn_door(door, resources)
             journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
             supervisor.watch(spawned)

@@ -231,6 +231,8 @@ def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
         if problem:
             raise ManifestError(f"/doors/model/internal_ranges/{index}", problem,
                                 "name a private range such as 10.20.0.0/16 (never loopback or link-local)")
+    if "twin_script" in model:
+        _check_twin_script(model)
     if model["upstream"] == "twin":
         return  # the built-in twin needs no key and reaches nothing
     host, _, port = model["upstream"][len("https://"):].partition(":")
@@ -251,6 +253,20 @@ def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
     if host not in secret["hosts"]:
         raise ManifestError("/doors/model/secret", f"secret {model['secret']!r} is not bound to {host!r}",
                             f"add {host!r} to doors.keys.secrets.{model['secret']}.hosts")
+
+
+def _check_twin_script(model: dict[str, Any]) -> None:
+    from doors.model.twin import TwinScript, TwinScriptError  # the twin's own check: one reader of its format
+
+    ptr = "/doors/model/twin_script"
+    if model["upstream"] != "twin":
+        raise ManifestError(ptr, "a twin script with an upstream that is not the twin",
+                            "set doors.model.upstream to \"twin\" or drop twin_script")
+    try:
+        TwinScript.parse(model["twin_script"])
+    except TwinScriptError as exc:
+        where, _, why = str(exc).partition(": ")
+        raise ManifestError(ptr + where, why or str(exc), "see doors/model/twin/README.md (The script)") from exc
 
 
 def _check_edges(doc: dict[str, Any]) -> None:

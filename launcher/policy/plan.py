@@ -292,8 +292,11 @@ def _model_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     door = "the model door (its own user)"
     twin = rows["upstream"] == "twin"
     if twin:
+        script = f", scripted by {len(rows['twin_script'].get('rules', []))} rule(s) of the manifest" \
+            if "twin_script" in rows else ""
         yield _Spec("model.upstream", "answers from the built-in twin of the Messages API "
-                    "(sharness.model.anthropic.twin): no call leaves the machine, no internet socket", BOUNDARY,
+                    f"(sharness.model.anthropic.twin{script}): no call leaves the machine, no internet socket",
+                    BOUNDARY,
                     f"{door}; the kernel (seccomp: no internet socket)", root)
     else:
         ranges = ", ".join(rows.get("internal_ranges", [])) or "none"

@@ -42,6 +42,7 @@ from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_c
 from pki.vocabulary.names import SECRET_NAME_PATTERN, valid_secret_name
 from pki.vocabulary.paths import (
     AUDIT_ROOT,
+    DEMO_ROOT,
     HELLO_ROOT,
     MACHINE_KEY_NAME,
     NETNS_ROOT,
@@ -83,6 +84,7 @@ __all__ = [
     "BOUNDARY",
     "CHILD_EXITS",
     "DEFAULT_EDGES",
+    "DEMO_ROOT",
     "DOOR_LISTENER",
     "DOOR_ORDER",
     "DROPPED_BEFORE",
