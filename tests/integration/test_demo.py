@@ -39,7 +39,8 @@ def test_the_demo_fixes_the_project_and_is_refused_what_it_must_not_do(tmp_path:
     assert spend["calls"] == 1 and 0 < spend["spent_microusd"] <= spend["budget_microusd"]
     assert report["audit"]["intact"] and report["audit"]["lines"] > 10
     assert report["teardown_errors"] == [] and leftovers(report["sid"]) == {}
-    assert not Path(DEMO_ROOT).exists() or not any(Path(DEMO_ROOT).iterdir())  # the project's copy is gone
+    copy = re.search(rf"workspace ({re.escape(DEMO_ROOT)}/sh-demo-[0-9a-f]+)", done.stderr)
+    assert copy is not None and not Path(copy.group(1)).exists()  # the project's copy is gone
     # the agent's settings came from app.home_seed, copied into its own HOME
     assert re.search(rf"settings from /run/sharness/{report['sid']}/app/home/\.config/demo-agent/settings\.json "
                      r"\(model claude-sonnet-4-5\)", done.stderr), done.stderr[-2000:]
@@ -64,3 +65,33 @@ def test_the_demo_manifest_has_a_holder_for_every_row() -> None:
     plan = build_plan(demo_manifest("/var/lib/sharness/demo/sh-demo-test"), probe_kernel())
     assert plan.unheld_count == 0, [row.row_id for row in plan.rows if not row.held]
     assert json.loads(TEMPLATE.read_text())["doors"]["model"]["upstream"] == "twin"
+
+
+def test_on_a_terminal_the_agents_steps_are_bold_and_the_summary_plain(tmp_path: Path) -> None:
+    import os
+    import select
+
+    controller, terminal = os.openpty()
+    launcher = subprocess.Popen([*LAUNCHER, "demo", "--audit-dir", str(tmp_path / "audit")], stdin=terminal,
+                                stdout=terminal, stderr=terminal, close_fds=True)
+    os.close(terminal)
+    seen = b""
+    try:
+        while True:
+            ready, _, _ = select.select([controller], [], [], 120)
+            if not ready:
+                break
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: every holder of the terminal has gone
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(controller)
+        code = launcher.wait(timeout=60)
+    text = seen.decode(errors="replace")
+    assert code == 0, text[-4000:]
+    assert "\x1b[1magent step 1:\x1b[0m" in text and "\x1b[1magent step 8:\x1b[0m" in text  # through the relay
+    assert "demo: ok" in text and "\x1b[1mwhat" not in text
