@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from manifests.samples import load, sample
 
@@ -86,3 +89,13 @@ def test_the_plan_lists_env_seed_and_children() -> None:
     assert "TERM" in rows["env"].meaning and rows["env"].kind == "Setting"
     assert "/opt/agent-home" in rows["home_seed"].meaning
     assert "inherits every row" in rows["children"].meaning
+
+
+def test_check_refuses_a_secret_in_app_env_with_65(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from launcher import cli
+
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(sample(app__env={"ANTHROPIC_MODEL": "sk-ant-api03-" + "x" * 40})))
+    assert cli.main(["check", "--json", str(path)]) == 65
+    refusal = json.loads(capsys.readouterr().out)
+    assert refusal["pointer"] == "/app/env/ANTHROPIC_MODEL" and "x" * 40 not in json.dumps(refusal)
