@@ -28,7 +28,6 @@ from pki.vocabulary import AUDIT_ROOT, DEMO_ROOT
 
 DEMO_DIR = Path(launcher.__file__).resolve().parent.parent / "manifests" / "examples" / "demo"
 TEMPLATE = DEMO_DIR / "manifest.json"
-TEMPLATE_WORKSPACE = "/var/lib/sharness/demo/workspace"
 NOBODY = 65534  # the workspace's owner: the fs door runs as it, never as root
 
 
@@ -44,11 +43,11 @@ class DemoRun:
 def demo_manifest(workspace: str, python: str = sys.executable) -> Manifest:
     """The demo's manifest for a project copy at `workspace`: the template with its paths set for this run."""
     document: dict[str, Any] = json.loads(TEMPLATE.read_text())
-    app = document["app"]
+    app, template_workspace = document["app"], document["workspace"]
     app["argv"] = [python, str(DEMO_DIR / "agent.py")]
     app["home_seed"] = str(DEMO_DIR / "settings")
     app["env"]["DEMO_WORKSPACE"] = workspace
-    app["files"]["read"] = [workspace if path == TEMPLATE_WORKSPACE else path for path in app["files"]["read"]]
+    app["files"]["read"] = [workspace if path == template_workspace else path for path in app["files"]["read"]]
     document["workspace"] = workspace
     return load_manifest(json.dumps(document).encode())
 
