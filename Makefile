@@ -8,15 +8,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench gc clean system-tools
+.PHONY: run test lint bench gc clean system-tools fuse-libs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
+$(STAMP): pyproject.toml | $(BIN)/python fuse-libs
+	$(BIN)/pip install --quiet -e '.[test,lint,bench,mount]'
 	touch $(STAMP)
+
+# The workspace mount (app.workspace "mount"): pyfuse3 builds against libfuse3 (headers and pkg-config), and
+# fusermount3 comes with fuse3. apt-get runs only when one is missing; without them the mount is refused (78).
+fuse-libs:
+	@pkg-config --exists fuse3 2>/dev/null && command -v fusermount3 >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 libfuse3-dev pkg-config) || \
+	  echo "make: could not install fuse3, libfuse3-dev and pkg-config; app.workspace \"mount\" will be refused" >&2
 
 # The app's pid-namespace init as a static program (~0.3 MB resident instead of a copy of the launcher's heap).
 # Without a C compiler the launcher runs the same wait loop in Python, and says nothing: both hold the same rows.

@@ -24,6 +24,9 @@ def check_document(doc: dict[str, Any]) -> None:
     _check_workspace(doc["workspace"])
     _check_app(doc["app"])
     doors = doc.get("doors", {})
+    if doc["app"].get("workspace") == "mount" and "fs" not in doors:
+        raise ManifestError("/app/workspace", "the workspace mount is served by the fs door, which this manifest "
+                            "does not start", 'add "doors": {"fs": {...}}, or remove app.workspace')
     if "fs" in doors:
         _check_fs(doc, doors["fs"])
     if "net" in doors:

@@ -39,6 +39,11 @@ class App:
     scratch_inodes: int
     env: tuple[tuple[str, str], ...] = ()  # app.env, in the manifest's order
     home_seed: str | None = None  # app.home_seed: the directory copied into its HOME at start
+    workspace: str = "api"  # "mount": the fs door's FUSE mount at the workspace path (launcher/kernel/fuse_mount.py)
+
+    @property
+    def mounts_workspace(self) -> bool:
+        return self.workspace == "mount"
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,6 +129,7 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
             scratch_inodes=scratch_inodes,
             env=tuple(app.get("env", {}).items()),
             home_seed=app.get("home_seed"),
+            workspace=app.get("workspace", "api"),
         ),
         roles=started_roles(document),
         edges=effective_edges(document),

@@ -11,7 +11,7 @@ import os
 import sys
 import sysconfig
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import launcher
 from launcher.manifest import Manifest
@@ -98,8 +98,9 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
     may_use_proxy = (role, "net") in manifest.edges
     if role == "app":
         app = manifest.app
-        return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
-                             may_use_model=(role, "model") in manifest.edges)
+        allowance = app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
+                                  may_use_model=(role, "model") in manifest.edges)
+        return with_workspace_mount(allowance, manifest) if app.mounts_workspace else allowance
     if role == "shell":
         return shell_allowance(layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy,
                                may_use_model=(role, "model") in manifest.edges)
@@ -170,6 +171,16 @@ def app_allowance(
         tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),
         deny_inet=not (may_use_proxy or may_use_model),
     )
+
+
+def with_workspace_mount(allowance: Allowance, manifest: Manifest) -> Allowance:
+    """The app with the fs door's FUSE mount at the workspace path: Landlock lets it read and write there (the fs
+    door judges each request; the mount is no host directory), and execute there only when doors.fs.exec names
+    prefixes (the door makes files 0755 only inside them)."""
+    workspace = manifest.workspace
+    executes = (workspace,) if manifest.door_rows("fs").get("exec") else ()
+    return replace(allowance, read=(*allowance.read, workspace), write=(*allowance.write, workspace),
+                   exec=(*allowance.exec, *executes))
 
 
 def shell_allowance(

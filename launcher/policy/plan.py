@@ -15,13 +15,14 @@ from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
-from launcher.policy.home_seed import HOME_SEED_MAX_BYTES, HOME_SEED_MAX_ENTRIES
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
+from launcher.policy.plan_app import app_rows
 from launcher.policy.plan_kernel import (
     KernelCheck,
     always,
     cgroup,
     fs_fence,
+    fuse,
     landlock_fs,
     landlock_scoping,
     landlock_tcp,
@@ -42,6 +43,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # What an unmodified agent needs (tests/launcher/test_manifest_env.py, tests/launcher/lifecycle/
     # test_home_seed_copy.py, tests/integration/test_demo.py).
     "app:env", "app:home_seed", "app:children",
+    # The workspace as a FUSE mount the fs door serves (tests/integration/test_fs_mount*.py).
+    "app:workspace.mount", "app:workspace.unmount",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -201,30 +204,23 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     callers = ", ".join(manifest.edges_in(role)) or "nobody"
     yield _Spec("edges", f"may call {calls}; may be called by {callers}", BOUNDARY,
                 "the kernel (socket owner and mode) and the called door (mTLS edge check)", root)
+    if role == "app" and manifest.app.mounts_workspace:
+        yield from _mount_rows(manifest.workspace)
     if role == "app" and ("app", "net") in manifest.edges:
         yield _Spec("proxy_env", "HTTP(S)_PROXY point at the net door; ignoring them leaves no way out",
                     SETTING, "the app's environment (it could unset it)", always)
     if role == "app":
-        yield from _app_rows(manifest)
+        yield from (_Spec(*row) for row in app_rows(manifest))
 
 
-def _app_rows(manifest: Manifest) -> Iterator[_Spec]:
-    """What the app starts with besides its locks, and the line saying its children keep every lock."""
-    if manifest.app.env:
-        names = ", ".join(name for name, _ in manifest.app.env)
-        yield _Spec("env", f"starts with the manifest's variables {names}: none named or shaped like a secret, "
-                    "none the launcher sets", SETTING, "the launcher (refused at load, exit 65); the app may change "
-                    "its own environment", always)
-    if manifest.app.home_seed is not None:
-        yield _Spec("home_seed", f"HOME starts as a copy of {manifest.app.home_seed}, owned by the app's user: "
-                    f"regular files and directories of its owner only, no symlink, at most {HOME_SEED_MAX_BYTES} "
-                    f"bytes and {HOME_SEED_MAX_ENTRIES} entries; the directory itself is not bound into its root",
-                    BOUNDARY, "the launcher (reads it as root before anything is created, exit 78 otherwise); the "
-                    "kernel (the copy is in the scratch tmpfs)", root)
-    yield _Spec("children", "every process the app starts (the commands an agent runs itself) inherits every row "
-                "above: uid, namespaces, root, Landlock, seccomp, no_new_privs, cgroup limits; none can shed one",
-                BOUNDARY, "the kernel (credentials, namespaces, Landlock, seccomp and cgroups pass across fork and "
-                "execve)", root)
+def _mount_rows(workspace: str) -> Iterator[_Spec]:
+    yield _Spec("workspace.mount", f"{workspace} is a FUSE mount in its own mount namespace only: every open, "
+                "write, rename and delete goes to the fs door, which holds every doors.fs row (refusals are errnos: "
+                "EACCES, EPERM, EFBIG, EDQUOT, ENOSPC); writes are staged and checked on close", BOUNDARY,
+                "the fs door (its own user) behind the kernel's FUSE mount (nosuid, nodev)", fuse)
+    yield _Spec("workspace.unmount", "cannot unmount it or mount over it (no CAP_SYS_ADMIN); a dead fs door ends "
+                "the session and fails the app's calls (ENOTCONN), never hangs them", BOUNDARY,
+                "the kernel (capabilities, FUSE connection abort)", fuse)
 
 
 def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
