@@ -24,7 +24,7 @@ from doors.fs._fuse_errno import errno_of
 from doors.fs._fuse_nodes import ROOT_INODE, Node, NodeTable
 from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
 from doors.fs._ops import Workspace, kernel_refusal, target_of
-from doors.fs._paths import WorkspacePath, parse_path
+from doors.fs._paths import WorkspacePath, is_temp_name, parse_path
 from doors.fs._rules import Facts, FsRows, Op, Target, refuse
 
 RESOLVE = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
@@ -76,17 +76,17 @@ class MountCore:
         return path
 
     def child_path(self, parent: int, name: bytes, op: Op | None = None) -> WorkspacePath:
-        """The path of `name` in `parent`, validated as the HTTP API validates a path (a refusal of a path that
-        `op` would create is reported; a lookup's is not: nothing was asked of the workspace)."""
+        """The path of `name` in `parent`, validated as the HTTP API validates a path (a refusal is reported, as
+        `op`'s, a lookup's as a stat)."""
         base = self.path_of(parent)
         text = os.fsdecode(name)
         parsed = parse_path(f"{base.text}/{text}" if base.parts else text)
         if isinstance(parsed, Refusal) or parsed.parts != (*base.parts, text):
             refusal = parsed if isinstance(parsed, Refusal) else refuse(400, "path", f"{text!r} is no file name",
                                                                         "name a file")
-            if op is None:
-                raise fail(errno.ENAMETOOLONG if errno_of(refusal) == errno.ENAMETOOLONG else errno.ENOENT)
-            raise self.refused(Call(op, base, ROLE), refusal)
+            if op is None and is_temp_name(text):  # the door's own files: not there for anyone to find
+                raise fail(errno.ENOENT)
+            raise self.refused(Call(op or Op.STAT, base, ROLE), refusal)
         return parsed
 
     def open_at(self, path: WorkspacePath, flags: int) -> int:

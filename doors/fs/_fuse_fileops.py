@@ -132,6 +132,9 @@ class MountOps(NameOps):
         path = core.child_path(parent_inode, name, Op.WRITE)
         appending = bool(flags & os.O_APPEND)
         call = Call(Op.APPEND if appending else Op.WRITE, path, ROLE)
+        refusal = decide_names(call.op, path, core.rows, role=ROLE)  # a hidden name exists for no one
+        if refusal is not None:
+            raise core.refused(call, refusal)
         existing = core.nodes.child(parent_inode, path.name)
         on_disk = Target()
         try:
@@ -229,10 +232,39 @@ class MountOps(NameOps):
         if fields.update_mode:
             self._chmod(node, path, attr.st_mode)
         if fields.update_atime or fields.update_mtime:
-            raise core.refused(Call(Op.WRITE, path, ROLE), refuse(
-                403, "permission", f"{path}: the mount does not set file times",
-                "the door sets a file's times when it writes it"))
+            self._times(node, path, attr, fields)
         return core.attrs(inode, core.stat_node(node))
+
+    def _times(self, node: Node, path: WorkspacePath, attr: pyfuse3.EntryAttributes,
+               fields: pyfuse3.SetattrFields) -> None:
+        """touch: times of a file or directory, judged as a change to it (never in read_only, hidden or
+        append_only paths); set through an fd the door opened (futimens: its filter refuses utimensat by path)."""
+        core = self.core
+        call = Call(Op.WRITE, path, ROLE)
+        refusal = decide_names(Op.WRITE, path, core.rows, role=ROLE)
+        if refusal is None and prefix_of(path, core.rows.append_only, core.rows.casefold_dirs) is not None:
+            refusal = refuse(403, "append_only", f"{path} is in append_only: its times stay", "append to it instead")
+        if refusal is not None:
+            raise core.refused(call, refusal)
+        current = core.stat_node(node)
+        times = (attr.st_atime_ns if fields.update_atime else current.st_atime_ns,
+                 attr.st_mtime_ns if fields.update_mtime else current.st_mtime_ns)
+        staged = core.staged.get(node.ino)
+
+        def act() -> None:
+            if isinstance(staged, StagedFile):
+                os.utime(staged.temp_fd, ns=times)
+                return
+            fd = core.open_at(path, os.O_RDONLY | os.O_NOFOLLOW)
+            try:
+                os.utime(fd, ns=times)
+            finally:
+                os.close(fd)
+
+        kind = "dir" if stat.S_ISDIR(current.st_mode) else "file"
+        # Judged as a mkdir of an existing directory or a zero-byte change of a file: names, no quota.
+        op = Op.MKDIR if kind == "dir" else Op.WRITE
+        core.settle(Call(op, path, ROLE), Facts(target=Target(kind), real_path=path), act, extra={"change": "times"})
 
     async def _truncate(self, node: Node, path: WorkspacePath, size: int, fh: int | None) -> None:
         core = self.core

@@ -65,6 +65,10 @@ class NameOps(pyfuse3.Operations):
     async def readlink(self, inode: int, ctx: Ctx) -> bytes:
         core = self.core
         path = core.path_of(inode)
+        if core.rows.no_symlinks:  # the app's kernel follows a link only by reading it: with no_symlinks, it cannot
+            raise core.refused(Call(Op.READ, path, ROLE), refuse(
+                403, "within_root", f"{path} is a symlink, and no_symlinks is set",
+                "name the file itself, or set doors.fs.no_symlinks to false"))
         try:
             parent_fd = core.open_at(path.parent, os.O_PATH | os.O_DIRECTORY)
         except OSError as err:

@@ -144,7 +144,7 @@ def test_a_killed_fs_door_fails_the_app_and_ends_the_session(tmp_path: Path) -> 
     assert json.loads(line) == {"probe": "started"}, line
     door = _fs_door_pid(launcher.pid)
     subprocess.run(["kill", "-KILL", str(door)], check=True)
-    out, err = launcher.communicate(timeout=120)
+    _out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == EXIT_FAIL_CLOSED, err
     assert "fs" in err and not (workspace / "half.bin").exists()
 
