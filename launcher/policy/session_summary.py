@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+_SIZED_OPS = frozenset({"write", "append"})  # a read's event is written when it opens: its size is not known
 _SKIPPED_KINDS = frozenset({"http.request", "model.open", "shell.run"})  # repeated by the event that ends it
 
 
@@ -65,8 +66,10 @@ def _described(event: Mapping[str, Any], commands: Mapping[str, str]) -> str:
     if kind == "net.request":
         return f"{event.get('method')} {event.get('requested')}"
     if door == "fs" or "op" in event:
-        size = f" ({event['bytes']} bytes)" if event.get("decision") == "allow" and "bytes" in event else ""
-        return f"{event.get('op')} {event.get('path')}{size}"
+        notes = [f"{event['bytes']} bytes"] if event.get("op") in _SIZED_OPS and event.get("decision") == "allow" \
+            and "bytes" in event else []
+        notes += ["through the mount"] if event.get("via") == "mount" else []
+        return f"{event.get('op')} {event.get('path')}" + (f" ({', '.join(notes)})" if notes else "")
     return kind or "an event"
 
 

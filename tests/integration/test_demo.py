@@ -31,7 +31,8 @@ def test_the_demo_fixes_the_project_and_is_refused_what_it_must_not_do(tmp_path:
     did = [(act["door"], act["what"]) for act in report["did"]]
     shell_exits = [what.rsplit("exit ", 1)[1] for door, what in did if door == "shell"]
     assert shell_exits == ["1", "0"]  # the test failed, the agent wrote the fix, the test passed
-    assert ("fs", "write calc.py (225 bytes)") in did
+    assert ("fs", "write calc.py (225 bytes, through the mount)") in did
+    assert ("fs", "read TASK.md (through the mount)") in did
     assert [door for door, _ in did].count("model") == 1
     refused = {(act["door"], act["row"]) for act in report["refused"]}
     assert refused == {("fs", "doors.fs.read_only"), ("fs", "doors.fs.refuse_secrets"), ("net", "doors.net.allow")}
@@ -47,6 +48,7 @@ def test_the_demo_fixes_the_project_and_is_refused_what_it_must_not_do(tmp_path:
     for door in ("fs", "net", "shell", "model"):
         assert f"starting the {door} door" in done.stderr
     assert "agent: done, 8 steps, 0 not as expected" in done.stderr
+    assert "writes go through the workspace mount" in done.stderr
 
 
 def test_the_summary_for_a_person_names_who_refused(tmp_path: Path) -> None:

@@ -87,7 +87,7 @@ class Workspace:
         except DoorRefused as refused:
             return f"{refused.refusal.who} ({refused.refusal.row}): {refused.refusal.detail}"
         except OSError as exc:
-            return f"the mount: {errno.errorcode.get(exc.errno or 0, exc.errno)} ({exc.strerror})"
+            return f"the fs door through the mount: {errno.errorcode.get(exc.errno or 0, exc.errno)} ({exc.strerror})"
         return None
 
 

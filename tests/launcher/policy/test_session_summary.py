@@ -35,6 +35,9 @@ REQUEST = door(door="fs", kind="http.request", method="PUT", path="/v0/fs/files/
     ([CONNECT], [], [Act("net", "CONNECT example.com:443", "doors.net.allow")]),
     ([CALL], [Act("model", "answered a call to claude-sonnet-4-5: 996 micro-USD")], []),
     ([OVER], [], [Act("model", "answered a call to claude-sonnet-4-5: 0 micro-USD", "doors.model.budget_microusd")]),
+    ([{**WRITE, "via": "mount"}], [Act("fs", "write calc.py (225 bytes, through the mount)")], []),
+    ([door(door="fs", op="read", path="calc.py", bytes=0, decision="allow", via="mount")],
+     [Act("fs", "read calc.py (through the mount)")], []),
     ([{"event": "app.start", "pid": 7}, door(door="fs", op="sweep", path=".", decision="allow")], [], []),
 ])
 def test_each_door_event_is_one_act_or_one_refusal(events: list[dict[str, Any]], did: list[Act],
