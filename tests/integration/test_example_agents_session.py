@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from launcher.demo import DEMO_DIR
-from launcher.manifest._schema import schema
 from tests.integration._session import LAUNCHER, leftovers, manifest_hash, write_manifest
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -32,9 +31,6 @@ SCRIPT = {
     ],
     "default": {"text": "The tests pass."},
 }
-needs_mount = pytest.mark.skipif("workspace" not in schema()["properties"]["app"]["properties"],
-                                 reason="app.workspace \"mount\" (the fs door's FUSE mount, branch fuse) is not in "
-                                        "this tree: a plain open() write has nothing to go through")
 
 
 def sdk_agent_manifest(workspace: Path) -> dict[str, Any]:
@@ -53,7 +49,6 @@ def sdk_agent_manifest(workspace: Path) -> dict[str, Any]:
     return document
 
 
-@needs_mount
 def test_an_unmodified_sdk_agent_writes_with_open_and_runs_pytest_as_its_child(tmp_path: Path) -> None:
     workspace = tmp_path / "project"
     shutil.copytree(DEMO_DIR / "project", workspace)
@@ -69,4 +64,43 @@ def test_an_unmodified_sdk_agent_writes_with_open_and_runs_pytest_as_its_child(t
     assert (workspace / "calc.py").read_text() == FIX  # written through the mount: the fs door wrote it
     assert (workspace / "calc.py").stat().st_uid == 65534
     summary = json.loads(done.stdout[done.stdout.index("\n{") + 1:])
+    assert summary["teardown_errors"] == [] and leftovers(summary["sid"]) == {}
+
+
+def _run(tmp_path: Path, document: dict[str, Any]) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    manifest = write_manifest(tmp_path, document)
+    done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--json",
+                           "--audit-dir", str(tmp_path / "audit")], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    summary = json.loads(done.stdout[done.stdout.index("\n{") + 1:]) if "\n{" in done.stdout else {}
+    return done, summary
+
+
+def test_a_shell_script_agent_asks_with_curl_writes_with_a_redirection_and_runs_make(tmp_path: Path) -> None:
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    (workspace / "Makefile").write_text(
+        "test:\n\tgrep -q 'no open issues' NOTES.md && echo notes-ok\n"
+        "\techo v2 >> CHANGELOG.md && echo appended\n"
+        "\t(echo lost > CHANGELOG.md) && echo TRUNCATED || echo truncate-refused\n")
+    (workspace / "CHANGELOG.md").write_text("v1\n")
+    for path in (workspace, *workspace.iterdir()):
+        os.chown(path, 65534, 65534)
+    document: dict[str, Any] = json.loads((EXAMPLES / "shell-script-agent.json").read_text())
+    document["app"]["argv"] = ["/usr/bin/sh", str(EXAMPLES / "shell-script-agent" / "agent.sh"), str(workspace),
+                               "summarise the open issues"]
+    document["app"]["files"]["read"] = []
+    document["workspace"] = str(workspace)
+    document["doors"]["model"] = {"upstream": "twin", "budget_microusd": 100000, "twin_script": {
+        "twin": "twin-script/v0", "markers": False, "default": {"text": "There are no open issues."}}}
+    del document["doors"]["keys"]
+    document["edges"] = [edge for edge in document["edges"] if "keys" not in edge]
+    done, summary = _run(tmp_path, document)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "notes-ok" in done.stdout  # make, the script's child, read what its redirection wrote
+    assert (workspace / "NOTES.md").read_text() == "There are no open issues.\n"
+    assert "appended" in done.stdout and "truncate-refused" in done.stdout  # doors.fs.append_only, as an errno
+    assert "CHANGELOG.md: Operation not permitted" in done.stderr
+    assert (workspace / "CHANGELOG.md").read_text() == "v1\nv2\n"
+    assert (workspace / "NOTES.md").stat().st_uid == 65534  # the fs door wrote it, as the workspace's owner
     assert summary["teardown_errors"] == [] and leftovers(summary["sid"]) == {}
