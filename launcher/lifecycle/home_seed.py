@@ -59,6 +59,8 @@ def read_home_seed(seed: str, budget: SeedBudget) -> HomeSeed:
         info = os.fstat(root_fd)
         walk = _Walk(seed, budget, info.st_uid, info.st_dev)
         _read_dir(walk, root_fd, "")
+    except OSError as exc:
+        raise PreflightError(ROW, f"app.home_seed: {seed} cannot be read: {exc.strerror}", _HINT) from exc
     finally:
         os.close(root_fd)
     return HomeSeed(tuple(walk.entries))
@@ -69,8 +71,9 @@ def _read_dir(walk: _Walk, dir_fd: int, relative: str) -> None:
         path = f"{relative}/{name}" if relative else name
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         problem = entry_problem(info.st_mode, info.st_uid, walk.owner, info.st_dev, walk.device)
-        problem = problem or budget_problem(walk.total_bytes + (info.st_size if stat.S_ISREG(info.st_mode) else 0),
-                                            len(walk.entries) + 1, walk.budget)
+        size = info.st_size if stat.S_ISREG(info.st_mode) else 0
+        problem = problem or budget_problem(walk.total_bytes + size, len(walk.entries) + 1, walk.budget,
+                                            path.count("/") + stat.S_ISDIR(info.st_mode))
         if problem is not None:
             raise walk.refuse(path, problem)
         if stat.S_ISDIR(info.st_mode):

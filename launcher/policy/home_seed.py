@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 HOME_SEED_MAX_BYTES = 8 * 1024 * 1024
 HOME_SEED_MAX_ENTRIES = 1024
+HOME_SEED_MAX_DEPTH = 32  # directories below the seed: the walk holds one fd per level
 # At most this share of the scratch tmpfs, so the app starts with room to work in.
 SCRATCH_SHARE = 2
 ROW = "/app/home_seed"
@@ -71,8 +72,10 @@ def copied_mode(mode: int) -> int:
     return (stat.S_IMODE(mode) & 0o777) | (0o700 if stat.S_ISDIR(mode) else 0o600)
 
 
-def budget_problem(total_bytes: int, entries: int, budget: SeedBudget) -> str | None:
-    """Why the seed is too large to copy, or None."""
+def budget_problem(total_bytes: int, entries: int, budget: SeedBudget, depth: int = 0) -> str | None:
+    """Why the seed is too large (or too deep) to copy, or None."""
+    if depth > HOME_SEED_MAX_DEPTH:
+        return f"lies more than {HOME_SEED_MAX_DEPTH} directories deep"
     if entries > budget.max_entries:
         return f"holds more than {budget.max_entries} entries"
     if total_bytes > budget.max_bytes:

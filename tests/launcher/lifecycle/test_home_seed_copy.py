@@ -78,6 +78,13 @@ def test_a_seed_past_its_budget_is_refused(tmp_path: Path) -> None:
     assert "more than 3 entries" in _refusal(seed, SeedBudget(1 << 20, 3)).message
 
 
+def test_a_seed_deeper_than_its_bound_is_refused_not_walked(tmp_path: Path) -> None:
+    seed = _seed(tmp_path)
+    deep = seed.joinpath(*["d"] * 40)  # past the bound of 32, well inside the entry budget
+    deep.mkdir(parents=True)
+    assert "more than 32 directories deep" in _refusal(seed).message
+
+
 def test_the_copy_belongs_to_the_user_who_writes_it(tmp_path: Path) -> None:
     seed = read_home_seed(str(_seed(tmp_path)), BUDGET)
     home = Path(tempfile.mkdtemp(prefix="sh-test-seed-"))  # tmp_path's parents admit root only
