@@ -24,7 +24,7 @@ from doors.fs._fuse_errno import errno_of
 from doors.fs._fuse_nodes import ROOT_INODE, Node, NodeTable
 from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
 from doors.fs._ops import Workspace, kernel_refusal, target_of
-from doors.fs._paths import WorkspacePath, is_temp_name, parse_path
+from doors.fs._paths import MAX_DEPTH, MAX_PATH_BYTES, WorkspacePath, is_temp_name, parse_path, path_refusal
 from doors.fs._rules import Facts, FsRows, Op, Target, refuse
 
 RESOLVE = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
@@ -76,18 +76,17 @@ class MountCore:
         return path
 
     def child_path(self, parent: int, name: bytes, op: Op | None = None) -> WorkspacePath:
-        """The path of `name` in `parent`, validated as the HTTP API validates a path (a refusal is reported, as
-        `op`'s, a lookup's as a stat)."""
+        """The path of `name` in `parent`, validated as the HTTP API validates a path (the parent's path was, when
+        it was looked up: only the new name and the whole length are checked). A refusal is reported, as `op`'s,
+        a lookup's as a stat; the door's own temporary names are simply not there."""
         base = self.path_of(parent)
         text = os.fsdecode(name)
-        parsed = parse_path(f"{base.text}/{text}" if base.parts else text)
-        if isinstance(parsed, Refusal) or parsed.parts != (*base.parts, text):
-            refusal = parsed if isinstance(parsed, Refusal) else refuse(400, "path", f"{text!r} is no file name",
-                                                                        "name a file")
-            if op is None and is_temp_name(text):  # the door's own files: not there for anyone to find
-                raise fail(errno.ENOENT)
-            raise self.refused(Call(op or Op.STAT, base, ROLE), refusal)
-        return parsed
+        refusal = _name_refusal(base, text, name)
+        if refusal is None:
+            return base.child(text)
+        if op is None and is_temp_name(text):
+            raise fail(errno.ENOENT)
+        raise self.refused(Call(op or Op.STAT, base, ROLE), refusal)
 
     def open_at(self, path: WorkspacePath, flags: int) -> int:
         """openat2 beneath the root, through no symlink; OSError as the kernel says."""
@@ -168,6 +167,21 @@ class MountCore:
             raise fail(errno_of(refused.refusal)) from None
         except OSError as err:
             raise fail(err.errno or errno.EIO) from None
+
+
+def _name_refusal(base: WorkspacePath, text: str, name: bytes) -> Refusal | None:
+    parsed = parse_path(text)
+    if isinstance(parsed, Refusal):
+        return parsed
+    if parsed.parts != (text,):
+        return refuse(400, "path", f"{text!r} is no file name", "name a file")
+    if len(base.parts) + 1 > MAX_DEPTH:
+        return path_refusal("path", f"the path is {len(base.parts) + 1} levels deep (at most {MAX_DEPTH})",
+                            "use a shallower path")
+    total = len(base.text.encode("utf-8", "surrogateescape")) + (1 if base.parts else 0) + len(name)
+    if total > MAX_PATH_BYTES:
+        return path_refusal("path", f"the path is {total} bytes (at most {MAX_PATH_BYTES})", "use a shorter path")
+    return None
 
 
 def target_at(core: MountCore, path: WorkspacePath) -> Target:

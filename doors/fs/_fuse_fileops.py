@@ -25,6 +25,7 @@ from doors.fs._fuse_files import (
     StagedFile,
     commit,
     ensure_writable,
+    stage_append,
     stage_file,
     truncate,
     write,
@@ -34,7 +35,6 @@ from doors.fs._fuse_ops import Ctx, NameOps
 from doors.fs._ops import target_of
 from doors.fs._paths import WorkspacePath
 from doors.fs._rules import Facts, Op, Target, decide_names, prefix_of, refuse
-from doors.fs._spool import Spool
 
 _WRITE_MODES = (os.O_WRONLY, os.O_RDWR)
 NameOpsT = TypeVar("NameOpsT", bound=NameOps)
@@ -111,8 +111,7 @@ class MountOps(NameOps):
             target = target_of(os.fstat(fd))
             core.precheck(call, Facts(target=target, real_path=path))
             if appending:
-                staged: StagedFile | StagedAppend = StagedAppend(
-                    node, Spool(-1), core.dispatch.meter.reservation(core.rows, ROLE), fd, "append")
+                staged: StagedFile | StagedAppend = stage_append(core, node, path, fd, "append")
                 fd = -1  # the handle reads through it now
             else:
                 staged = stage_file(core, node, path, copy_from=-1 if flags & os.O_TRUNC else fd,
@@ -150,8 +149,7 @@ class MountOps(NameOps):
         want_exec = bool(mode & 0o111) and prefix_of(path, core.rows.exec, core.rows.casefold_dirs) is not None
         try:
             if appending:
-                staged: StagedFile | StagedAppend = StagedAppend(
-                    node, Spool(-1), core.dispatch.meter.reservation(core.rows, ROLE), -1, "create")
+                staged: StagedFile | StagedAppend = stage_append(core, node, path, -1, "create")
             else:
                 staged = stage_file(core, node, path, copy_from=-1, want_exec=want_exec, opened="create")
         except BaseException:

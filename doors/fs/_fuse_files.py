@@ -108,6 +108,7 @@ class StagedAppend:
     upload: Upload
     read_fd: int  # the disk's file as opened (-1: it did not exist), for reads on an O_RDWR handle
     opened: str
+    dir_fd: int = -1  # an O_PATH fd of its directory: where a spool past 1 MiB spills (unnamed)
     dirty: bool = False
     writes: int = 0
 
@@ -125,9 +126,17 @@ class StagedAppend:
 
     def close(self) -> None:
         self.spool.close()
-        if self.read_fd >= 0:
-            os.close(self.read_fd)
+        for fd in (self.read_fd, self.dir_fd):
+            if fd >= 0:
+                os.close(fd)
         self.upload.close()
+
+
+def stage_append(core: MountCore, node: Node, path: WorkspacePath, read_fd: int, opened: str) -> StagedAppend:
+    """A staged append of `path`: its new bytes, in memory, then in an unnamed file in its directory."""
+    dir_fd = core.parent_fd(Call(Op.APPEND, path, ROLE), path)
+    return StagedAppend(node, Spool(dir_fd), core.dispatch.meter.reservation(core.rows, ROLE), read_fd, opened,
+                        dir_fd)
 
 
 def stage_file(core: MountCore, node: Node, path: WorkspacePath, *, copy_from: int, want_exec: bool,
@@ -176,8 +185,8 @@ def write(core: MountCore, handle: StagedFile | StagedAppend, offset: int, data:
     """Stage `data` at `offset` (an append: at the end), counted against the file and session limits."""
     path = core.path_of(handle.node.ino)
     call = Call(Op.APPEND if isinstance(handle, StagedAppend) else Op.WRITE, path, ROLE)
-    end = (handle.stat().st_size + handle.spool.size) if isinstance(handle, StagedAppend) else offset
-    end += len(data)
+    # An append lands at the end, whatever the offset (its stat holds the staged bytes already).
+    end = (handle.stat().st_size if isinstance(handle, StagedAppend) else offset) + len(data)
     if end > core.rows.max_file_bytes:
         raise core.refused(call, _too_big(end, core.rows.max_file_bytes), byte_count=len(data))
     refusal = handle.upload.take(len(data))
@@ -265,7 +274,7 @@ def commit_append(core: MountCore, staged: StagedAppend, closed: str) -> None:
     finally:
         os.close(parent_fd)
     staged.spool.close()
-    staged.spool = Spool(-1)
+    staged.spool = Spool(staged.dir_fd)
     staged.upload = core.dispatch.meter.reservation(core.rows, ROLE)
     core.nodes.committed(staged.node)
 

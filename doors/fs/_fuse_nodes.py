@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from doors.fs._paths import WorkspacePath
 
 ROOT_INODE = 1  # FUSE_ROOT_ID
+# Numbers for a node whose disk inode number is taken (a hard link's second name, a number reused while an
+# unlinked node is still open): far above any number ext4, xfs or btrfs hand out.
+SYNTHETIC_BASE = 1 << 62
 
 
 @dataclass
@@ -35,7 +38,7 @@ class NodeTable:
     _nodes: dict[int, Node] = field(default_factory=lambda: {ROOT_INODE: Node(ROOT_INODE, None, "", 1)})
     _names: dict[tuple[int, str], int] = field(default_factory=dict)
     _pending: dict[int, set[str]] = field(default_factory=dict)  # parent → names created, not yet committed
-    _next: int = ROOT_INODE + 1
+    _next: int = SYNTHETIC_BASE
 
     def get(self, ino: int) -> Node | None:
         """The node, or None when the kernel names one that was forgotten."""
@@ -59,17 +62,26 @@ class NodeTable:
         ino = self._names.get((parent, name))
         return None if ino is None else self._nodes[ino]
 
-    def place(self, parent: int, name: str, *, pending: bool = False) -> Node:
-        """The node at (parent, name), made when missing; its lookup count is not changed."""
+    def place(self, parent: int, name: str, *, pending: bool = False, disk_ino: int = 0) -> Node:
+        """The node at (parent, name), made when missing, numbered as the disk numbers it where that number is
+        free (so a program comparing st_ino, as git does, sees a file keep its number across the kernel's
+        forgetting it); its lookup count is not changed."""
         node = self.child(parent, name)
         if node is None:
-            node = Node(self._next, parent, name, pending=pending)
-            self._next += 1
+            ino = disk_ino if disk_ino > ROOT_INODE and disk_ino < SYNTHETIC_BASE and disk_ino not in self._nodes \
+                else self._synthetic()
+            node = Node(ino, parent, name, pending=pending)
             self._nodes[node.ino] = node
             self._names[(parent, name)] = node.ino
             if pending:
                 self._pending.setdefault(parent, set()).add(name)
         return node
+
+    def _synthetic(self) -> int:
+        while self._next in self._nodes:
+            self._next += 1
+        ino, self._next = self._next, self._next + 1
+        return ino
 
     def committed(self, node: Node) -> None:
         """A pending file is on the disk now."""

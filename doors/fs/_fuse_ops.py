@@ -48,7 +48,7 @@ class NameOps(pyfuse3.Operations):
                 st = core.lstat(path)
             except OSError as err:
                 raise fail(err.errno or errno.EIO) from None
-            node = core.nodes.place(parent_inode, path.name)
+            node = core.nodes.place(parent_inode, path.name, disk_ino=st.st_ino)
         else:
             st = core.stat_node(node)
         core.nodes.remember(node)
@@ -116,7 +116,7 @@ class NameOps(pyfuse3.Operations):
             except OSError:
                 continue  # gone since the listing was read
             made = node is None
-            node = node or core.nodes.place(handle.node.ino, name)
+            node = node or core.nodes.place(handle.node.ino, name, disk_ino=st.st_ino)
             if not pyfuse3.readdir_reply(token, os.fsencode(name), core.attrs(node.ino, st), index + 1):
                 if made:
                     core.nodes.forget(node.ino, 0)
@@ -143,7 +143,7 @@ class NameOps(pyfuse3.Operations):
             st = os.stat(path.name, dir_fd=parent_fd, follow_symlinks=False)
         finally:
             os.close(parent_fd)
-        node = core.nodes.place(parent_inode, path.name)
+        node = core.nodes.place(parent_inode, path.name, disk_ino=st.st_ino)
         core.nodes.remember(node)
         return core.attrs(node.ino, st)
 
@@ -227,17 +227,19 @@ class NameOps(pyfuse3.Operations):
     async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Ctx) -> pyfuse3.EntryAttributes:
         raise self._no_kind(parent_inode, name, "device, FIFO or socket")
 
+    # The door keeps no extended attributes (capabilities, ACLs, labels). ENOSYS tells the kernel once and for all:
+    # it answers EOPNOTSUPP itself from then on, and stops asking for security.capability before every write.
     async def getxattr(self, inode: int, name: bytes, ctx: Ctx) -> bytes:
-        raise fail(pyfuse3.ENOATTR)
+        raise fail(errno.ENOSYS)
 
     async def listxattr(self, inode: int, ctx: Ctx) -> Sequence[bytes]:
-        return []
+        raise fail(errno.ENOSYS)
 
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Ctx) -> None:
-        raise fail(errno.ENOTSUP)  # the door keeps no extended attributes (capabilities, ACLs, labels)
+        raise fail(errno.ENOSYS)
 
     async def removexattr(self, inode: int, name: bytes, ctx: Ctx) -> None:
-        raise fail(errno.ENOTSUP)
+        raise fail(errno.ENOSYS)
 
     async def statfs(self, ctx: Ctx) -> pyfuse3.StatvfsData:
         info = os.fstatvfs(self.core.workspace.root_fd)

@@ -227,3 +227,19 @@ def test_every_row_of_the_bundled_examples_has_its_holder(name: str) -> None:
     path = EXAMPLES / name
     plan = build_plan(load(json.loads(path.read_text())), FULL_KERNEL)
     assert plan.unheld_count == 0, [row.row_id for row in plan.rows if not row.held]
+
+
+def test_the_workspace_mount_rows_are_held_only_where_fuse_is() -> None:
+    """app.workspace "mount": two rows for the app, held with /dev/fuse and pyfuse3; without them unheld, saying
+    why (run refuses the session with 78 naming the row); the app's Landlock then reads and writes the mount."""
+    manifest = load(sample(app__workspace="mount"))
+    rows = {row.row_id: row for row in build_plan(manifest, FULL_KERNEL).rows if row.component == "app"}
+    assert rows["workspace.mount"].held and rows["workspace.unmount"].held
+    assert rows["workspace.mount"].kind == BOUNDARY and "fuse" in rows["workspace.mount"].held_by.lower()
+    missing = dataclasses.replace(FULL_KERNEL, fuse_missing="/dev/fuse is missing")
+    unheld = {row.row_id: row for row in build_plan(manifest, missing).rows if row.component == "app"}
+    assert not unheld["workspace.mount"].held and "/dev/fuse is missing" in unheld["workspace.mount"].why_unheld
+    app = next(component for component in build_plan(manifest, FULL_KERNEL).components if component.role == "app")
+    assert manifest.workspace in app.writes and manifest.workspace in app.reads
+    without = load(sample())
+    assert not any(row.row_id.startswith("workspace.") for row in build_plan(without, FULL_KERNEL).rows)
