@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from pki.vocabulary import AUDIT_ROOT, EXIT_FAILED, EXIT_NOT_ROOT, EXIT_OK, EXIT_UNHELD
+from pki.vocabulary import AUDIT_ROOT, EXIT_FAILED, EXIT_NO_INPUT, EXIT_NOT_ROOT, EXIT_OK, EXIT_UNHELD
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +29,12 @@ def run(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         _err("demo starts a real session and must run as root: use sudo; nothing was created")
         return EXIT_NOT_ROOT
-    from launcher.demo import run_demo
+    from launcher.demo import TEMPLATE, run_demo
+
+    if not TEMPLATE.is_file():
+        _err(f"demo runs the sample in the source tree, and {TEMPLATE} is not there: run it from a clone "
+             "(`sudo make run`); nothing was created")
+        return EXIT_NO_INPUT
     from launcher.kernel.probe import probe_kernel
     from launcher.lifecycle import sweep
     from launcher.lifecycle.preflight import PreflightError
