@@ -32,7 +32,9 @@ $(INIT): launcher/kernel/_init/sharness_init.c
 	@cc -static -O2 -Wall -Wextra -o $@ $< && chmod 0755 $@ || \
 	  echo "make: no static C build of $@ (cc -static failed); the app's init runs in Python" >&2
 
+# A real agent session on the sample project (manifests/examples/demo/), its summary, then the probe's table.
 run: $(STAMP) $(INIT)
+	$(BIN)/sharness-launch demo
 	$(BIN)/sharness-launch hello
 
 # The casefold tests need mkfs.ext4 and chattr (e2fsprogs); they skip, saying why, when the kernel cannot fold

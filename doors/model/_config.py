@@ -57,6 +57,7 @@ class ModelConfig:
     ca_bundle: str | None = None
     internal_ranges: tuple[IPNetwork, ...] = ()
     keys_socket: str | None = None
+    twin_script: Mapping[str, Any] | None = None  # the twin's scripted answers (doors.model.twin_script)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_calls: int = DEFAULT_MAX_CALLS
     max_body_bytes_in_flight: int = DEFAULT_MAX_BODY_BYTES_IN_FLIGHT
@@ -109,7 +110,7 @@ def config_from_rows(rows: Mapping[str, Any]) -> ModelConfig:
     return ModelConfig(
         upstream=upstream, secret=secret if isinstance(secret, str) else None, budget_microusd=budget,
         models=models, prices=prices, ca_bundle=rows.get("ca_bundle"), internal_ranges=_ranges(rows),
-        keys_socket=rows.get(KEYS_SOCKET_ROW),
+        keys_socket=rows.get(KEYS_SOCKET_ROW), twin_script=rows.get("twin_script"),
         max_body_bytes=_positive(rows, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
         max_calls=_positive(rows, "max_calls", DEFAULT_MAX_CALLS),
         max_body_bytes_in_flight=_positive(rows, "max_body_bytes_in_flight", DEFAULT_MAX_BODY_BYTES_IN_FLIGHT),

@@ -21,6 +21,7 @@ from launcher.lifecycle import audit_keys
 from launcher.lifecycle.app_stdio import AppStdio
 from launcher.lifecycle.component_spec import spec_of
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
+from launcher.lifecycle.home_seed import read_home_seed, write_home_seed
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.model_spend import ModelSpend
 from launcher.lifecycle.path_owners import owners_to_avoid
@@ -39,7 +40,9 @@ from launcher.policy.confine_plan import python_paths
 from launcher.policy.confinement import confinement_of
 from launcher.policy.contracts import door_contract, door_fds, secret_names
 from launcher.policy.environment import app_env, door_env
+from launcher.policy.home_seed import HomeSeed, seed_budget
 from launcher.policy.layout import SessionLayout
+from launcher.policy.scratch import scratch_of
 from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
 
@@ -106,6 +109,7 @@ class Session:
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
         self._secret_fds = SecretSources()  # the keys door's sources, opened as root, never read here
         self._kept_secrets: SecretFingerprint | None = None  # the keys door's fingerprint of them (no value)
+        self._home_seed = HomeSeed()  # app.home_seed as read before anything was created
         # The workspace's FUSE mount (app.workspace "mount"): its device goes to the fs door, its mount to the app.
         self._workspace_mount: WorkspaceMount | None = None
         model_rows = manifest.door_rows("model")
@@ -156,6 +160,7 @@ class Session:
         if scan is not None and not scan.complete:
             self._progress(f"app.files.read holds more than {SOCKET_SCAN_LIMIT} entries: sockets past them were not "
                            "checked (a world-writable socket there would be reachable)")
+        self._read_home_seed()
         if "keys" in self.manifest.roles:
             self._secret_fds = open_secret_sources(self.manifest.door_rows("keys").get("secrets", {}))
         # Everything is imported by now: keep the collector off these objects, so forked doors share their
@@ -222,10 +227,17 @@ class Session:
     def _spawn_doors(self, doors: tuple[str, ...], resources: Resources, supervisor: Supervisor,
                      journal: Journal) -> Ending | None:
         for door in doors:
+            self._progress(f"session {self.layout.sid}: starting the {door} door")
             spawned = self._spawn_door(door, resources)
             journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
             supervisor.watch(spawned)
         return supervisor.wait_ready(doors, self.options.ready_timeout_s)
+
+    def _read_home_seed(self) -> None:
+        scratch = scratch_of(self.manifest, "app", self.layout)
+        if self.manifest.app.home_seed is not None and scratch is not None:
+            budget = seed_budget(scratch.size_bytes, scratch.inodes)
+            self._home_seed = read_home_seed(self.manifest.app.home_seed, budget)
 
     def _close_secret_fds(self) -> None:
         self._secret_fds.close()
@@ -360,10 +372,13 @@ class Session:
                 self._stdio = AppStdio.open()
                 stdio = self._stdio.app_stdio()
             relay_setup = self._stdio.child_setup if self._stdio is not None else None
+            seed, home = self._home_seed, self.layout.home_dir("app")
 
             def at_execve() -> None:
                 if relay_setup is not None:
                     relay_setup()
+                if seed.entries:  # as the app's user, confined: the copy is its own, in its scratch
+                    write_home_seed(seed, home)
                 os.write(witness, b"x")
 
             spawned = spawn_app(self.manifest.app.argv, spec, dict(stdio), at_execve)

@@ -88,6 +88,30 @@ def _check_app(app: dict[str, Any]) -> None:
     if "/" in argv0:  # a bare name is looked up by the launcher on its fixed PATH
         _refuse_abs("/app/argv/0", argv0)
     _check_scratch("/app/process", app["process"])
+    _check_env(app.get("env", {}))
+    if "home_seed" in app:
+        _refuse_reserved("/app/home_seed", app["home_seed"])
+
+
+def _check_env(env: dict[str, str]) -> None:
+    """app.env holds settings, never a secret, and never a variable the launcher sets itself."""
+    from launcher.policy.audit_guard import secret_key_rule, secret_shape
+    from launcher.policy.environment import launcher_sets  # here: it imports this package's model
+
+    for name, value in env.items():
+        ptr = child("/app/env", name)
+        if launcher_sets(name):
+            raise ManifestError(ptr, f"the launcher sets {name} itself (the app's HOME, scratch, identity, doors "
+                                "and their proxy and model variables)", f"remove {name} from app.env")
+        if secret_key_rule(name) is not None:
+            raise ManifestError(ptr, f"{name} is named like a secret, and app.env is not for secrets: the app "
+                                "could send it anywhere it reaches", "remove it from app.env; a provider key goes "
+                                "in doors.keys.secrets, used by the model or net door, never given to the app")
+        rule = secret_shape(value)
+        if rule is not None:
+            raise ManifestError(ptr, f"the value of {name} looks like a secret ({rule}), and app.env is not for "
+                                "secrets", "remove it from app.env; a provider key goes in doors.keys.secrets, "
+                                "used by the model or net door, never given to the app")
 
 
 def _check_scratch(ptr: str, process: dict[str, Any]) -> None:
@@ -173,6 +197,7 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
     edges = effective_edges(doc)
     shell_files = doc.get("doors", {}).get("shell", {}).get("files", {})
     readers = [*doc["app"].get("files", {}).get("read", []), *doc["app"].get("files", {}).get("exec", []),
+               *([doc["app"]["home_seed"]] if "home_seed" in doc["app"] else []),
                *shell_files.get("read", []), *shell_files.get("exec", [])]
     for name, secret in keys.get("secrets", {}).items():
         ptr = child("/doors/keys/secrets", name)
@@ -209,6 +234,8 @@ def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
         if problem:
             raise ManifestError(f"/doors/model/internal_ranges/{index}", problem,
                                 "name a private range such as 10.20.0.0/16 (never loopback or link-local)")
+    if "twin_script" in model:
+        _check_twin_script(model)
     if model["upstream"] == "twin":
         return  # the built-in twin needs no key and reaches nothing
     host, _, port = model["upstream"][len("https://"):].partition(":")
@@ -229,6 +256,20 @@ def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
     if host not in secret["hosts"]:
         raise ManifestError("/doors/model/secret", f"secret {model['secret']!r} is not bound to {host!r}",
                             f"add {host!r} to doors.keys.secrets.{model['secret']}.hosts")
+
+
+def _check_twin_script(model: dict[str, Any]) -> None:
+    from doors.model.twin import TwinScript, TwinScriptError  # the twin's own check: one reader of its format
+
+    ptr = "/doors/model/twin_script"
+    if model["upstream"] != "twin":
+        raise ManifestError(ptr, "a twin script with an upstream that is not the twin",
+                            "set doors.model.upstream to \"twin\" or drop twin_script")
+    try:
+        TwinScript.parse(model["twin_script"])
+    except TwinScriptError as exc:
+        where, _, why = str(exc).partition(": ")
+        raise ManifestError(ptr + where, why or str(exc), "see doors/model/twin/README.md (The script)") from exc
 
 
 def _check_edges(doc: dict[str, Any]) -> None:

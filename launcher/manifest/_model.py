@@ -37,6 +37,8 @@ class App:
     max_pids: int
     scratch_mb: int
     scratch_inodes: int
+    env: tuple[tuple[str, str], ...] = ()  # app.env, in the manifest's order
+    home_seed: str | None = None  # app.home_seed: the directory copied into its HOME at start
     workspace: str = "api"  # "mount": the fs door's FUSE mount at the workspace path (launcher/kernel/fuse_mount.py)
 
     @property
@@ -125,6 +127,8 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
             max_pids=app["process"]["max_pids"],
             scratch_mb=scratch_mb,
             scratch_inodes=scratch_inodes,
+            env=tuple(app.get("env", {}).items()),
+            home_seed=app.get("home_seed"),
             workspace=app.get("workspace", "api"),
         ),
         roles=started_roles(document),

@@ -19,6 +19,17 @@ XDG_DIRS = (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_
             ("XDG_STATE_HOME", ".local/state"))
 
 
+# What the launcher sets in the app's environment itself: app.env may not name it (launcher/manifest refuses it).
+LAUNCHER_SET_PREFIX = "SHARNESS_"
+LAUNCHER_SET_NAMES = frozenset({"HOME", "TMPDIR", *(name for name, _ in XDG_DIRS), *PROXY_VARIABLES,
+                                *NO_PROXY_VARIABLES, *MODEL_VARIABLES})
+
+
+def launcher_sets(name: str) -> bool:
+    """Whether the launcher sets variable `name` in the app's environment (so app.env may not)."""
+    return name in LAUNCHER_SET_NAMES or name.startswith(LAUNCHER_SET_PREFIX)
+
+
 def door_env() -> dict[str, str]:
     """A door's environment: a fixed PATH and locale (its contract arrives as an object, not a variable)."""
     return dict(DOOR_ENV)
@@ -47,6 +58,8 @@ def app_env(manifest: Manifest, layout: SessionPaths, python_prefix: str) -> dic
         env.update(dict.fromkeys(PROXY_VARIABLES, proxy))
     if ("app", "model") in manifest.edges:
         env.update(model_env())
+    # The manifest's own variables (app.env) never replace one of the above: the manifest refuses such a name.
+    env.update({name: value for name, value in manifest.app.env if not launcher_sets(name)})
     return env
 
 

@@ -16,6 +16,7 @@ from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
+from launcher.policy.plan_app import app_rows
 from launcher.policy.plan_kernel import (
     KernelCheck,
     always,
@@ -39,6 +40,9 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
     "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
+    # What an unmodified agent needs (tests/launcher/test_manifest_env.py, tests/launcher/lifecycle/
+    # test_home_seed_copy.py, tests/integration/test_demo.py).
+    "app:env", "app:home_seed", "app:children",
     # The workspace as a FUSE mount the fs door serves (tests/integration/test_fs_mount*.py).
     "app:workspace.mount", "app:workspace.unmount",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
@@ -205,6 +209,8 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     if role == "app" and ("app", "net") in manifest.edges:
         yield _Spec("proxy_env", "HTTP(S)_PROXY point at the net door; ignoring them leaves no way out",
                     SETTING, "the app's environment (it could unset it)", always)
+    if role == "app":
+        yield from (_Spec(*row) for row in app_rows(manifest))
 
 
 def _mount_rows(workspace: str) -> Iterator[_Spec]:
@@ -282,8 +288,11 @@ def _model_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     door = "the model door (its own user)"
     twin = rows["upstream"] == "twin"
     if twin:
+        script = f", scripted by {len(rows['twin_script'].get('rules', []))} rule(s) of the manifest" \
+            if "twin_script" in rows else ""
         yield _Spec("model.upstream", "answers from the built-in twin of the Messages API "
-                    "(sharness.model.anthropic.twin): no call leaves the machine, no internet socket", BOUNDARY,
+                    f"(sharness.model.anthropic.twin{script}): no call leaves the machine, no internet socket",
+                    BOUNDARY,
                     f"{door}; the kernel (seccomp: no internet socket)", root)
     else:
         ranges = ", ".join(rows.get("internal_ranges", [])) or "none"

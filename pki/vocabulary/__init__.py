@@ -49,6 +49,7 @@ from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_c
 from pki.vocabulary.names import SECRET_NAME_PATTERN, valid_secret_name
 from pki.vocabulary.paths import (
     AUDIT_ROOT,
+    DEMO_ROOT,
     HELLO_ROOT,
     MACHINE_KEY_NAME,
     NETNS_ROOT,
@@ -91,6 +92,7 @@ __all__ = [
     "CHILD_EXITS",
     "COMMAND_PROXY_USER_PREFIX",
     "DEFAULT_EDGES",
+    "DEMO_ROOT",
     "DOOR_LISTENER",
     "DOOR_ORDER",
     "DROPPED_BEFORE",

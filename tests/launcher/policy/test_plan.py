@@ -117,7 +117,7 @@ def test_the_kernel_decides_what_can_be_held(monkeypatch: pytest.MonkeyPatch) ->
     assert all(not row.kernel_can_hold for row in unheld.values())
     nothing = build_plan(load(FULL), NOTHING)
     held = [(row.component, row.row_id) for row in nothing.rows if row.held]
-    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env") for _, row_id in held)
+    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env", "env") for _, row_id in held)
 
 
 @pytest.mark.parametrize(("abi", "held"), [
@@ -218,10 +218,13 @@ def test_the_model_rows_say_the_upstream_the_budget_and_that_the_kernel_admits_t
     assert model.tcp_connect == () and model.connects[-1] == "nothing: the built-in twin"
 
 
-@pytest.mark.parametrize("name", ["coding-agent", "research-agent", "model-twin"])
+EXAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "examples"
+
+
+@pytest.mark.parametrize("name", [*sorted(path.name for path in EXAMPLES.glob("*.json")), "demo/manifest.json"])
 def test_every_row_of_the_bundled_examples_has_its_holder(name: str) -> None:
     """What the README says of manifests/examples: `check` finds no row this version cannot hold."""
-    path = Path(__file__).resolve().parents[3] / "manifests" / "examples" / f"{name}.json"
+    path = EXAMPLES / name
     plan = build_plan(load(json.loads(path.read_text())), FULL_KERNEL)
     assert plan.unheld_count == 0, [row.row_id for row in plan.rows if not row.held]
 
