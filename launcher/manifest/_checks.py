@@ -95,8 +95,9 @@ def _check_app(app: dict[str, Any]) -> None:
 
 def _check_env(env: dict[str, str]) -> None:
     """app.env holds settings, never a secret, and never a variable the launcher sets itself."""
-    from launcher.policy.audit_guard import secret_key_rule, secret_shape
+    from launcher.policy.audit_guard import secret_key_rule
     from launcher.policy.environment import launcher_sets  # here: it imports this package's model
+    from pki.secret_shapes import secret_shape
 
     for name, value in env.items():
         ptr = child("/app/env", name)

@@ -83,12 +83,6 @@ def kept_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(value) for value in ordered)) if ordered else None
 
 
-def secret_shape(text: str) -> str | None:
-    """The rule of the first secret-shaped substring of `text` (an API key, a token, a private key...), or None."""
-    found = _SECRET_VALUE.search(text)
-    return None if found is None else str(found.lastgroup)
-
-
 def redact_text(text: str, fingerprint: Fingerprint, kept: Kept | None = None) -> str:
     """`text` with each kept value, then each secret-shaped substring, replaced by its placeholder."""
     if kept is not None:
