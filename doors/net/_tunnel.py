@@ -76,6 +76,8 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
     if isinstance(target, ProxyRefusal):
         return await _refuse(proxy, stream, conn, exchange, target)
     exchange.host, exchange.port = str(target.host), target.port
+    if (over := proxy.wildcard_names.admit(role, target)) is not None:
+        return await _refuse(proxy, stream, conn, exchange, over)
     if not proxy.try_open(role):
         verdict = refusal.too_many(f"role {role!r} has {config.max_tunnels} tunnels open", config.retry_after_s)
         return await _refuse(proxy, stream, conn, exchange, verdict)
