@@ -45,6 +45,7 @@ async def _first_flight(proxy: Proxy, stream: trio.abc.Stream, target: Target, b
     assert isinstance(hello, Hello | Refused)
     verdict = check_hello(target, hello)
     if verdict is None:
+        exchange.sni = hello.sni if isinstance(hello, Hello) and hello.sni else ""
         return buf
     exchange.refuse(verdict.refusal.status, verdict.reason, verdict.refusal.row)
     if buf[:1] == b"\x16":  # a TLS client: say "access denied" in its own protocol
