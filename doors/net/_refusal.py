@@ -92,6 +92,12 @@ def too_many(detail: str, retry_after_s: int = 1) -> ProxyRefusal:
     return _refused(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)
 
 
+def upstream_proxy_refused(status: int, detail: str, row: str) -> ProxyRefusal:
+    """502 (or the proxy's own 502/503/504): the upstream proxy did not open the tunnel."""
+    hint = f"check {row} (its address, its credential) and that the proxy lets this destination through"
+    return _refused(status, "upstream-proxy-refused", row, detail, hint)
+
+
 def too_many_names(detail: str) -> ProxyRefusal:
     """403: the role's distinct names under wildcard rows are used up (each is a DNS query the app chose)."""
     hint = f"raise {ROW_WILDCARD_NAMES} or name the hosts in doors.net.allow instead of a wildcard"

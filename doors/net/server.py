@@ -8,6 +8,7 @@ import functools
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -20,14 +21,16 @@ from doors._status import StatusSender
 from doors._transport import TlsFailure, listener_from_fd
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
 from doors.net._policy import Allowlist
+from doors.net._proxy_credential import KEYS_SOCKET_ROW, ProxyCredential
 from doors.net._resolve import Resolver
+from doors.net._via_proxy import Via, parse_upstream_proxy
 from doors.net.proxy import Proxy, ProxyConfig
 from pki.vocabulary import PROXY_LISTENER_PREFIX
 
 # Requests a door on an edge to net may send over mutual TLS: CONNECT and absolute-form plain HTTP.
 PROXY_METHODS = ("CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
-HELD_ROWS = frozenset({"allow", "internal", "max_wildcard_names", "max_tunnels", "max_connections",
+HELD_ROWS = frozenset({"allow", "internal", "max_wildcard_names", "upstream_proxy", "max_tunnels", "max_connections",
                        "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s"})
 _LIMIT_ROWS = ("max_tunnels", "max_connections", "max_wildcard_names", "connect_timeout_s", "idle_timeout_s",
                "resolve_timeout_s")
@@ -55,8 +58,21 @@ def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPA
     internal = rows.get("internal", {})
     if not isinstance(internal, Mapping):
         raise ValueError("doors.net.internal must map each role to {host:port: [ranges]}")
+    upstream = parse_upstream_proxy(rows.get("upstream_proxy"))
     return ProxyConfig(allowlist=Allowlist.from_rows(allow, internal),
-                       addresses=AddressPolicy(test_internet, own_listeners), kept_secrets=kept, **limits)
+                       addresses=AddressPolicy(test_internet, own_listeners), kept_secrets=kept,
+                       via=Via(upstream) if upstream is not None else None, **limits)
+
+
+def with_credential(config: ProxyConfig, runtime: DoorRuntime) -> ProxyConfig:
+    """`config` with the upstream proxy's credential source (the keys door), when its row names a secret."""
+    via, keys_socket = config.via, runtime.contract.rows.get(KEYS_SOCKET_ROW)
+    if via is None or via.proxy.secret is None:
+        return config
+    if not isinstance(keys_socket, str):
+        raise ValueError("doors.net.upstream_proxy names a secret but the contract has no keys_socket (edge net→keys)")
+    credential = ProxyCredential(runtime, keys_socket, via.proxy.secret, str(via.proxy.host))
+    return replace(config, via=replace(via, credential=credential))
 
 
 def proxy_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.SocketListener]]:
@@ -97,7 +113,7 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def proxy_of(runtime: DoorRuntime) -> Proxy:  # one proxy, made once the runtime (its audit queue) exists
         nonlocal proxy
         if proxy is None:
-            proxy = Proxy(config, runtime.audit, resolver, report=runtime.report)
+            proxy = Proxy(with_credential(config, runtime), runtime.audit, resolver, report=runtime.report)
         return proxy
 
     def routes(runtime: DoorRuntime) -> list[TakeoverRoute]:

@@ -100,8 +100,10 @@ def door_contract(
         rows["secret_fds"] = dict(fds.secrets)
     if fds.machine_key is not None:
         rows["machine_key_fd"] = fds.machine_key
-    if role == "model" and ("model", "keys") in manifest.edges:
-        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")  # where it asks for the provider key
+    # Where it asks for a key it sends upstream: the model door's provider key, the net door's proxy credential.
+    asks_keys = role == "model" or (role == "net" and "secret" in rows.get("upstream_proxy", {}))
+    if asks_keys and (role, "keys") in manifest.edges:
+        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")
     return DoorContract(
         role=role,
         session_id=sid,

@@ -48,7 +48,7 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "fs.max_concurrent_uploads",
     # The net door (tests/doors/net, tests/integration/test_net_session.py).
     "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names",
-    # "net.upstream_proxy" lands with the door's CONNECT through the upstream proxy (doors/net/_via_proxy.py).
+    "net.upstream_proxy",
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
     # tests/integration/test_keys_session.py).
     "keys.secrets",

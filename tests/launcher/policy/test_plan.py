@@ -266,7 +266,7 @@ def test_an_upstream_proxy_is_the_one_address_the_net_door_dials() -> None:
     assert "the upstream proxy proxy.corp.example:3128 only" in net.connects
     rows = _net_rows(document)
     [proxy] = rows["net.upstream_proxy"]
-    assert "no credential" in proxy.meaning
+    assert proxy.held and "no credential" in proxy.meaning
     [addresses] = rows["net.addresses"]
     assert addresses.kind == BOUNDARY
 
