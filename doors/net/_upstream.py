@@ -98,7 +98,7 @@ async def _dial_via(via: Via, resolver: Resolver, policy: AddressPolicy, target:
         try:
             return await resolve_once(resolver, name, resolve_timeout_s)
         except ResolveError as exc:
-            return refusal.upstream_failed(502, f"upstream-proxy-{exc.reason}", str(exc))
+            return refusal.upstream_proxy_failed(502, str(exc), f"upstream-proxy-{exc.reason}")
 
     proxies = await proxy_addresses(via, resolve, policy, is_this_host)
     if isinstance(proxies, ProxyRefusal):
@@ -111,8 +111,8 @@ async def _dial_via(via: Via, resolver: Resolver, policy: AddressPolicy, target:
             try:
                 found = await open_via(via, proxy_address, asked_authority(target.host, target.port, address))
             except OSError as exc:
-                verdict = refusal.upstream_failed(502, "upstream-proxy-unreachable",
-                                                  f"the upstream proxy {exchange.proxy}: {exc.strerror or exc}")
+                verdict = refusal.upstream_proxy_failed(502, f"the upstream proxy {exchange.proxy}: "
+                                                        f"{exc.strerror or exc}", "upstream-proxy-unreachable")
                 continue
             if not isinstance(found, ProxyRefusal):
                 return found

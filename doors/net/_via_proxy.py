@@ -25,7 +25,7 @@ from doors.net._addr import AddressPolicy, IPAddress
 from doors.net._host import Host, HostError, parse_authority
 from doors.net._refusal import ProxyRefusal
 
-ROW = "doors.net.upstream_proxy"
+ROW = refusal.ROW_UPSTREAM_PROXY
 MAX_REPLY_BYTES = 16 * 1024
 # Statuses after which the next checked address of the destination is worth a try (the proxy could not reach
 # that one); any other refusal (407, 403, ...) is the proxy's answer for the request.
@@ -154,7 +154,7 @@ async def open_via(via: Via, proxy_address: IPAddress, authority: str) -> trio.S
     detail = status if isinstance(status, str) else f"the upstream proxy {via.proxy.authority} answered {status} " \
         f"to CONNECT {authority}"
     code = status if isinstance(status, int) and status in _TRY_NEXT else 502
-    return refusal.upstream_proxy_refused(code, detail, ROW)
+    return refusal.upstream_proxy_failed(code, detail)
 
 
 def try_next(verdict: ProxyRefusal) -> bool:

@@ -104,7 +104,7 @@ async def test_with_the_proxy_down_nothing_is_dialled_directly(net: TestNet) -> 
     """The attack a missing proxy row would let through: the door falls back to the destination itself."""
     door_port = await _door(net, address=f"{WAN2_V4}:3999")
     assert await refused_connect(net, "ok.sharness.test:443", door_port) == (
-        502, "upstream-proxy-unreachable; row=doors.net.upstream")
+        502, "upstream-proxy-unreachable; row=doors.net.upstream_proxy")
     assert net.logs["public-https"].connections == 0
 
 

@@ -218,7 +218,7 @@ def test_the_model_rows_say_the_upstream_the_budget_and_that_the_kernel_admits_t
     assert model.tcp_connect == () and model.connects[-1] == "nothing: the built-in twin"
 
 
-@pytest.mark.parametrize("name", ["coding-agent", "research-agent", "model-twin"])
+@pytest.mark.parametrize("name", ["coding-agent", "research-agent", "model-twin", "corporate-network"])
 def test_every_row_of_the_bundled_examples_has_its_holder(name: str) -> None:
     """What the README says of manifests/examples: `check` finds no row this version cannot hold."""
     path = Path(__file__).resolve().parents[3] / "manifests" / "examples" / f"{name}.json"
