@@ -18,9 +18,9 @@ import h11
 
 from doors.net._framing import authority_text, strip_hop_by_hop
 from doors.net._host import Host, HostError, parse_authority
+from pki.vocabulary import INJECT_FORMATS
 
 INJECT_ROW = "doors.net.inject"
-FORMATS = ("bearer", "token", "basic", "raw")
 # What a client may carry a credential in, whatever the rules name: never forwarded to a bound host.
 CREDENTIAL_HEADERS = frozenset({b"authorization", b"proxy-authorization"})
 REDACTED = b"*"  # a redacted form becomes as many of these: lengths and framing stay what they were
@@ -33,7 +33,11 @@ Headers = list[tuple[bytes, bytes]]
 
 
 class InjectError(ValueError):
-    """A `doors.net.inject` row the door cannot read; names the row."""
+    """A `doors.net.inject` row the door cannot read; names the row, and the field as `field`."""
+
+    def __init__(self, index: int, field: str, detail: str) -> None:
+        super().__init__(f"{INJECT_ROW}[{index}].{field}: {detail}")
+        self.index, self.field, self.detail = index, field, detail
 
 
 @dataclass(frozen=True)
@@ -79,27 +83,26 @@ class InjectRule:
 
 def parse_rule(index: int, raw: Mapping[str, Any]) -> InjectRule:
     """Normalise one row; raise InjectError naming it."""
-    where = f"{INJECT_ROW}[{index}]"
     try:
         host, port = parse_authority(str(raw["host"]))
     except (KeyError, HostError) as exc:
-        raise InjectError(f"{where}.host: write host:port, e.g. 'git.example.org:443'") from exc
-    if host.ip is not None:
-        raise InjectError(f"{where}.host: a bound host is a DNS name, not an IP literal")
+        raise InjectError(index, "host", "write host:port, e.g. 'git.example.org:443'") from exc
+    if host.ip is not None or "." not in host.name:
+        raise InjectError(index, "host", "a bound host is a DNS name of two labels or more, not an IP literal")
     fmt = str(raw.get("format", "bearer"))
     header = str(raw.get("header", "authorization")).lower()
     prefix = str(raw.get("path_prefix", "/"))
-    if fmt not in FORMATS:
-        raise InjectError(f"{where}.format: one of {', '.join(FORMATS)}, not {fmt!r}")
-    if not _HEADER_NAME.fullmatch(header) or header == "proxy-authorization":
-        raise InjectError(f"{where}.header: a lowercase field name such as 'authorization' or 'private-token'")
+    if fmt not in INJECT_FORMATS:
+        raise InjectError(index, "format", f"one of {', '.join(INJECT_FORMATS)}, not {fmt!r}")
+    if not _HEADER_NAME.fullmatch(header) or header in ("proxy-authorization", "host", "cookie"):
+        raise InjectError(index, "header", "a lowercase field name such as 'authorization' or 'private-token'")
     if fmt != "raw" and header != "authorization":
-        raise InjectError(f"{where}.header: format {fmt!r} goes in 'authorization'; use 'raw' for another header")
+        raise InjectError(index, "header", f"format {fmt!r} goes in 'authorization'; use 'raw' for another header")
     if not prefix.startswith("/") or _AMBIGUOUS_PATH.search(prefix):
-        raise InjectError(f"{where}.path_prefix: an absolute path without '.', '..', '//' or escapes")
+        raise InjectError(index, "path_prefix", "an absolute path without '.', '..', '//' or escapes")
     username = str(raw.get("username", "x-access-token" if fmt == "basic" else ""))
     if ":" in username:
-        raise InjectError(f"{where}.username: a basic-auth user name has no ':'")
+        raise InjectError(index, "username", "a basic-auth user name has no ':'")
     return InjectRule(index, host, port, prefix, str(raw["secret"]), fmt, header.encode(), username)
 
 

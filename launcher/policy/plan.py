@@ -47,6 +47,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "fs.max_concurrent_uploads",
     # The net door (tests/doors/net, tests/integration/test_net_session.py).
     "net.allow", "net.sni", "net.addresses", "net.ip_literals",
+    # Bound credentials (tests/doors/net/test_proxy_inject.py, tests/integration/test_inject_session.py).
+    "net.inject",
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
     # tests/integration/test_keys_session.py).
     "keys.secrets",
@@ -238,6 +240,20 @@ def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
                 "dials exactly the address it checked", BOUNDARY, door, netns)
     literal_roles = ", ".join(rows.get("allow_ip_literals", [])) or "no role"
     yield _Spec("net.ip_literals", f"IP literals allowed for {literal_roles}", BOUNDARY, door, netns)
+    yield from _inject_rows(rows)
+
+
+def _inject_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
+    trust = f"the CA bundle {rows['ca_bundle']} only" if "ca_bundle" in rows else "the system store"
+    holder = "the net door (its own user; the keys door releases the secret to it for each request)"
+    for rule in rows.get("inject", []):
+        how = rule.get("format", "bearer")
+        where = f"{rule['host']}{rule.get('path_prefix', '/')}*"
+        yield _Spec("net.inject", f"injects secret {rule['secret']} ({how}, in {rule.get('header', 'authorization')}) "
+                    f"into requests to {where}; the door terminates the app's TLS for that host with a leaf of the "
+                    f"session's egress CA (name-constrained to the bound hosts, its key gone with the session CA's), "
+                    f"verifies the upstream against {trust}, drops what the app sends as a credential and redacts "
+                    "an echo of the secret; the app never holds it", BOUNDARY, holder, netns)
 
 
 def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
@@ -368,4 +384,8 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
                     "RESOLVE_UNIX does); one present at start refuses the session")
     if "net" in manifest.roles:
         gaps += fronting_notes(manifest.door_rows("net").get("allow", {}))
+    if manifest.bound_hosts:
+        gaps.append("a bound host's upstream that sends the secret back transformed (compressed despite "
+                    "Accept-Encoding: identity, encoded another way, split by its own logic) is not redacted; the "
+                    "app can also make a bound host act with the credential (that is what binding it allows)")
     return tuple(gaps)

@@ -5,7 +5,7 @@ importing each other.
 """
 
 from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
-from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES, TRUST_VARIABLES
 from pki.vocabulary.exits import (
     CHILD_EXITS,
     EXIT_BAD_MANIFEST,
@@ -39,7 +39,7 @@ from pki.vocabulary.fds import (
     SVID_FD,
 )
 from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
-from pki.vocabulary.names import SECRET_NAME_PATTERN, valid_secret_name
+from pki.vocabulary.names import INJECT_FORMATS, SECRET_NAME_PATTERN, valid_secret_name
 from pki.vocabulary.paths import (
     AUDIT_ROOT,
     HELLO_ROOT,
@@ -109,6 +109,7 @@ __all__ = [
     "FIRST_LISTENER_FD",
     "FORBID",
     "HELLO_ROOT",
+    "INJECT_FORMATS",
     "LAUNCHER_EXITS",
     "LOST",
     "MACHINE_KEY_NAME",
@@ -137,6 +138,7 @@ __all__ = [
     "STATUS_FD",
     "STATUS_TYPES",
     "SVID_FD",
+    "TRUST_VARIABLES",
     "UNHELD",
     "ExitMeaning",
     "Unreadable",
