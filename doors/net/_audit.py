@@ -27,6 +27,7 @@ class Exchange:
     port: int = 0
     answers: list[str] = field(default_factory=list)
     address: str = ""
+    sni: str = ""  # the ClientHello's server name once it passed the SNI check; "" otherwise
     decision: str = "refuse"
     reason: str = ""
     row: str = ""
@@ -61,6 +62,7 @@ class Exchange:
             "port": self.port,
             "answers": self.answers,
             "address": self.address,
+            "sni": self.sni,
             "decision": self.decision,
             "reason": self.reason,
             "row": self.row,

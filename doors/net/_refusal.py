@@ -14,6 +14,7 @@ ROW_FRAMING = "doors.net.framing"
 ROW_LIMITS = "doors.net.limits"
 ROW_UPSTREAM = "doors.net.upstream"
 ROW_INJECT = "doors.net.inject"
+ROW_WILDCARD_NAMES = "doors.net.max_wildcard_names"
 
 REFUSAL_HEADER = b"x-sharness-refusal"
 WHO = "net"
@@ -67,6 +68,12 @@ def not_public(reason: str, detail: str) -> ProxyRefusal:
     return _refused(403, reason, ROW_ADDRESSES, detail, hint)
 
 
+def outside_internal(reason: str, detail: str, row: str) -> ProxyRefusal:
+    """403 because a name with internal ranges resolved outside them."""
+    hint = f"add the range its answers are in to {row} if that is where the host lives"
+    return _refused(403, reason, row, detail, hint)
+
+
 def bad_tls(reason: str, detail: str) -> ProxyRefusal:
     """Refused ClientHello (the tunnel is already up, so this is audited and the tunnel closed)."""
     hint = "send TLS with SNI equal to the CONNECT host and no Encrypted ClientHello"
@@ -84,6 +91,12 @@ def kept_secret(secret_row: str, host: str, hosts: list[str]) -> ProxyRefusal:
 def too_many(detail: str, retry_after_s: int = 1) -> ProxyRefusal:
     """429: the role's tunnel limit is reached."""
     return _refused(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)
+
+
+def too_many_names(detail: str) -> ProxyRefusal:
+    """403: the role's distinct names under wildcard rows are used up (each is a DNS query the app chose)."""
+    hint = f"raise {ROW_WILDCARD_NAMES} or name the hosts in doors.net.allow instead of a wildcard"
+    return _refused(403, "wildcard-names-exhausted", ROW_WILDCARD_NAMES, detail, hint)
 
 
 def audit_backpressure(refused: Refusal) -> ProxyRefusal:

@@ -46,6 +46,7 @@ async def _first_flight(proxy: Proxy, stream: trio.abc.Stream, target: Target, b
     assert isinstance(hello, Hello | Refused)
     verdict = check_hello(target, hello)
     if verdict is None:
+        exchange.sni = hello.sni if isinstance(hello, Hello) and hello.sni else ""
         return buf
     exchange.refuse(verdict.refusal.status, verdict.reason, verdict.refusal.row)
     if buf[:1] == b"\x16":  # a TLS client: say "access denied" in its own protocol
@@ -77,6 +78,8 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
     if isinstance(target, ProxyRefusal):
         return await _refuse(proxy, stream, conn, exchange, target)
     exchange.host, exchange.port = str(target.host), target.port
+    if (over := proxy.wildcard_names.admit(role, target)) is not None:
+        return await _refuse(proxy, stream, conn, exchange, over)
     if not proxy.try_open(role):
         verdict = refusal.too_many(f"role {role!r} has {config.max_tunnels} tunnels open", config.retry_after_s)
         return await _refuse(proxy, stream, conn, exchange, verdict)

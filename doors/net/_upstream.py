@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 import trio
@@ -21,6 +22,18 @@ async def _answers(resolver: Resolver, target: Target, timeout_s: float) -> list
         return await resolve_once(resolver, target.host.name, timeout_s)
     except ResolveError as exc:
         return refusal.upstream_failed(502, exc.reason, str(exc))
+
+
+def is_this_host(address: IPAddress) -> bool:
+    """Whether `address` is one of this host's own (the door's network namespace): the kernel routes it to
+    itself and picks it as its own source. A UDP connect() only looks the route up; no packet leaves."""
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect((str(address), 9))
+        except OSError:
+            return False  # no route: certainly not this host
+        return bool(ipaddress.ip_address(probe.getsockname()[0].split("%", 1)[0]) == address)
 
 
 async def _dial(address: IPAddress, port: int) -> trio.SocketStream:
@@ -47,7 +60,7 @@ async def open_upstream(
     if isinstance(answers, ProxyRefusal):
         return answers
     exchange.answers = [str(ip) for ip in answers]
-    checked = check_answers(policy, target, answers)
+    checked = check_answers(policy, target, answers, {ip for ip in answers if is_this_host(ip)})
     if isinstance(checked, ProxyRefusal):
         return checked
     errors: list[str] = []

@@ -31,6 +31,7 @@ from doors.net._refusal import ProxyRefusal
 from doors.net._resolve import Resolver, SystemResolver
 from doors.net._respond import send_refusal
 from doors.net._tunnel import tunnel
+from doors.net._wildcard import DEFAULT_MAX_WILDCARD_NAMES, WildcardNames
 
 RECEIVE = 64 * 1024
 ACCEPT_PAUSE_S = 0.1
@@ -49,6 +50,7 @@ class ProxyConfig:
     head_timeout_s: float = 30.0
     max_tunnels: int = 64
     max_connections: int = 256
+    max_wildcard_names: int = DEFAULT_MAX_WILDCARD_NAMES
     max_hello: int = DEFAULT_MAX_HELLO
     retry_after_s: int = 1
     kept_secrets: SecretMatcher | None = None  # the keys door's fingerprint: plain HTTP carrying one is refused
@@ -77,6 +79,7 @@ class Proxy:
         self._audit = audit
         self._report = report or audit
         self._open: Counter[str] = Counter()
+        self.wildcard_names = WildcardNames(config.max_wildcard_names)
         self._requests = 0
         self._refused = 0
 

@@ -30,11 +30,12 @@ from pki.vocabulary import PROXY_LISTENER_PREFIX
 # Requests a door on an edge to net may send over mutual TLS: CONNECT and absolute-form plain HTTP.
 PROXY_METHODS = ("CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
-HELD_ROWS = frozenset({"allow", "max_tunnels", "max_connections", "connect_timeout_s", "idle_timeout_s",
-                       "resolve_timeout_s", "inject", "ca_bundle"})
+HELD_ROWS = frozenset({"allow", "internal", "max_wildcard_names", "max_tunnels", "max_connections",
+                       "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s", "inject", "ca_bundle"})
 EGRESS_FD_ROW = "egress_fd"  # the launcher's: the memfd of the bound hosts' egress leaves
 KEYS_SOCKET_ROW = "keys_socket"  # the launcher's: where bound credentials are released (edge net→keys)
-_LIMIT_ROWS = ("max_tunnels", "max_connections", "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s")
+_LIMIT_ROWS = ("max_tunnels", "max_connections", "max_wildcard_names", "connect_timeout_s", "idle_timeout_s",
+               "resolve_timeout_s")
 
 
 def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPAddress, int]],
@@ -56,8 +57,12 @@ def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPA
                 raise ValueError(f"doors.net.{name} must be a positive integer, not {value!r}")
             limits[name] = value
     kept = SecretMatcher(SecretFingerprint.from_json(kept_secrets)) if kept_secrets is not None else None
-    return ProxyConfig(allowlist=Allowlist.from_rows(allow), addresses=AddressPolicy(test_internet, own_listeners),
-                       kept_secrets=kept, egress=egress_from_rows(rows), **limits)
+    internal = rows.get("internal", {})
+    if not isinstance(internal, Mapping):
+        raise ValueError("doors.net.internal must map each role to {host:port: [ranges]}")
+    return ProxyConfig(allowlist=Allowlist.from_rows(allow, internal),
+                       addresses=AddressPolicy(test_internet, own_listeners), kept_secrets=kept,
+                       egress=egress_from_rows(rows), **limits)
 
 
 def egress_from_rows(rows: Mapping[str, Any]) -> EgressConfig | None:

@@ -109,7 +109,10 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
 def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, ...]:
     """The TCP ports a host-network door dials, from its manifest rows."""
     ports: set[int] = set()
-    if role == "net":
+    proxy = manifest_rows.get("upstream_proxy")
+    if role == "net" and isinstance(proxy, dict):  # the upstream proxy is the only address it dials
+        ports.add(int(str(proxy.get("address", "")).rpartition(":")[2]))
+    elif role == "net":
         allow = manifest_rows.get("allow", {})
         if isinstance(allow, dict):
             for entries in allow.values():

@@ -30,7 +30,8 @@ from launcher.policy.plan_kernel import (
     seccomp,
 )
 from launcher.policy.scratch import scratch_meaning, scratch_of
-from pki.vocabulary import BOUNDARY, SETTING
+from launcher.policy.wildcard_names import wildcard_notes
+from pki.vocabulary import BOUNDARY, EXPECTATION, SETTING
 
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
@@ -46,7 +47,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # Bodies in flight count (tests/doors/fs/test_uploads.py, tests/attacks/test_fs_uploads.py).
     "fs.max_concurrent_uploads",
     # The net door (tests/doors/net, tests/integration/test_net_session.py).
-    "net.allow", "net.sni", "net.addresses", "net.ip_literals",
+    "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names",
+    # "net.upstream_proxy" lands with the door's CONNECT through the upstream proxy (doors/net/_via_proxy.py).
     # Bound credentials (tests/doors/net/test_proxy_inject.py, tests/integration/test_inject_session.py).
     "net.inject",
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
@@ -58,11 +60,11 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "shell:scratch", "shell.workspace", "shell.egress", "shell.commands", "shell.max_live",
 })
 # What this version lacks to hold a row that is not in IMPLEMENTED_ROWS, by the row id's first part.
+NET_DEFAULT_MAX_WILDCARD_NAMES = 256  # the net door's default for doors.net.max_wildcard_names (doors/net agrees)
 SHELL_DEFAULT_MAX_LIVE = 8  # the shell door's default when doors.shell.max_live is left out (doors/shell agrees)
 _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}
 _NO_EGRESS = ("fs", "keys")  # network namespace with nothing in it
 _OWN_NETNS = ("app", "fs", "keys", "shell")
-
 
 
 @dataclass(frozen=True)
@@ -236,10 +238,33 @@ def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
     for role, entries in rows.get("allow", {}).items():
         yield _Spec("net.allow", f"{role} may reach {', '.join(entries) or 'nothing'}", BOUNDARY, door, netns)
     yield _Spec("net.sni", "a CONNECT tunnel's TLS SNI must equal its host", BOUNDARY, door, netns)
-    yield _Spec("net.addresses", "refuses private, loopback, link-local, CGNAT and embedded-v4 addresses; "
-                "dials exactly the address it checked", BOUNDARY, door, netns)
+    proxy = rows.get("upstream_proxy")
+    if proxy is not None and proxy.get("resolve") == "proxy":
+        yield _Spec("net.addresses", f"not held by the net door: the upstream proxy {proxy['address']} resolves "
+                    "each name and dials what it chooses (private addresses included, unless its own rules "
+                    "refuse them)", EXPECTATION, "the upstream proxy's own policy, outside this session", always)
+    else:
+        yield _Spec("net.addresses", "refuses private, loopback, link-local, CGNAT, embedded-v4 addresses and this "
+                    "host's own; dials (or asks the upstream proxy for) exactly the address it checked", BOUNDARY,
+                    door, netns)
+    for role, entries in rows.get("internal", {}).items():
+        for entry, ranges in entries.items():
+            yield _Spec("net.internal", f"weakens net.addresses (kind: private destination) for {role} "
+                        f"{entry} only: its name must resolve into {', '.join(ranges)}, nowhere else; never "
+                        "loopback, link-local or this host", BOUNDARY, door, netns)
     literal_roles = ", ".join(rows.get("allow_ip_literals", [])) or "no role"
     yield _Spec("net.ip_literals", f"IP literals allowed for {literal_roles}", BOUNDARY, door, netns)
+    if any(entry.removeprefix("tcp://").startswith("*.") for entries in rows.get("allow", {}).values()
+           for entry in entries):
+        cap = rows.get("max_wildcard_names", NET_DEFAULT_MAX_WILDCARD_NAMES)
+        yield _Spec("net.wildcard_names", f"at most {cap} distinct names resolved under wildcard entries per role "
+                    "in the session; more are refused", BOUNDARY, door, netns)
+    if proxy is not None:
+        credential = f"Proxy-Authorization from secret {proxy['secret']} (released by keys per connection, never "\
+            "seen by the app)" if "secret" in proxy else "no credential"
+        yield _Spec("net.upstream_proxy", f"dials only the upstream proxy {proxy['address']} (CONNECT, "
+                    f"{credential}), after every check above", BOUNDARY,
+                    f"{door}; the kernel (Landlock TCP: the proxy's port only)", landlock_tcp)
     yield from _inject_rows(rows)
 
 
@@ -335,6 +360,8 @@ def _connects(manifest: Manifest, role: str) -> tuple[str, ...]:
         if (role, "model") in manifest.edges:
             connects = (*connects, f"model door (plain HTTP, 127.0.0.1:{MODEL_PORT} in its netns)")
         return (*connects, *(f"{entry} via the net door" for entry in net_allow.get(role, [])))
+    if role == "net" and (proxy := manifest.door_rows("net").get("upstream_proxy")):
+        return (*connects, f"the upstream proxy {proxy['address']} only")
     if role == "net":
         return (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
     if role == "model":
@@ -383,7 +410,9 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
                     f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI {since}'s "
                     "RESOLVE_UNIX does); one present at start refuses the session")
     if "net" in manifest.roles:
-        gaps += fronting_notes(manifest.door_rows("net").get("allow", {}))
+        rows = manifest.door_rows("net")
+        gaps += fronting_notes(rows.get("allow", {}))
+        gaps += wildcard_notes(rows.get("allow", {}), rows.get("max_wildcard_names", NET_DEFAULT_MAX_WILDCARD_NAMES))
     if manifest.bound_hosts:
         gaps.append("a bound host's upstream that sends the secret back transformed (compressed despite "
                     "Accept-Encoding: identity, encoded another way, split by its own logic) is not redacted; the "

@@ -4,6 +4,7 @@ imports nothing of the project (tests/test_fence.py), so the launcher, every doo
 importing each other.
 """
 
+from pki.vocabulary.addresses import EMBEDDED_V4, NEVER_INTERNAL, internal_range_problem
 from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
 from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES, TRUST_VARIABLES
 from pki.vocabulary.exits import (
@@ -86,6 +87,7 @@ __all__ = [
     "DOOR_LISTENER",
     "DOOR_ORDER",
     "DROPPED_BEFORE",
+    "EMBEDDED_V4",
     "EXIT_BAD_MANIFEST",
     "EXIT_CONFINEMENT_FAILED",
     "EXIT_DOOR_CRASHED",
@@ -118,6 +120,7 @@ __all__ = [
     "MODEL_LISTENER_PREFIX",
     "MODEL_VARIABLES",
     "NETNS_ROOT",
+    "NEVER_INTERNAL",
     "NO_PROXY_VARIABLES",
     "PROXY_LISTENER_PREFIX",
     "PROXY_VARIABLES",
@@ -151,6 +154,7 @@ __all__ = [
     "fatal_message",
     "fingerprint_message",
     "forbid_message",
+    "internal_range_problem",
     "lost_message",
     "new_sid",
     "ready_message",

@@ -29,7 +29,10 @@ def main() -> None:
     base = sys.argv[1]  # https://host:port
     tmp = os.environ["TMPDIR"]
     bundle = os.environ.get("SSL_CERT_FILE", "")
-    certificates = open(bundle).read().count("BEGIN CERTIFICATE") if bundle else 0
+    certificates = 0
+    if bundle:
+        with open(bundle) as trusted:
+            certificates = trusted.read().count("BEGIN CERTIFICATE")
     report("env", trust={name: os.environ.get(name) for name in TRUST}, certificates=certificates,
            names=sorted(os.environ))
     clone = os.path.join(tmp, "clone")
