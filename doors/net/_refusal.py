@@ -14,6 +14,7 @@ ROW_FRAMING = "doors.net.framing"
 ROW_LIMITS = "doors.net.limits"
 ROW_UPSTREAM = "doors.net.upstream"
 ROW_UPSTREAM_PROXY = "doors.net.upstream_proxy"
+ROW_INJECT = "doors.net.inject"
 ROW_WILDCARD_NAMES = "doors.net.max_wildcard_names"
 
 REFUSAL_HEADER = b"x-sharness-refusal"
@@ -113,3 +114,19 @@ def audit_backpressure(refused: Refusal) -> ProxyRefusal:
 def upstream_failed(status: int, reason: str, detail: str) -> ProxyRefusal:
     """502 (resolution or connection failed) or 504 (dial timed out)."""
     return _refused(status, reason, ROW_UPSTREAM, detail, "check the host name and that it is reachable")
+
+
+def misdirected(detail: str) -> ProxyRefusal:
+    """421: inside a terminated tunnel, a request for another host than the CONNECT's (and its SNI)."""
+    return _refused(421, "host-mismatch", ROW_TLS, detail, "send requests for the CONNECT host on its tunnel")
+
+
+def credential_refused(refused: Refusal) -> ProxyRefusal:
+    """The keys door's refusal to release a bound credential, passed on as it came (status, row, who)."""
+    return ProxyRefusal(refused, "credential-refused")
+
+
+def no_credential_source(secret: str) -> ProxyRefusal:
+    """502: a rule binds a credential but the door has no way to the keys door."""
+    return _refused(502, "no-keys-door", ROW_INJECT, f"no edge to the keys door to release {secret!r}",
+                    'add ["net", "keys"] to edges')

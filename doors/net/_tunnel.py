@@ -15,6 +15,7 @@ from doors.net._decide import Target, check_hello, decide_target
 from doors.net._refusal import ProxyRefusal
 from doors.net._relay import relay
 from doors.net._respond import TLS_ACCESS_DENIED, send_refusal
+from doors.net._terminate import terminate
 from doors.net._upstream import open_upstream
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
             first = await _first_flight(proxy, stream, target, bytes(conn.trailing_data[0]), exchange)
             if first is None:
                 return None
+            if config.egress is not None and config.egress.injection.bound(target.host, target.port):
+                return await terminate(proxy, stream, upstream, target, first, role, exchange)
             try:
                 await upstream.send_all(first)
             except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -33,7 +33,7 @@ _TRY_NEXT = frozenset({502, 503, 504})
 # Anywhere the proxy may be, except what no row ever makes a destination (loopback, link-local, this host, ...).
 _ANYWHERE = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 
-CredentialSource = Callable[[], Awaitable[bytes]]
+ProxyCredentialSource = Callable[[], Awaitable[bytes]]
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class Via:
     """What the door needs to dial through the upstream proxy: the row, and where its credential comes from."""
 
     proxy: UpstreamProxy
-    credential: CredentialSource | None = None
+    credential: ProxyCredentialSource | None = None
 
 
 def asked_authority(host: Host, port: int, address: IPAddress | None) -> str:

@@ -23,6 +23,7 @@ from doors.net import _refusal as refusal
 from doors.net._addr import AddressPolicy
 from doors.net._audit import AuditSink, Exchange
 from doors.net._clienthello import DEFAULT_MAX_HELLO
+from doors.net._egress_tls import CredentialSource, EgressConfig
 from doors.net._forward import forward
 from doors.net._framing import FramingError, start_request
 from doors.net._policy import Allowlist
@@ -55,6 +56,7 @@ class ProxyConfig:
     retry_after_s: int = 1
     via: Via | None = None  # the upstream proxy (doors.net.upstream_proxy): the only address dialled
     kept_secrets: SecretMatcher | None = None  # the keys door's fingerprint: plain HTTP carrying one is refused
+    egress: EgressConfig | None = None  # hosts with a bound credential: their tunnels are terminated
 
 
 @dataclass(frozen=True)
@@ -70,10 +72,11 @@ class Proxy:
     """Serves proxy listeners, one role per listener."""
 
     def __init__(self, config: ProxyConfig, audit: AuditSink, resolver: Resolver | None = None, *,
-                 report: AuditSink | None = None) -> None:
+                 report: AuditSink | None = None, credentials: CredentialSource | None = None) -> None:
         """`audit` queues the event of an act or raises AuditBackpressure; `report` (default: `audit`) an
-        event about what already happened, never raising."""
+        event about what already happened, never raising; `credentials` releases a bound secret (keys door)."""
         self.config = config
+        self.credentials = credentials
         self.resolver: Resolver = resolver or SystemResolver()
         self._audit = audit
         self._report = report or audit

@@ -18,10 +18,12 @@ from doors._door import DoorRuntime, run_reporting, serve_door
 from doors._http import Request, TakeoverRoute
 from doors._secret_match import SecretFingerprint, SecretMatcher
 from doors._status import StatusSender
-from doors._transport import TlsFailure, listener_from_fd
+from doors._transport import AsyncDoorClient, Dial, TlsFailure, listener_from_fd
+from doors.keys.client import release
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
+from doors.net._egress_tls import CredentialSource, EgressConfig, server_contexts, upstream_context
+from doors.net._inject import Injection
 from doors.net._policy import Allowlist
-from doors.net._proxy_credential import KEYS_SOCKET_ROW, ProxyCredential
 from doors.net._resolve import Resolver
 from doors.net._via_proxy import Via, parse_upstream_proxy
 from doors.net.proxy import Proxy, ProxyConfig
@@ -31,7 +33,9 @@ from pki.vocabulary import PROXY_LISTENER_PREFIX
 PROXY_METHODS = ("CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
 HELD_ROWS = frozenset({"allow", "internal", "max_wildcard_names", "upstream_proxy", "max_tunnels", "max_connections",
-                       "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s"})
+                       "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s", "inject", "ca_bundle"})
+EGRESS_FD_ROW = "egress_fd"  # the launcher's: the memfd of the bound hosts' egress leaves
+KEYS_SOCKET_ROW = "keys_socket"  # the launcher's: where bound credentials are released (edge net→keys)
 _LIMIT_ROWS = ("max_tunnels", "max_connections", "max_wildcard_names", "connect_timeout_s", "idle_timeout_s",
                "resolve_timeout_s")
 
@@ -61,17 +65,56 @@ def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPA
     upstream = parse_upstream_proxy(rows.get("upstream_proxy"))
     return ProxyConfig(allowlist=Allowlist.from_rows(allow, internal),
                        addresses=AddressPolicy(test_internet, own_listeners), kept_secrets=kept,
-                       via=Via(upstream) if upstream is not None else None, **limits)
+                       via=Via(upstream) if upstream is not None else None, egress=egress_from_rows(rows), **limits)
 
 
-def with_credential(config: ProxyConfig, runtime: DoorRuntime) -> ProxyConfig:
-    """`config` with the upstream proxy's credential source (the keys door), when its row names a secret."""
-    via, keys_socket = config.via, runtime.contract.rows.get(KEYS_SOCKET_ROW)
+def egress_from_rows(rows: Mapping[str, Any]) -> EgressConfig | None:
+    """The terminating path's config when `doors.net.inject` binds hosts: rules, leaves (from their memfd), trust."""
+    inject = rows.get("inject") or []
+    if not inject:
+        return None
+    fd = rows.get(EGRESS_FD_ROW)
+    if not isinstance(fd, int):
+        raise ValueError("doors.net.inject binds hosts but the launcher passed no egress leaves")
+    ca_bundle = rows.get("ca_bundle")
+    return EgressConfig(Injection.from_rows(inject), server_contexts(fd),
+                        upstream_context(ca_bundle if isinstance(ca_bundle, str) else None))
+
+
+class KeysCredentials:
+    """Bound credentials, released by the keys door for one request at a time over one kept connection."""
+
+    def __init__(self, runtime: DoorRuntime, keys_socket: str) -> None:
+        contract = runtime.contract
+        self._client = AsyncDoorClient(Dial("keys", keys_socket, runtime.client_ctx, contract.trust_domain,
+                                            contract.session_id, contract.role))
+        self._requester = runtime.identity.uri()
+        self._lock = trio.Lock()
+
+    async def __call__(self, name: str, host: str) -> bytes:
+        async with self._lock:
+            return await release(self._client, self._requester, name, host)
+
+
+def credentials_of(runtime: DoorRuntime, rows: Mapping[str, Any]) -> CredentialSource | None:
+    """Where bound credentials come from: the keys door, when the launcher named its socket (edge net→keys)."""
+    keys_socket = rows.get(KEYS_SOCKET_ROW)
+    return KeysCredentials(runtime, keys_socket) if isinstance(keys_socket, str) else None
+
+
+def with_proxy_credential(config: ProxyConfig, credentials: CredentialSource | None) -> ProxyConfig:
+    """`config` with the upstream proxy's credential (released by keys for the proxy's host), when its row names
+    a secret."""
+    via = config.via
     if via is None or via.proxy.secret is None:
         return config
-    if not isinstance(keys_socket, str):
+    if credentials is None:
         raise ValueError("doors.net.upstream_proxy names a secret but the contract has no keys_socket (edge net→keys)")
-    credential = ProxyCredential(runtime, keys_socket, via.proxy.secret, str(via.proxy.host))
+    name, host = via.proxy.secret, str(via.proxy.host)
+
+    async def credential() -> bytes:
+        return await credentials(name, host)
+
     return replace(config, via=replace(via, credential=credential))
 
 
@@ -113,7 +156,9 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def proxy_of(runtime: DoorRuntime) -> Proxy:  # one proxy, made once the runtime (its audit queue) exists
         nonlocal proxy
         if proxy is None:
-            proxy = Proxy(with_credential(config, runtime), runtime.audit, resolver, report=runtime.report)
+            credentials = credentials_of(runtime, contract.rows)
+            proxy = Proxy(with_proxy_credential(config, credentials), runtime.audit, resolver, report=runtime.report,
+                          credentials=credentials)
         return proxy
 
     def routes(runtime: DoorRuntime) -> list[TakeoverRoute]:

@@ -306,8 +306,10 @@ class Session:
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
         fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest), resources.model_listeners,
-                       sealed=self._secret_fds.machine_key is not None)
+                       sealed=self._secret_fds.machine_key is not None, egress=resources.egress_memfd is not None)
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
+        if fds.egress is not None and resources.egress_memfd is not None:
+            handles[fds.egress] = resources.egress_memfd
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
         handles.update({fd: resources.model_listeners[client].fileno() for client, fd in fds.models.items()})
         handles.update({fd: self._secret_fds.fds[name] for name, fd in fds.secrets.items()})

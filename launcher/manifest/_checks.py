@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from launcher.manifest import _rules
+from launcher.manifest._checks_inject import check_inject
 from launcher.manifest._errors import ManifestError, child
 from launcher.manifest._model import effective_edges, scratch_limits_of, started_roles
 from pki.vocabulary import SEALED_PREFIX, internal_range_problem, valid_secret_name
@@ -28,6 +29,7 @@ def check_document(doc: dict[str, Any]) -> None:
         _check_fs(doc, doors["fs"])
     if "net" in doors:
         _check_net(doc, doors["net"])
+        check_inject(doc, doors["net"])
     if "keys" in doors:
         _check_keys(doc, doors["keys"])
     if "model" in doors:

@@ -138,7 +138,8 @@ def door_allowance(
         write = (str(rows["workspace"]),)
     # The model door with the twin reaches nothing: no internet socket at all, like fs and keys.
     host = role in HOST_NETWORK and not (role == "model" and rows.get("upstream") == "twin")
-    extra_read = (str(rows["ca_bundle"]),) if role == "model" and isinstance(rows.get("ca_bundle"), str) else ()
+    extra_read = (str(rows["ca_bundle"]),) if role in ("model", "net") and isinstance(rows.get("ca_bundle"), str) \
+        else ()
     # The egress doors resolve names: UDP and TCP to port 53 for their resolver.
     tcp_connect = tuple(sorted({*egress_ports(rows, role), DNS_PORT})) if host else ()
     return Allowance(

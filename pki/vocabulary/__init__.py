@@ -6,7 +6,7 @@ importing each other.
 
 from pki.vocabulary.addresses import EMBEDDED_V4, NEVER_INTERNAL, internal_range_problem
 from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
-from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES, TRUST_VARIABLES
 from pki.vocabulary.exits import (
     CHILD_EXITS,
     EXIT_BAD_MANIFEST,
@@ -40,7 +40,7 @@ from pki.vocabulary.fds import (
     SVID_FD,
 )
 from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
-from pki.vocabulary.names import SECRET_NAME_PATTERN, valid_secret_name
+from pki.vocabulary.names import INJECT_FORMATS, SECRET_NAME_PATTERN, valid_secret_name
 from pki.vocabulary.paths import (
     AUDIT_ROOT,
     HELLO_ROOT,
@@ -111,6 +111,7 @@ __all__ = [
     "FIRST_LISTENER_FD",
     "FORBID",
     "HELLO_ROOT",
+    "INJECT_FORMATS",
     "LAUNCHER_EXITS",
     "LOST",
     "MACHINE_KEY_NAME",
@@ -140,6 +141,7 @@ __all__ = [
     "STATUS_FD",
     "STATUS_TYPES",
     "SVID_FD",
+    "TRUST_VARIABLES",
     "UNHELD",
     "ExitMeaning",
     "Unreadable",

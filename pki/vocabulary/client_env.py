@@ -8,3 +8,6 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "http
 NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 # Where the official SDKs and agent CLIs find their model (the model door's plain-HTTP listener) and key.
 MODEL_VARIABLES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+# Where unmodified clients look for the CA bundle they trust (OpenSSL and Python's ssl, requests, curl, Node, git):
+# the launcher points them at the system store plus the egress CA, only when a host has a bound credential.
+TRUST_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO")
