@@ -1,9 +1,9 @@
-"""The test git server (tests/doors/net/git_server.py) on this machine's own non-loopback address, in a thread,
-with a trustme CA whose PEM the manifest names as doors.net.ca_bundle."""
+"""The test git server (tests/doors/net/git_server.py) on a neighbour's address (tests/integration/_neighbour.py: not
+this host's own, which the net door refuses), in a thread, with a trustme CA whose PEM the manifest names as
+doors.net.ca_bundle."""
 
 from __future__ import annotations
 
-import socket
 import ssl
 import threading
 from collections.abc import Iterator
@@ -15,7 +15,7 @@ import trio
 import trustme
 
 from tests.doors.net.git_server import GitLog, GitServer, make_repository, serve_git
-from tests.integration._model_upstream import own_address
+from tests.integration._neighbour import Neighbour, neighbour
 
 
 @dataclass
@@ -34,7 +34,13 @@ class GitUpstream:
 
 @contextmanager
 def git_upstream(directory: Path, host: str, token: bytes) -> Iterator[GitUpstream]:
-    """A bare repository `project.git` served over HTTPS, requiring `token`; removed with `directory`."""
+    """A bare repository `project.git` served over HTTPS, requiring `token`, at a neighbour's address; the
+    neighbour removed after, the repository with `directory`."""
+    with neighbour() as place:
+        yield from _serving(directory, host, token, place)
+
+
+def _serving(directory: Path, host: str, token: bytes, place: Neighbour) -> Iterator[GitUpstream]:
     ca = trustme.CA()
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert(host).configure_cert(context)
@@ -44,8 +50,8 @@ def git_upstream(directory: Path, host: str, token: bytes) -> Iterator[GitUpstre
     root = directory / "repos"
     root.mkdir()
     make_repository(root, "project.git")
-    address = own_address()
-    sock = socket.socket()
+    address = place.address
+    sock = place.socket()
     sock.bind((address, 0))
     sock.listen(64)
     upstream = GitUpstream(host, address, sock.getsockname()[1], ca_pem, root, GitLog())

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.doors.net import netns
 from tests.integration._model_upstream import hosts_entry
+from tests.integration._neighbour import neighbour
 from tests.integration._session import (
     LAUNCHER,
     basic_manifest,
@@ -71,33 +71,18 @@ def _serve(listener: socket.socket, seen: Recorder) -> None:
 
 @contextlib.contextmanager
 def recording_proxy() -> Iterator[tuple[str, Recorder]]:
-    """The recorder at 10.250.N.2:3128 in its own namespace, reachable from this host by a veth; removed after."""
-    tag = secrets.token_hex(3)
-    name, host_dev, peer_dev = f"sh-test-up-{tag}", f"sh-tu{tag}h", f"sh-tu{tag}p"
-    subnet = int(tag[:2], 16)
-    host_address, proxy_address = f"10.250.{subnet}.1", f"10.250.{subnet}.2"
+    """The recorder at a neighbour's address (10.250.N.2:3128, reachable from this host by a veth); removed after."""
     seen = Recorder()
-    listener: socket.socket | None = None
-    try:
-        netns.add(name)
-        netns.ip("link", "add", host_dev, "type", "veth", "peer", "name", peer_dev, "netns", name)
-        netns.ip("addr", "add", f"{host_address}/30", "dev", host_dev)
-        netns.ip("link", "set", host_dev, "up")
-        netns.ip("-n", name, "addr", "add", f"{proxy_address}/30", "dev", peer_dev)
-        netns.ip("-n", name, "link", "set", peer_dev, "up")
-        netns.wait_up(name, peer_dev)
-        listener = netns.socket_in(name)
-        listener.bind((proxy_address, PROXY_PORT))
-        listener.listen(16)
-        threading.Thread(target=_serve, args=(listener, seen), daemon=True).start()
-        yield proxy_address, seen
-    finally:
-        if listener is not None:
+    with neighbour() as place:
+        listener = place.socket()
+        try:
+            listener.bind((place.address, PROXY_PORT))
+            listener.listen(16)
+            threading.Thread(target=_serve, args=(listener, seen), daemon=True).start()
+            yield place.address, seen
+        finally:
             listener.shutdown(socket.SHUT_RDWR)
             listener.close()
-        netns.remove(name)  # the veth pair goes with it
-        if os.path.exists(f"/sys/class/net/{host_dev}"):
-            netns.ip("link", "del", host_dev)
 
 
 def _manifest(tmp_path: Path, proxy_host: str, source: Path) -> Path:
