@@ -1,4 +1,5 @@
-"""Resolve once, check every answer, dial exactly a checked address."""
+"""Resolve once, check every answer (this host's own addresses too), dial exactly a checked address, or ask the
+upstream proxy for one (`_via_proxy`)."""
 
 from __future__ import annotations
 
