@@ -126,7 +126,8 @@ async def test_curl_gets_the_token_injected_and_never_sees_it(bound: Bound) -> N
     assert bound.git.requests[-1]["authorised"] and bound.releases == [("gh", BOUND)]
     _no_token(out, err)
     event = bound.net.events(path="/project.git/info/refs")[-1]
-    assert (event["method"], event["status"], event["credential"], event["reason"]) == ("GET", 200, "gh", "injected")
+    assert (event["method"], event["status"], event["credential_name"], event["reason"]) == (
+        "GET", 200, "gh", "injected")
     assert event["row"] == "doors.net.inject[0]" and event["bytes_down"] > 0
     _no_token(json.dumps(bound.net.audit), json.dumps(bound.net.opened))
     assert "service=" not in json.dumps(bound.net.audit)  # the path without its query
