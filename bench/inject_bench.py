@@ -166,19 +166,35 @@ def _kept_ms(conn: http.client.HTTPSConnection) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def _mb_per_s(host: str, cert_dir: str, total: int) -> float:
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU seconds of process `pid` so far (load-independent, unlike wall time)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _door_cpu_ms_per_request(conn: http.client.HTTPSConnection, requests: int, door_pid: int) -> float:
+    """The door's CPU per small request on a kept connection (what it adds on an idle core)."""
+    cpu = _cpu_s(door_pid)
+    for _ in range(requests):
+        _get(conn, "/small")
+    return (_cpu_s(door_pid) - cpu) * 1000 / requests
+
+
+def _relay(host: str, cert_dir: str, total: int, door_pid: int) -> tuple[float, float]:
+    """(MB/s, the door's CPU ms per MB) for one download of `total` bytes."""
     buf = memoryview(bytearray(1024 * 1024))
     conn = _connection(host, cert_dir)
-    start = time.perf_counter()
+    cpu, start = _cpu_s(door_pid), time.perf_counter()
     got = _get(conn, f"/big/{total}", buf)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, _cpu_s(door_pid) - cpu
     conn.close()
     if got != total:
         raise RuntimeError(f"{host}: {got} of {total} bytes")
-    return total / MB / elapsed
+    return total / MB / elapsed, cpu * 1000 / (total / MB)
 
 
-def client(cert_dir: str, quick: bool) -> dict[str, Any]:
+def client(cert_dir: str, quick: bool, door_pid: int) -> dict[str, Any]:
     rounds, requests, total = (2, 40, 64 * MB) if quick else (3, 300, 256 * MB)
     fresh: dict[str, list[float]] = {TUNNEL: [], BOUND: []}
     kept: dict[str, list[float]] = {TUNNEL: [], BOUND: []}
@@ -189,7 +205,10 @@ def client(cert_dir: str, quick: bool) -> dict[str, Any]:
         for host in (TUNNEL, BOUND):
             fresh[host].append(_fresh_ms(host, cert_dir))
             kept[host].append(_kept_ms(held[host]))
-    relay = {host: max(_mb_per_s(host, cert_dir, total) for _ in range(rounds)) for host in (TUNNEL, BOUND)}
+    per_request = {host: _door_cpu_ms_per_request(held[host], requests, door_pid) for host in (TUNNEL, BOUND)}
+    runs = {host: [_relay(host, cert_dir, total, door_pid) for _ in range(rounds)] for host in (TUNNEL, BOUND)}
+    relay = {host: max(rate for rate, _ in found) for host, found in runs.items()}
+    door_cpu = {host: min(cpu for _, cpu in found) for host, found in runs.items()}
     p50 = {kind: {host: statistics.median(values) for host, values in series.items()}
            for kind, series in (("fresh", fresh), ("kept", kept))}
     return {
@@ -202,6 +221,12 @@ def client(cert_dir: str, quick: bool) -> dict[str, Any]:
         "inject_relay_mb_per_s_tunnel": round(relay[TUNNEL], 1),
         "inject_relay_mb_per_s_terminated": round(relay[BOUND], 1),
         "inject_relay_ratio": round(relay[BOUND] / relay[TUNNEL], 3),
+        # The door's own CPU per MB relayed: what bounds it on a core of its own, whatever else runs.
+        "inject_door_cpu_ms_per_mb_tunnel": round(door_cpu[TUNNEL], 3),
+        "inject_door_cpu_ms_per_mb_terminated": round(door_cpu[BOUND], 3),
+        "inject_door_bound_mb_per_s_terminated": round(1000 / door_cpu[BOUND], 1) if door_cpu[BOUND] else None,
+        "inject_door_cpu_ms_per_request_tunnel": round(per_request[TUNNEL], 3),
+        "inject_door_cpu_ms_per_request_terminated": round(per_request[BOUND], 3),
         "inject_relay_bytes": total,
         "samples": {"inject: CONNECT+TLS+1 GET, new connection (ms)": {"tunnel": fresh[TUNNEL],
                                                                         "terminated+injected": fresh[BOUND]}},
@@ -239,7 +264,7 @@ def run(quick: bool) -> dict[str, Any]:
                                     pass_fds=(listener.fileno(),)))
             listener.close()
             argv = ["ip", "netns", "exec", names["app"], sys.executable, "-m", "bench.inject_bench", "--client",
-                    cert_dir, *(["--quick"] if quick else [])]
+                    cert_dir, str(processes[-1].pid), *(["--quick"] if quick else [])]
             done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)
             return dict(json.loads(done.stdout))
         finally:
@@ -253,14 +278,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--serve-upstream", metavar="CERT_DIR")
     parser.add_argument("--serve-proxy", nargs=2, metavar=("FD", "CERT_DIR"))
-    parser.add_argument("--client", metavar="CERT_DIR")
+    parser.add_argument("--client", nargs=2, metavar=("CERT_DIR", "DOOR_PID"))
     args = parser.parse_args()
     if args.serve_upstream:
         serve_upstream(args.serve_upstream)
     elif args.serve_proxy is not None:
         serve_proxy(int(args.serve_proxy[0]), args.serve_proxy[1])
     elif args.client:
-        print(json.dumps(client(args.client, args.quick)))
+        print(json.dumps(client(args.client[0], args.quick, int(args.client[1]))))
     else:
         result = run(args.quick)
         result.pop("samples", None)
