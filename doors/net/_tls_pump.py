@@ -9,6 +9,7 @@ record (bench/inject_bench.py, the door's CPU per MB). An EOF without close_noti
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 
 import trio
@@ -57,6 +58,10 @@ class DrainingTls(trio.abc.Stream):
                     raise trio.BrokenResourceError("the peer closed during the TLS handshake") from None
                 await self._fill()
                 continue
+            except ssl.SSLError:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await self._flush()  # the alert saying why, so the peer's error names it too
+                raise
             await self._flush()
             return
 
