@@ -82,7 +82,7 @@ def _egress(cert_dir: str) -> dict[str, ssl.SSLContext]:
     """An egress CA for the bound name (its PEM left for the client), the door's server contexts."""
     from cryptography.hazmat.primitives import serialization
 
-    from doors.net._egress_tls import contexts_from_pems
+    from doors.net import contexts_from_pems
     from pki.egress import issue_host_leaf, leaves_pem, new_egress_ca, split_leaves
 
     now = dt.datetime.now(dt.UTC)
@@ -106,9 +106,7 @@ def serve_proxy(listen_fd: int, cert_dir: str) -> None:
 
     import trio
 
-    from doors.net import AddressPolicy, Allowlist, Injection
-    from doors.net._egress_tls import ALPN, EgressConfig
-    from doors.net.proxy import Proxy, ProxyConfig
+    from doors.net import ALPN, AddressPolicy, Allowlist, EgressConfig, Injection, Proxy, ProxyConfig
 
     class StaticResolver:
         async def resolve(self, name: str) -> list[Any]:

@@ -16,6 +16,7 @@ from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
+from launcher.policy.plan_inject import INJECT_HOLDER, NOT_REDACTED, inject_meanings
 from launcher.policy.plan_kernel import (
     KernelCheck,
     always,
@@ -46,11 +47,9 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "fs.no_symlinks", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files",
     # Bodies in flight count (tests/doors/fs/test_uploads.py, tests/attacks/test_fs_uploads.py).
     "fs.max_concurrent_uploads",
-    # The net door (tests/doors/net, tests/integration/test_net_session.py).
-    "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names",
+    # The net door (tests/doors/net, tests/integration/test_net_session.py, test_inject_session.py).
+    "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names", "net.inject",
     # "net.upstream_proxy" lands with the door's CONNECT through the upstream proxy (doors/net/_via_proxy.py).
-    # Bound credentials (tests/doors/net/test_proxy_inject.py, tests/integration/test_inject_session.py).
-    "net.inject",
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
     # tests/integration/test_keys_session.py).
     "keys.secrets",
@@ -265,20 +264,7 @@ def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
         yield _Spec("net.upstream_proxy", f"dials only the upstream proxy {proxy['address']} (CONNECT, "
                     f"{credential}), after every check above", BOUNDARY,
                     f"{door}; the kernel (Landlock TCP: the proxy's port only)", landlock_tcp)
-    yield from _inject_rows(rows)
-
-
-def _inject_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
-    trust = f"the CA bundle {rows['ca_bundle']} only" if "ca_bundle" in rows else "the system store"
-    holder = "the net door (its own user; the keys door releases the secret to it for each request)"
-    for rule in rows.get("inject", []):
-        how = rule.get("format", "bearer")
-        where = f"{rule['host']}{rule.get('path_prefix', '/')}*"
-        yield _Spec("net.inject", f"injects secret {rule['secret']} ({how}, in {rule.get('header', 'authorization')}) "
-                    f"into requests to {where}; the door terminates the app's TLS for that host with a leaf of the "
-                    f"session's egress CA (name-constrained to the bound hosts, its key gone with the session CA's), "
-                    f"verifies the upstream against {trust}, drops what the app sends as a credential and redacts "
-                    "an echo of the secret; the app never holds it", BOUNDARY, holder, netns)
+    yield from (_Spec("net.inject", meaning, BOUNDARY, INJECT_HOLDER, netns) for meaning in inject_meanings(rows))
 
 
 def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
@@ -413,8 +399,5 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
         rows = manifest.door_rows("net")
         gaps += fronting_notes(rows.get("allow", {}))
         gaps += wildcard_notes(rows.get("allow", {}), rows.get("max_wildcard_names", NET_DEFAULT_MAX_WILDCARD_NAMES))
-    if manifest.bound_hosts:
-        gaps.append("a bound host's upstream that sends the secret back transformed (compressed despite "
-                    "Accept-Encoding: identity, encoded another way, split by its own logic) is not redacted; the "
-                    "app can also make a bound host act with the credential (that is what binding it allows)")
+    gaps += [NOT_REDACTED] if manifest.bound_hosts else []
     return tuple(gaps)
