@@ -4,6 +4,7 @@ the hello plus the same proxy for doors on its edges (their role is their SVID's
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import ipaddress
 import socket
@@ -147,7 +148,10 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
         return [functools.partial(proxy_of(runtime).serve, listener, role) for role, listener in listeners]
 
-    await serve_door(contract, status, routes, held_rows=HELD_ROWS, background=background)
+    # The launcher's own rows (an fd number, a socket path) are how the door holds `inject`, not rows of their own.
+    shown = {name: value for name, value in contract.rows.items() if name not in (EGRESS_FD_ROW, KEYS_SOCKET_ROW)}
+    await serve_door(dataclasses.replace(contract, rows=shown), status, routes, held_rows=HELD_ROWS,
+                     background=background)
 
 
 def serve(contract: DoorContract) -> None:
