@@ -19,7 +19,6 @@ from doors._http import Request, TakeoverRoute
 from doors._secret_match import SecretFingerprint, SecretMatcher
 from doors._status import StatusSender
 from doors._transport import AsyncDoorClient, Dial, TlsFailure, listener_from_fd
-from doors.keys.client import release
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
 from doors.net._egress_tls import CredentialSource, EgressConfig, server_contexts, upstream_context
 from doors.net._inject import Injection
@@ -90,6 +89,8 @@ class KeysCredentials:
         self._lock = trio.Lock()
 
     async def __call__(self, name: str, host: str) -> bytes:
+        from doors.keys.client import release  # here: an exec'd net door without bindings imports no keys code
+
         async with self._lock:
             return await release(self._client, self._requester, name, host)
 
