@@ -6,6 +6,7 @@ Pure cores: `_host` (normalisation), `_addr` (address classes), `_policy` (allow
 """
 
 from doors.net._addr import AddressPolicy, classify
+from doors.net._egress_tls import ALPN, CredentialSource, EgressConfig, contexts_from_pems, upstream_context
 from doors.net._host import Host, HostError, normalise_host, parse_authority
 from doors.net._inject import InjectError, Injection, InjectRule, parse_rule
 from doors.net._policy import Allowlist, AllowlistError, AllowRule
@@ -13,10 +14,13 @@ from doors.net._resolve import ResolveError, Resolver, SystemResolver
 from doors.net.proxy import Proxy, ProxyConfig, ProxyStatistics
 
 __all__ = [
+    "ALPN",
     "AddressPolicy",
     "AllowRule",
     "Allowlist",
     "AllowlistError",
+    "CredentialSource",
+    "EgressConfig",
     "Host",
     "HostError",
     "InjectError",
@@ -29,7 +33,9 @@ __all__ = [
     "Resolver",
     "SystemResolver",
     "classify",
+    "contexts_from_pems",
     "normalise_host",
     "parse_authority",
     "parse_rule",
+    "upstream_context",
 ]

@@ -36,7 +36,7 @@ class Exchange:
     bytes_up: int = 0
     bytes_down: int = 0
     path: str = ""  # a request inside a terminated tunnel: its path, without the query
-    credential: str = ""  # the name of the secret injected into it (never its value)
+    credential: str = ""  # the name of the secret injected into it (never its value): "credential_name" in the event
 
     def allow(self, row: str) -> None:
         """Mark the request allowed by the manifest row `row`."""
@@ -72,5 +72,5 @@ class Exchange:
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
             "duration_ms": max(0, round((now - self.started) * 1000)),
-            **({"path": self.path[:MAX_REQUESTED], "credential": self.credential} if self.path else {}),
+            **({"path": self.path[:MAX_REQUESTED], "credential_name": self.credential} if self.path else {}),
         }

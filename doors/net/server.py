@@ -4,6 +4,7 @@ the hello plus the same proxy for doors on its edges (their role is their SVID's
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import ipaddress
 import socket
@@ -19,7 +20,6 @@ from doors._http import Request, TakeoverRoute
 from doors._secret_match import SecretFingerprint, SecretMatcher
 from doors._status import StatusSender
 from doors._transport import AsyncDoorClient, Dial, TlsFailure, listener_from_fd
-from doors.keys.client import release
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
 from doors.net._egress_tls import CredentialSource, EgressConfig, server_contexts, upstream_context
 from doors.net._inject import Injection
@@ -92,6 +92,8 @@ class KeysCredentials:
         self._lock = trio.Lock()
 
     async def __call__(self, name: str, host: str) -> bytes:
+        from doors.keys.client import release  # here: an exec'd net door without bindings imports no keys code
+
         async with self._lock:
             return await release(self._client, self._requester, name, host)
 
@@ -167,7 +169,10 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
         return [functools.partial(proxy_of(runtime).serve, listener, role) for role, listener in listeners]
 
-    await serve_door(contract, status, routes, held_rows=HELD_ROWS, background=background)
+    # The launcher's own rows (an fd number, a socket path) are how the door holds `inject`, not rows of their own.
+    shown = {name: value for name, value in contract.rows.items() if name not in (EGRESS_FD_ROW, KEYS_SOCKET_ROW)}
+    await serve_door(dataclasses.replace(contract, rows=shown), status, routes, held_rows=HELD_ROWS,
+                     background=background)
 
 
 def serve(contract: DoorContract) -> None:

@@ -16,6 +16,7 @@ from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
+from launcher.policy.plan_inject import NOT_REDACTED
 from launcher.policy.plan_kernel import (
     always,
     cgroup,
@@ -356,8 +357,5 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
         rows = manifest.door_rows("net")
         gaps += fronting_notes(rows.get("allow", {}))
         gaps += wildcard_notes(rows.get("allow", {}), rows.get("max_wildcard_names", NET_DEFAULT_MAX_WILDCARD_NAMES))
-    if manifest.bound_hosts:
-        gaps.append("a bound host's upstream that sends the secret back transformed (compressed despite "
-                    "Accept-Encoding: identity, encoded another way, split by its own logic) is not redacted; the "
-                    "app can also make a bound host act with the credential (that is what binding it allows)")
+    gaps += [NOT_REDACTED] if manifest.bound_hosts else []
     return tuple(gaps)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from launcher.policy.plan_inject import INJECT_HOLDER, inject_meanings
 from launcher.policy.plan_kernel import always, landlock_tcp, netns
 from launcher.policy.plan_spec import RowSpec as _Spec
 from pki.vocabulary import BOUNDARY, EXPECTATION
@@ -46,17 +47,4 @@ def net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
         yield _Spec("net.upstream_proxy", f"dials only the upstream proxy {proxy['address']} (CONNECT, "
                     f"{credential}), after every check above", BOUNDARY,
                     f"{door}; the kernel (Landlock TCP: the proxy's port only)", landlock_tcp)
-    yield from _inject_rows(rows)
-
-
-def _inject_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
-    trust = f"the CA bundle {rows['ca_bundle']} only" if "ca_bundle" in rows else "the system store"
-    holder = "the net door (its own user; the keys door releases the secret to it for each request)"
-    for rule in rows.get("inject", []):
-        how = rule.get("format", "bearer")
-        where = f"{rule['host']}{rule.get('path_prefix', '/')}*"
-        yield _Spec("net.inject", f"injects secret {rule['secret']} ({how}, in {rule.get('header', 'authorization')}) "
-                    f"into requests to {where}; the door terminates the app's TLS for that host with a leaf of the "
-                    f"session's egress CA (name-constrained to the bound hosts, its key gone with the session CA's), "
-                    f"verifies the upstream against {trust}, drops what the app sends as a credential and redacts "
-                    "an echo of the secret; the app never holds it", BOUNDARY, holder, netns)
+    yield from (_Spec("net.inject", meaning, BOUNDARY, INJECT_HOLDER, netns) for meaning in inject_meanings(rows))

@@ -16,7 +16,7 @@ import trio
 import trustme
 from cryptography.hazmat.primitives import serialization
 
-from doors.net._egress_tls import ALPN, EgressConfig, contexts_from_pems
+from doors.net._egress_tls import ALPN, EgressConfig, contexts_from_pems, upstream_context
 from doors.net._inject import Injection
 from doors.net._policy import Allowlist
 from doors.net.proxy import Proxy
@@ -64,7 +64,7 @@ async def start_injecting(net: TestNet, tmp: Path, rules: list[dict[str, object]
     """A proxy with `rules` on its own port in the app ns; its egress CA's PEM path."""
     contexts, egress_ca = _egress(tmp, tuple(sorted({str(rule["host"]).split(":")[0] for rule in rules})))
     injection = Injection.from_rows(rules)
-    upstream = _upstream_trust(net.ca) if trust_upstream else ssl.create_default_context()
+    upstream = _upstream_trust(net.ca) if trust_upstream else upstream_context(None)  # the system store
     allow = {**ALLOW, "app": [*ALLOW["app"], f"{BOUND}:{GIT_PORT}", "ok.sharness.test:8443"]}
     config = net.config(allowlist=Allowlist.from_rows(allow), egress=EgressConfig(injection, contexts, upstream))
     seen = releases if releases is not None else []
@@ -126,7 +126,8 @@ async def test_curl_gets_the_token_injected_and_never_sees_it(bound: Bound) -> N
     assert bound.git.requests[-1]["authorised"] and bound.releases == [("gh", BOUND)]
     _no_token(out, err)
     event = bound.net.events(path="/project.git/info/refs")[-1]
-    assert (event["method"], event["status"], event["credential"], event["reason"]) == ("GET", 200, "gh", "injected")
+    assert (event["method"], event["status"], event["credential_name"], event["reason"]) == (
+        "GET", 200, "gh", "injected")
     assert event["row"] == "doors.net.inject[0]" and event["bytes_down"] > 0
     _no_token(json.dumps(bound.net.audit), json.dumps(bound.net.opened))
     assert "service=" not in json.dumps(bound.net.audit)  # the path without its query
@@ -194,7 +195,7 @@ async def test_an_untrusted_upstream_is_a_502_and_gets_no_token(net: TestNet, tm
     log = GitLog()
     server = GitServer(tmp_path, TOKEN, context, log)
     await net.nursery.start(serve_git, trio.SocketListener(listen_in(net.names.wan, WAN_V4, GIT_PORT)), server)
-    _, port, egress_ca = await start_injecting(net, tmp_path, RULES)
+    _, port, egress_ca = await start_injecting(net, tmp_path, RULES, trust_upstream=False)
     bound = Bound(net, port, egress_ca, egress_ca, log, tmp_path, [])
     code, out, err = await curl(bound, f"https://{BOUND}:{GIT_PORT}/echo", "-w", "\n%{http_code}")
     assert code == 0 and out.endswith("502") and '"reason":"upstream-tls"' in out, (out, err)
