@@ -27,6 +27,8 @@ class Exchange:
     port: int = 0
     answers: list[str] = field(default_factory=list)
     address: str = ""
+    proxy: str = ""  # the upstream proxy's address dialled (doors.net.upstream_proxy), "" when dialled directly
+    sni: str = ""  # the ClientHello's server name once it passed the SNI check; "" otherwise
     decision: str = "refuse"
     reason: str = ""
     row: str = ""
@@ -34,6 +36,8 @@ class Exchange:
     bytes_up: int = 0
     bytes_down: int = 0
     command: str = ""  # the shell command the request says it is from (doors/net/_command_label.py), or ""
+    path: str = ""  # a request inside a terminated tunnel: its path, without the query
+    credential: str = ""  # the name of the secret injected into it (never its value): "credential_name" in the event
 
     def _labelled(self, event: dict[str, Any]) -> dict[str, Any]:
         return {**event, "command": self.command} if self.command else event
@@ -64,6 +68,8 @@ class Exchange:
             "port": self.port,
             "answers": self.answers,
             "address": self.address,
+            "proxy": self.proxy,
+            "sni": self.sni,
             "decision": self.decision,
             "reason": self.reason,
             "row": self.row,
@@ -71,4 +77,5 @@ class Exchange:
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
             "duration_ms": max(0, round((now - self.started) * 1000)),
+            **({"path": self.path[:MAX_REQUESTED], "credential_name": self.credential} if self.path else {}),
         })

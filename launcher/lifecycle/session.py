@@ -333,10 +333,13 @@ class Session:
         assert resources.minted is not None
         mount = self._mount_for_fs(door, resources)
         fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest), resources.model_listeners,
-                       sealed=self._secret_fds.machine_key is not None, mount=mount is not None)
+                       sealed=self._secret_fds.machine_key is not None, mount=mount is not None,
+                       egress=resources.egress_memfd is not None)
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
         if fds.mount is not None and mount is not None:
             handles[fds.mount] = mount.device_fd
+        if fds.egress is not None and resources.egress_memfd is not None:
+            handles[fds.egress] = resources.egress_memfd
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
         handles.update({fd: resources.model_listeners[client].fileno() for client, fd in fds.models.items()})
         handles.update({fd: self._secret_fds.fds[name] for name, fd in fds.secrets.items()})

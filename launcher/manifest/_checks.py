@@ -8,9 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from launcher.manifest import _rules
+from launcher.manifest._checks_inject import check_inject
 from launcher.manifest._errors import ManifestError, child
 from launcher.manifest._model import effective_edges, scratch_limits_of, started_roles
-from pki.vocabulary import SEALED_PREFIX, valid_secret_name
+from pki.vocabulary import SEALED_PREFIX, internal_range_problem, valid_secret_name
 
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
 _ABS_HINT = "write an absolute, normalised path: no '.', '..', '//', trailing '/' or control characters"
@@ -31,6 +32,7 @@ def check_document(doc: dict[str, Any]) -> None:
         _check_fs(doc, doors["fs"])
     if "net" in doors:
         _check_net(doc, doors["net"])
+        check_inject(doc, doors["net"])
     if "keys" in doors:
         _check_keys(doc, doors["keys"])
     if "model" in doors:
@@ -184,6 +186,58 @@ def _check_net(doc: dict[str, Any], net: dict[str, Any]) -> None:
                                     f"add {role!r} to doors.net.allow_ip_literals or name the host")
     for index, role in enumerate(net.get("allow_ip_literals", [])):
         _require_started(started, role, f"/doors/net/allow_ip_literals/{index}")
+    for role, entries in net.get("internal", {}).items():
+        _check_internal(child("/doors/net/internal", role), net.get("allow", {}).get(role, []), role, entries)
+    if "upstream_proxy" in net:
+        _check_upstream_proxy(doc, net["upstream_proxy"])
+
+
+def _check_internal(ptr: str, allowed: list[str], role: str, entries: dict[str, list[str]]) -> None:
+    """Each internal row names one host of the role's allow list, and ranges that never reach this host."""
+    for entry, ranges in entries.items():
+        where = child(ptr, entry)
+        if entry not in allowed:
+            raise ManifestError(where, f"{entry!r} is not in doors.net.allow.{role}",
+                                f"add {entry!r} to doors.net.allow.{role}, or drop this row")
+        host = entry.removeprefix(_rules.RAW_TCP_PREFIX).rpartition(":")[0]
+        if host.startswith("*.") or _rules.ip_literal(host) is not None:
+            raise ManifestError(where, f"{entry!r} is a wildcard or an IP literal: an internal row names one host",
+                                "name the host, e.g. \"pypi.corp.example:443\": [\"10.20.0.0/16\"]")
+        for index, text in enumerate(ranges):
+            problem = internal_range_problem(text)
+            if problem:
+                raise ManifestError(child(where, index), problem,
+                                    "name the private range the host lives in, e.g. 10.20.0.0/16")
+
+
+def _check_upstream_proxy(doc: dict[str, Any], proxy: dict[str, Any]) -> None:
+    ptr = "/doors/net/upstream_proxy"
+    problem, _ = _rules.allow_entry_problem(proxy["address"])
+    if problem is None and proxy["address"].startswith(("*.", _rules.RAW_TCP_PREFIX)):
+        problem = "is a pattern, not one host:port"
+    if problem:
+        raise ManifestError(f"{ptr}/address", f"{proxy['address']!r}: {problem}",
+                            "write the proxy's host:port, e.g. 'proxy.corp.example:3128'")
+    host = proxy["address"].rpartition(":")[0]
+    literal = _rules.ip_literal(host)
+    if literal is not None and internal_range_problem(literal.strip("[]")) is not None:
+        raise ManifestError(f"{ptr}/address", f"the proxy's address {literal} is "
+                            f"{internal_range_problem(literal.strip('[]'))}", "name the proxy's own address")
+    if "secret" in proxy:
+        _check_proxy_secret(doc, f"{ptr}/secret", proxy["secret"], host.strip("[]"))
+
+
+def _check_proxy_secret(doc: dict[str, Any], ptr: str, name: str, host: str) -> None:
+    secret = doc.get("doors", {}).get("keys", {}).get("secrets", {}).get(name)
+    if secret is None:
+        raise ManifestError(ptr, f"no secret {name!r} in doors.keys.secrets",
+                            "add it under doors.keys.secrets (the net door fetches the proxy's credential from keys)")
+    if "net" not in secret["roles"]:
+        raise ManifestError(ptr, f"secret {name!r} is not given to role 'net'",
+                            f"add \"net\" to doors.keys.secrets.{name}.roles")
+    if host not in secret["hosts"]:
+        raise ManifestError(ptr, f"secret {name!r} is not bound to the proxy's host {host!r}",
+                            f"add {host!r} to doors.keys.secrets.{name}.hosts")
 
 
 def _require_started(started: tuple[str, ...], role: str, ptr: str) -> None:
@@ -231,7 +285,7 @@ def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
     if "ca_bundle" in model:
         _refuse_abs("/doors/model/ca_bundle", model["ca_bundle"])
     for index, entry in enumerate(model.get("internal_ranges", [])):
-        problem = _rules.internal_range_problem(entry)
+        problem = internal_range_problem(entry)
         if problem:
             raise ManifestError(f"/doors/model/internal_ranges/{index}", problem,
                                 "name a private range such as 10.20.0.0/16 (never loopback or link-local)")

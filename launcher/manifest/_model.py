@@ -79,6 +79,14 @@ class Manifest:
         process = self.door_rows(role).get("process") or {}
         return scratch_limits_of(process, self.process_limits(role)[0])
 
+    @property
+    def bound_hosts(self) -> tuple[str, ...]:
+        """The hosts with a bound credential (doors.net.inject), sorted: what the egress CA is minted for."""
+        if "net" not in self.roles:
+            return ()
+        inject = self.document.get("doors", {}).get("net", {}).get("inject", [])
+        return tuple(sorted({str(row["host"]).rpartition(":")[0] for row in inject}))
+
     def edges_out(self, role: str) -> tuple[str, ...]:
         """The servers `role` may call, in role order."""
         return tuple(server for server in ROLES if (role, server) in self.edges)

@@ -113,7 +113,10 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
 def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, ...]:
     """The TCP ports a host-network door dials, from its manifest rows."""
     ports: set[int] = set()
-    if role == "net":
+    proxy = manifest_rows.get("upstream_proxy")
+    if role == "net" and isinstance(proxy, dict):  # the upstream proxy is the only address it dials
+        ports.add(int(str(proxy.get("address", "")).rpartition(":")[2]))
+    elif role == "net":
         allow = manifest_rows.get("allow", {})
         if isinstance(allow, dict):
             for entries in allow.values():
@@ -139,7 +142,8 @@ def door_allowance(
         write = (str(rows["workspace"]),)
     # The model door with the twin reaches nothing: no internet socket at all, like fs and keys.
     host = role in HOST_NETWORK and not (role == "model" and rows.get("upstream") == "twin")
-    extra_read = (str(rows["ca_bundle"]),) if role == "model" and isinstance(rows.get("ca_bundle"), str) else ()
+    extra_read = (str(rows["ca_bundle"]),) if role in ("model", "net") and isinstance(rows.get("ca_bundle"), str) \
+        else ()
     # The egress doors resolve names: UDP and TCP to port 53 for their resolver.
     tcp_connect = tuple(sorted({*egress_ports(rows, role), DNS_PORT})) if host else ()
     return Allowance(

@@ -17,8 +17,8 @@ from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
 from launcher.policy.plan_app import app_rows
+from launcher.policy.plan_inject import NOT_REDACTED
 from launcher.policy.plan_kernel import (
-    KernelCheck,
     always,
     cgroup,
     fs_fence,
@@ -31,7 +31,10 @@ from launcher.policy.plan_kernel import (
     root,
     seccomp,
 )
+from launcher.policy.plan_net import NET_DEFAULT_MAX_WILDCARD_NAMES, net_rows
+from launcher.policy.plan_spec import RowSpec as _Spec
 from launcher.policy.scratch import scratch_meaning, scratch_of
+from launcher.policy.wildcard_names import wildcard_notes
 from pki.vocabulary import BOUNDARY, SETTING
 
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
@@ -53,7 +56,10 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # Bodies in flight count (tests/doors/fs/test_uploads.py, tests/attacks/test_fs_uploads.py).
     "fs.max_concurrent_uploads",
     # The net door (tests/doors/net, tests/integration/test_net_session.py).
-    "net.allow", "net.sni", "net.addresses", "net.ip_literals",
+    "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names",
+    "net.upstream_proxy",
+    # Bound credentials (tests/doors/net/test_proxy_inject.py, tests/integration/test_inject_session.py).
+    "net.inject",
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
     # tests/integration/test_keys_session.py).
     "keys.secrets",
@@ -67,7 +73,6 @@ SHELL_DEFAULT_MAX_LIVE = 8  # the shell door's default when doors.shell.max_live
 _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}
 _NO_EGRESS = ("fs", "keys")  # network namespace with nothing in it
 _OWN_NETNS = ("app", "fs", "keys", "shell")
-
 
 
 @dataclass(frozen=True)
@@ -141,15 +146,6 @@ class Plan:
 
 
 # --- rows -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Spec:
-    row_id: str
-    meaning: str
-    kind: str
-    held_by: str
-    kernel: KernelCheck
 
 
 def _judge(component: str, spec: _Spec, facts: KernelFacts) -> PlanRow:
@@ -250,17 +246,6 @@ def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
                 BOUNDARY, door, fs_fence)
 
 
-def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
-    door = "the net door (its own user); the kernel gives the caller no other route"
-    for role, entries in rows.get("allow", {}).items():
-        yield _Spec("net.allow", f"{role} may reach {', '.join(entries) or 'nothing'}", BOUNDARY, door, netns)
-    yield _Spec("net.sni", "a CONNECT tunnel's TLS SNI must equal its host", BOUNDARY, door, netns)
-    yield _Spec("net.addresses", "refuses private, loopback, link-local, CGNAT and embedded-v4 addresses; "
-                "dials exactly the address it checked", BOUNDARY, door, netns)
-    literal_roles = ", ".join(rows.get("allow_ip_literals", [])) or "no role"
-    yield _Spec("net.ip_literals", f"IP literals allowed for {literal_roles}", BOUNDARY, door, netns)
-
-
 def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
     for name, secret in rows.get("secrets", {}).items():
         yield _Spec("keys.secrets", f"{name} (from {secret['from']}, in no other component's root): sealed to "
@@ -320,7 +305,7 @@ def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
     if role == "fs":
         yield from _fs_rows(rows, manifest.workspace)
     elif role == "net":
-        yield from _net_rows(rows)
+        yield from net_rows(rows)
     elif role == "keys":
         yield from _keys_rows(rows)
     elif role == "shell":
@@ -343,6 +328,8 @@ def _connects(manifest: Manifest, role: str) -> tuple[str, ...]:
         if (role, "model") in manifest.edges:
             connects = (*connects, f"model door (plain HTTP, 127.0.0.1:{MODEL_PORT} in its netns)")
         return (*connects, *(f"{entry} via the net door" for entry in net_allow.get(role, [])))
+    if role == "net" and (proxy := manifest.door_rows("net").get("upstream_proxy")):
+        return (*connects, f"the upstream proxy {proxy['address']} only")
     if role == "net":
         return (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
     if role == "model":
@@ -391,5 +378,8 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
                     f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI {since}'s "
                     "RESOLVE_UNIX does); one present at start refuses the session")
     if "net" in manifest.roles:
-        gaps += fronting_notes(manifest.door_rows("net").get("allow", {}))
+        rows = manifest.door_rows("net")
+        gaps += fronting_notes(rows.get("allow", {}))
+        gaps += wildcard_notes(rows.get("allow", {}), rows.get("max_wildcard_names", NET_DEFAULT_MAX_WILDCARD_NAMES))
+    gaps += [NOT_REDACTED] if manifest.bound_hosts else []
     return tuple(gaps)
