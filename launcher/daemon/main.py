@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
                         help=f"where to listen when systemd passed no socket (default {LAUNCHD_SOCKET})")
     parser.add_argument("--state-dir", default=LAUNCHD_STATE_ROOT,
                         help=f"the daemon's audit logs and session owners (default {LAUNCHD_STATE_ROOT})")
+    parser.add_argument("--request-deadline-s", type=float, default=None, help=argparse.SUPPRESS)  # tests
     return parser
 
 
@@ -133,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
              audit=records.audit.directory, activated=activated, run_root=RUN_ROOT)
     gc.freeze()  # what is imported now is shared with every runner's pages
     try:
-        return Daemon(listener, policy, records, notifier, watchdog).serve()
+        daemon = Daemon(listener, policy, records, notifier, watchdog)
+        if args.request_deadline_s is not None:
+            daemon.request_deadline_s = args.request_deadline_s
+        return daemon.serve()
     finally:
         notifier.close()
         listener.close()

@@ -59,6 +59,7 @@ class Daemon:
         self.selector = selectors.DefaultSelector()
         self._signal_r, self._signal_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._stopping = False
+        self.request_deadline_s = REQUEST_DEADLINE_S
         self._next_watchdog = time.monotonic()
 
     # -- the loop --
@@ -101,7 +102,7 @@ class Daemon:
                 self._abandon(subject)
         now = time.monotonic()
         for pending in [p for p in self.pending if p.deadline <= now]:
-            self._refuse(pending, Refusal(f"the request was not whole within {REQUEST_DEADLINE_S:g} s",
+            self._refuse(pending, Refusal(f"the request was not whole within {self.request_deadline_s:g} s",
                                           "send the whole request at once", EXIT_USAGE), op="unknown")
 
     def _on_signal(self, _: None) -> None:
@@ -117,7 +118,7 @@ class Daemon:
             return
         conn.setblocking(False)
         caller = peer_caller(conn)
-        pending = Pending(conn, caller, peer_pidfd(conn), time.monotonic() + REQUEST_DEADLINE_S)
+        pending = Pending(conn, caller, peer_pidfd(conn), time.monotonic() + self.request_deadline_s)
         if len(self.pending) >= MAX_PENDING:
             self._refuse(pending, Refusal(f"{MAX_PENDING} requests are being read already", "try again"), "unknown",
                          registered=False)
@@ -128,6 +129,10 @@ class Daemon:
     def _on_request(self, pending: Pending) -> None:
         try:
             if not receive_available(pending.conn, pending.reader, pending.fds):
+                if pending.reader.pending == 0 and not pending.fds:  # connected and left: no request was made
+                    self._forget_pending(pending)
+                    self._close_conn(pending.conn, pending.client_pidfd)
+                    return
                 raise ProtocolError("the connection closed before its request was whole")
             frame = pending.reader.next_frame()
             if frame is None:
