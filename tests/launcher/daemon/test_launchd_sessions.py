@@ -155,7 +155,7 @@ def test_the_daemon_killed_mid_session_and_restarted_sweeps_everything(scratch: 
     client = first.client(NOBODY, str(manifest), "--expect-hash", digest)
     sid = first.wait_for_sid(NOBODY, "orphan")
     first.stop(signal.SIGKILL)
-    out, err = client.communicate(timeout=60)
+    _, err = client.communicate(timeout=60)
     assert client.returncode != 0 and "closed the connection" in err, err
     assert Path(f"/run/sharness/sessions/{sid}").exists()  # no one tore it down: the runner died with the daemon
     second = Daemon(scratch, policy).start()  # its start sweeps what the dead daemon's session left
