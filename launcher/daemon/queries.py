@@ -11,6 +11,7 @@ from launcher.daemon.deputy import Caller
 from launcher.daemon.protocol import MAX_FRAME_BYTES, LogsRequest, PsRequest, Request, StopRequest
 from launcher.daemon.sessions import shown
 from launcher.daemon.wire import send_bounded
+from launcher.lifecycle.audit_verify import LOG_NAME
 from pki.vocabulary import AUDIT_ROOT, EXIT_FAILED
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def _logs(daemon: Daemon, conn: socket.socket, caller: Caller, sid: str) -> None
     if owner is None or (caller.uid != 0 and caller.uid != owner):
         _none_of_yours(daemon, conn, caller, "logs", sid)
         return
-    path = os.path.join(AUDIT_ROOT, sid, "audit.jsonl")
+    path = os.path.join(AUDIT_ROOT, sid, LOG_NAME)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
