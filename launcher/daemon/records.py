@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Mapping
 
+from launcher.lifecycle import audit_keys
 from launcher.lifecycle.audit import AuditLog
 from pki.vocabulary import LAUNCHD_STATE_ROOT, new_sid, valid_sid
 
@@ -32,7 +33,10 @@ class DaemonRecords:
         self._owners = os.path.join(state_root, "owners")
         os.makedirs(self._owners, mode=0o700, exist_ok=True)
         os.chmod(state_root, 0o700)
-        self.audit = AuditLog.create(os.path.join(state_root, "audit", self.run_id), self.run_id)
+        audit_root = os.path.join(state_root, "audit")
+        self.audit = AuditLog.create(os.path.join(audit_root, self.run_id), self.run_id)
+        # <state>/keys/<run id>.pub: `sharness-launch verify-audit <state>/audit/<run id>` checks against it
+        audit_keys.register(audit_root, self.run_id, self.audit.public_key_pem.encode())
 
     def event(self, event: str, fields: Mapping[str, object]) -> None:
         """One audit event, durable before the daemon acts on it, and its line on stderr."""

@@ -63,25 +63,8 @@ def _with_fds(daemon: Daemon, fds: list[int]) -> dict[str, Any]:
     return _answer(conn)
 
 
-def test_bad_requests_and_wrong_fds_are_refused_while_a_session_runs_on(daemon: Daemon, scratch: Scratch) -> None:
-    manifest, digest = scratch.manifest("victim", scratch.workspace("victim", NOBODY),
-                                        ["/bin/sh", "-c", "echo started; exec sleep 600"])
-    victim = daemon.client(NOBODY, str(manifest), "--expect-hash", digest)
-    sid = daemon.wait_for_sid(NOBODY, "victim")
-
-    body = b'{"op": "nope"}'
-    answers = {
-        "not json": _raw(daemon, struct.pack(">I", 5) + b"hello"),
-        "not an object": _raw(daemon, struct.pack(">I", 2) + b"[]"),
-        "unknown op": _raw(daemon, struct.pack(">I", len(body)) + body),
-        "unknown field": _raw(daemon, encode_frame({"op": "ps", "evil": 1})),
-        "oversized": _raw(daemon, struct.pack(">I", 0x7FFFFFFF)),  # refused on the header, the body never read
-        "slow": _raw(daemon, b"\x00\x00"),  # half a header, then nothing: the deadline refuses it
-    }
-    for case, answer in answers.items():
-        assert answer["type"] == "refused" and answer["exit_code"] == 2, (case, answer)
-    assert "larger than" in answers["oversized"]["reason"] and "not whole within" in answers["slow"]["reason"]
-
+def _refuse_wrong_fds(daemon: Daemon) -> int:
+    """Run requests whose fds are not stdio, each refused saying which and why; how many were sent."""
     directory = os.open("/tmp", os.O_RDONLY | os.O_DIRECTORY)
     path_only = os.open("/etc/hostname", os.O_PATH)
     event = os.eventfd(0)
@@ -104,14 +87,37 @@ def test_bad_requests_and_wrong_fds_are_refused_while_a_session_runs_on(daemon: 
         for words, fds in wrong.items():
             answer = _with_fds(daemon, fds)
             assert answer["type"] == "refused" and words in answer["reason"], (words, answer)
+        return len(wrong)
     finally:
         for fd in (directory, path_only, event, read_only, write_only):
             os.close(fd)
         listening.close()
 
+
+def test_bad_requests_and_wrong_fds_are_refused_while_a_session_runs_on(daemon: Daemon, scratch: Scratch) -> None:
+    manifest, digest = scratch.manifest("victim", scratch.workspace("victim", NOBODY),
+                                        ["/bin/sh", "-c", "echo started; exec sleep 600"])
+    victim = daemon.client(NOBODY, str(manifest), "--expect-hash", digest)
+    sid = daemon.wait_for_sid(NOBODY, "victim")
+
+    body = b'{"op": "nope"}'
+    answers = {
+        "not json": _raw(daemon, struct.pack(">I", 5) + b"hello"),
+        "not an object": _raw(daemon, struct.pack(">I", 2) + b"[]"),
+        "unknown op": _raw(daemon, struct.pack(">I", len(body)) + body),
+        "unknown field": _raw(daemon, encode_frame({"op": "ps", "evil": 1})),
+        "oversized": _raw(daemon, struct.pack(">I", 0x7FFFFFFF)),  # refused on the header, the body never read
+        "slow": _raw(daemon, b"\x00\x00"),  # half a header, then nothing: the deadline refuses it
+    }
+    for case, answer in answers.items():
+        assert answer["type"] == "refused" and answer["exit_code"] == 2, (case, answer)
+    assert "larger than" in answers["oversized"]["reason"] and "not whole within" in answers["slow"]["reason"]
+
+    wrong = _refuse_wrong_fds(daemon)
+
     assert [s["sid"] for s in daemon.ps(NOBODY)] == [sid] and victim.poll() is None  # unharmed
     refused = daemon.requests("refused")
-    assert len(refused) == len(answers) + len(wrong)
+    assert len(refused) == len(answers) + wrong
     assert daemon.run(NOBODY, "stop", sid).returncode == 0
     out, err = victim.communicate(timeout=120)
     assert victim.returncode == 128 + signal.SIGTERM and out.startswith("started"), err

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _launchd import DAEMON_UID, NOBODY, Daemon, Scratch, policy_document
+from _launchd import DAEMON_UID, LAUNCH, NOBODY, Daemon, Scratch, policy_document
 from integration._session import leftovers, new_leftovers
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -166,3 +166,16 @@ def test_the_daemon_killed_mid_session_and_restarted_sweeps_everything(scratch: 
     # (every `sharness-launch run` sweeps) got there first: either way nothing is left.
     assert '"event":"launchd.sweep"' in err
     assert new_leftovers(before) == {}
+
+
+def test_the_daemons_own_audit_log_verifies_against_its_registered_key(scratch: Scratch) -> None:
+    daemon = Daemon(scratch, policy_document({"uid": NOBODY})).start()
+    manifest, digest = scratch.manifest("refused", scratch.workspace("refused", DAEMON_UID), ["/bin/true"])
+    assert daemon.run(NOBODY, str(manifest), "--expect-hash", digest).returncode == 77
+    daemon.stop()
+    (log_dir,) = (scratch.path / "state" / "audit").iterdir()
+    verdict = subprocess.run([LAUNCH, "verify-audit", str(log_dir)], capture_output=True, text=True)
+    assert verdict.returncode == 0 and verdict.stdout.startswith("intact"), verdict.stdout + verdict.stderr
+    assert "unverified" not in verdict.stdout + verdict.stderr
+    events = [event["event"] for event in daemon.audit_events()]
+    assert events[1] == "launchd.start" and "launchd.request" in events and events[-2] == "launchd.stop"
