@@ -51,18 +51,24 @@ class Notifier:
             self._address = "\0" + address[1:]  # an abstract socket
         self._socket: socket.socket | None = None
         if self._address is not None:
-            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+            # Non-blocking: a receiver that does not read (a full queue) must never stall the daemon's loop.
+            self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK)
+        self.dropped = 0
 
     @property
     def enabled(self) -> bool:
         return self._socket is not None
 
     def notify(self, **fields: str | int) -> None:
-        """Send `KEY=value` lines (READY=1, STATUS=…, WATCHDOG=1); OSError when the socket refuses them."""
+        """Send `KEY=value` lines (READY=1, STATUS=…, WATCHDOG=1); OSError when the socket refuses them, but a
+        full queue only counts the message in `dropped` (the next one says the same, newer)."""
         if self._socket is None or self._address is None:
             return
         text = "\n".join(f"{key}={value}" for key, value in fields.items())
-        self._socket.sendto(text.encode(), self._address)
+        try:
+            self._socket.sendto(text.encode(), self._address)
+        except BlockingIOError:
+            self.dropped += 1
 
     def close(self) -> None:
         if self._socket is not None:

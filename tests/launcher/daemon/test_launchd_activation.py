@@ -1,6 +1,7 @@
 """The daemon under `systemd-socket-activate` (systemd's own activation, without systemd as PID 1): it takes
 the passed socket (LISTEN_FDS/LISTEN_FDNAMES for its own pid), tells a test NOTIFY_SOCKET READY and STATUS
-(with its own credentials) and STOPPING, runs a non-root caller's session, and refuses one the policy lacks."""
+(with its own credentials), WATCHDOG and STOPPING, runs a non-root caller's session, and refuses one the
+policy lacks."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -32,26 +34,37 @@ def scratch() -> Iterator[Scratch]:
         made.remove()
 
 
-def _notifications(notify: socket.socket) -> list[tuple[int, str]]:
-    """(sender pid, text) of every datagram waiting."""
-    received = []
-    while True:
-        try:
-            data, ancillary, _, _ = notify.recvmsg(4096, socket.CMSG_SPACE(_UCRED.size), socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return received
-        pids = [_UCRED.unpack(payload[: _UCRED.size])[0] for level, kind, payload in ancillary
-                if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS]
-        received.append((pids[0] if pids else -1, data.decode()))
+class Listener(threading.Thread):
+    """Reads the notify socket as systemd would, all along (its queue holds only a few datagrams)."""
+
+    def __init__(self, notify: socket.socket) -> None:
+        super().__init__(daemon=True)
+        self.notify = notify
+        self.received: list[tuple[int, str]] = []  # (sender pid from SCM_CREDENTIALS, text)
+
+    def run(self) -> None:
+        while True:
+            try:
+                data, ancillary, _, _ = self.notify.recvmsg(4096, socket.CMSG_SPACE(_UCRED.size))
+            except OSError:
+                return
+            if not data:
+                return
+            pids = [_UCRED.unpack(payload[: _UCRED.size])[0] for level, kind, payload in ancillary
+                    if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS]
+            self.received.append((pids[0] if pids else -1, data.decode()))
 
 
 def test_the_daemon_runs_socket_activated_and_notifies(scratch: Scratch) -> None:
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     notify.bind(str(scratch.path / "notify.sock"))
+    listener = Listener(notify)
+    listener.start()
     daemon = Daemon(scratch, policy_document({"uid": NOBODY}),
                     argv_prefix=(str(ACTIVATE), "-l", str(scratch.path / "launchd.sock"), "--fdname=launchd",
-                                 "-E", f"NOTIFY_SOCKET={scratch.path / 'notify.sock'}", "-E", "PATH"))
+                                 "-E", f"NOTIFY_SOCKET={scratch.path / 'notify.sock'}", "-E", "PATH",
+                                 "-E", "WATCHDOG_USEC=200000"))
     daemon.process = subprocess.Popen(daemon.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True)
     try:
@@ -63,16 +76,19 @@ def test_the_daemon_runs_socket_activated_and_notifies(scratch: Scratch) -> None
         assert done.returncode == 3, done.stderr
         refused = daemon.run(2, str(manifest), "--expect-hash", digest)
         assert refused.returncode == 77 and "uid 2 is not a principal" in refused.stderr
-        seen = _notifications(notify)
+        seen = list(listener.received)
         assert seen and seen[0][1].startswith("READY=1\nSTATUS=0 session(s) running"), seen
         assert {pid for pid, _ in seen} == {daemon.process.pid}  # it exec'd in place: the notifier is the daemon
         assert any("STATUS=1 session(s) running" in text for _, text in seen)
+        assert any(text == "WATCHDOG=1" for _, text in seen)  # every WATCHDOG_USEC/2 while it serves
     finally:
         err = daemon.stop(signal.SIGTERM)
-        notify_after = _notifications(notify)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as waker:
+            waker.sendto(b"", str(scratch.path / "notify.sock"))  # the empty datagram ends the listener
+        listener.join(timeout=30)
         notify.close()
     assert '"activated":true' in err, err
-    assert any(text.startswith("STOPPING=1") for _, text in notify_after)
+    assert any(text.startswith("STOPPING=1") for _, text in listener.received)
 
 
 @pytest.mark.parametrize(("environ", "words"), [
