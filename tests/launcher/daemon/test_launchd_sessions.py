@@ -179,3 +179,27 @@ def test_the_daemons_own_audit_log_verifies_against_its_registered_key(scratch: 
     assert "unverified" not in verdict.stdout + verdict.stderr
     events = [event["event"] for event in daemon.audit_events()]
     assert events[1] == "launchd.start" and "launchd.request" in events and events[-2] == "launchd.stop"
+
+
+def test_sigterm_ends_each_session_in_start_order_then_the_daemon(scratch: Scratch) -> None:
+    before = leftovers()
+    daemon = Daemon(scratch, policy_document({"uid": NOBODY, "max_sessions": 2},
+                                             {"uid": DAEMON_UID, "max_sessions": 2})).start()
+    clients, sids = [], []
+    for uid, name in ((NOBODY, "first"), (DAEMON_UID, "second")):
+        manifest, digest = scratch.manifest(name, scratch.workspace(name, uid), SLEEPER)
+        clients.append(daemon.client(uid, str(manifest), "--expect-hash", digest))
+        sids.append(daemon.wait_for_sid(uid, name))  # the second starts once the first runs: a known order
+    err = daemon.stop(signal.SIGTERM)
+    assert daemon.process is not None and daemon.process.returncode == 0, err
+    for client in clients:
+        _, client_err = client.communicate(timeout=120)
+        assert client.returncode == 128 + signal.SIGTERM and "received SIGTERM" in client_err, client_err
+    events = daemon.audit_events()
+    order = [(event["event"], event["sid"]) for event in events
+             if event["event"] in ("launchd.stop_session", "launchd.end")]
+    # in start order, each one ended before the next is asked to end
+    assert order == [("launchd.stop_session", sids[0]), ("launchd.end", sids[0]),
+                     ("launchd.stop_session", sids[1]), ("launchd.end", sids[1])], order
+    assert events[-2]["event"] == "launchd.stop"
+    assert new_leftovers(before) == {}
