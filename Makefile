@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench gc clean system-tools fuse-libs
+.PHONY: run test lint bench gc clean system-tools fuse-libs install install-units uninstall
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,3 +59,42 @@ gc: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info $(INIT)
+
+# sharness-launchd as a systemd service (systemd/): the package in its own venv under SHARNESS_HOME, its two
+# commands in BINDIR, the units (ExecStart rendered to BINDIR) in UNITDIR, and the policy, which is never
+# overwritten (the example allows no one until the admin names principals). DESTDIR stages it all elsewhere.
+DESTDIR ?=
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SHARNESS_HOME ?= /opt/sharness-launch
+UNITDIR ?= /etc/systemd/system
+POLICY ?= /etc/sharness/launchd.json
+UNITS := sharness-launchd.socket sharness-launchd.service
+
+install-units:
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/sharness-launchd.service > $(DESTDIR)$(UNITDIR)/sharness-launchd.service
+	install -m 0644 systemd/sharness-launchd.socket $(DESTDIR)$(UNITDIR)/sharness-launchd.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/sharness-launchd.service
+
+install: install-units
+	test -x $(DESTDIR)$(SHARNESS_HOME)/bin/python || $(PYTHON) -m venv $(DESTDIR)$(SHARNESS_HOME)
+	$(DESTDIR)$(SHARNESS_HOME)/bin/pip install --quiet .
+	install -d -m 0755 $(DESTDIR)$(BINDIR)
+	ln -sf $(SHARNESS_HOME)/bin/sharness-launch $(DESTDIR)$(BINDIR)/sharness-launch
+	ln -sf $(SHARNESS_HOME)/bin/sharness-launchd $(DESTDIR)$(BINDIR)/sharness-launchd
+	install -d -m 0755 -o root -g root $(DESTDIR)$(dir $(POLICY))
+	test -e $(DESTDIR)$(POLICY) || install -m 0644 -o root -g root systemd/launchd.example.json $(DESTDIR)$(POLICY)
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload && \
+	  echo "make: installed; name principals in $(POLICY), then: systemctl enable --now sharness-launchd.socket"; \
+	else echo "make: installed (systemd is not PID 1 here: no daemon-reload)"; fi
+
+# The policy stays (it is the admin's); PURGE=1 removes it too.
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+	  systemctl disable --now sharness-launchd.socket sharness-launchd.service || true; fi
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	rm -f $(DESTDIR)$(BINDIR)/sharness-launch $(DESTDIR)$(BINDIR)/sharness-launchd
+	rm -rf $(DESTDIR)$(SHARNESS_HOME)
+	$(if $(PURGE),rm -f $(DESTDIR)$(POLICY),)
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi

@@ -63,6 +63,8 @@ class RunOptions:
     summary_on_stdout: bool = False
     app_env_extra: Callable[[SessionInfo], dict[str, str]] | None = None
     progress: Callable[[str], None] | None = None
+    # Told the sid once the session's journal exists (sharness-launchd: who owns which session).
+    on_journaled: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,8 @@ class Session:
         gc.freeze()
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
+        if self.options.on_journaled is not None:
+            self.options.on_journaled(self.layout.sid)
         result = SessionResult(sid=self.layout.sid, exit_code=EXIT_FAIL_CLOSED, reason="")
         resources: Resources | None = None
         supervisor: Supervisor | None = None

@@ -14,4 +14,9 @@ SEALED_SUFFIX = ".sealed"
 MACHINE_KEY_NAME = "machine.key"  # SEALED_ROOT/machine.key: what every sealed file there is sealed to
 # The only trees journaled `dir` and `file` entries may name (the journal refuses anything else).
 REMOVABLE_ROOTS: tuple[str, ...] = (RUN_ROOT, STATE_ROOT)
+# sharness-launchd (launcher/daemon/): its socket (root's, 0666: the policy decides who may ask), its policy
+# (root-owned, its own schema and hash), its own state (audit logs of its requests, who owns which session).
+LAUNCHD_SOCKET = f"{RUN_ROOT}/launchd.sock"
+LAUNCHD_POLICY = "/etc/sharness/launchd.json"
+LAUNCHD_STATE_ROOT = f"{STATE_ROOT}/launchd"
 NETNS_ROOT = "/run/netns"  # iproute2's named network namespaces: /run/netns/sh-<sid>-<role>
