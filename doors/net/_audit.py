@@ -27,6 +27,7 @@ class Exchange:
     port: int = 0
     answers: list[str] = field(default_factory=list)
     address: str = ""
+    proxy: str = ""  # the upstream proxy's address dialled (doors.net.upstream_proxy), "" when dialled directly
     sni: str = ""  # the ClientHello's server name once it passed the SNI check; "" otherwise
     decision: str = "refuse"
     reason: str = ""
@@ -62,6 +63,7 @@ class Exchange:
             "port": self.port,
             "answers": self.answers,
             "address": self.address,
+            "proxy": self.proxy,
             "sni": self.sni,
             "decision": self.decision,
             "reason": self.reason,

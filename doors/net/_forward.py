@@ -190,7 +190,7 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
         if unaudited is not None:
             return unaudited
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
-                                       config.resolve_timeout_s, config.connect_timeout_s)
+                                       config.resolve_timeout_s, config.connect_timeout_s, config.via)
         if isinstance(upstream, ProxyRefusal):
             return upstream
         exchange.allow(target.rule.row)

@@ -13,6 +13,7 @@ ROW_TLS = "doors.net.tls_sni"
 ROW_FRAMING = "doors.net.framing"
 ROW_LIMITS = "doors.net.limits"
 ROW_UPSTREAM = "doors.net.upstream"
+ROW_UPSTREAM_PROXY = "doors.net.upstream_proxy"
 ROW_INJECT = "doors.net.inject"
 ROW_WILDCARD_NAMES = "doors.net.max_wildcard_names"
 
@@ -91,6 +92,12 @@ def kept_secret(secret_row: str, host: str, hosts: list[str]) -> ProxyRefusal:
 def too_many(detail: str, retry_after_s: int = 1) -> ProxyRefusal:
     """429: the role's tunnel limit is reached."""
     return _refused(429, "too-many-tunnels", ROW_LIMITS, detail, "close a tunnel or retry later", retry_after_s)
+
+
+def upstream_proxy_failed(status: int, detail: str, reason: str = "upstream-proxy-refused") -> ProxyRefusal:
+    """502 (or the proxy's own 502/503/504): the upstream proxy did not open the tunnel, or was not reached."""
+    hint = f"check {ROW_UPSTREAM_PROXY} (its address, its credential) and that the proxy lets this destination through"
+    return _refused(status, reason, ROW_UPSTREAM_PROXY, detail, hint)
 
 
 def too_many_names(detail: str) -> ProxyRefusal:

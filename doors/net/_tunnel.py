@@ -88,7 +88,7 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
         if unaudited is not None:
             return await _refuse(proxy, stream, conn, exchange, unaudited)
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
-                                       config.resolve_timeout_s, config.connect_timeout_s)
+                                       config.resolve_timeout_s, config.connect_timeout_s, config.via)
         if isinstance(upstream, ProxyRefusal):
             return await _refuse(proxy, stream, conn, exchange, upstream)
         async with upstream:

@@ -31,6 +31,7 @@ from doors.net._refusal import ProxyRefusal
 from doors.net._resolve import Resolver, SystemResolver
 from doors.net._respond import send_refusal
 from doors.net._tunnel import tunnel
+from doors.net._via_proxy import Via
 from doors.net._wildcard import DEFAULT_MAX_WILDCARD_NAMES, WildcardNames
 
 RECEIVE = 64 * 1024
@@ -53,6 +54,7 @@ class ProxyConfig:
     max_wildcard_names: int = DEFAULT_MAX_WILDCARD_NAMES
     max_hello: int = DEFAULT_MAX_HELLO
     retry_after_s: int = 1
+    via: Via | None = None  # the upstream proxy (doors.net.upstream_proxy): the only address dialled
     kept_secrets: SecretMatcher | None = None  # the keys door's fingerprint: plain HTTP carrying one is refused
     egress: EgressConfig | None = None  # hosts with a bound credential: their tunnels are terminated
 

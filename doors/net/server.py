@@ -4,11 +4,11 @@ the hello plus the same proxy for doors on its edges (their role is their SVID's
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -24,13 +24,14 @@ from doors.net._egress_tls import CredentialSource, EgressConfig, server_context
 from doors.net._inject import Injection
 from doors.net._policy import Allowlist
 from doors.net._resolve import Resolver
+from doors.net._via_proxy import Via, parse_upstream_proxy
 from doors.net.proxy import Proxy, ProxyConfig
 from pki.vocabulary import PROXY_LISTENER_PREFIX
 
 # Requests a door on an edge to net may send over mutual TLS: CONNECT and absolute-form plain HTTP.
 PROXY_METHODS = ("CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
-HELD_ROWS = frozenset({"allow", "internal", "max_wildcard_names", "max_tunnels", "max_connections",
+HELD_ROWS = frozenset({"allow", "internal", "max_wildcard_names", "upstream_proxy", "max_tunnels", "max_connections",
                        "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s", "inject", "ca_bundle"})
 EGRESS_FD_ROW = "egress_fd"  # the launcher's: the memfd of the bound hosts' egress leaves
 KEYS_SOCKET_ROW = "keys_socket"  # the launcher's: where bound credentials are released (edge net→keys)
@@ -60,9 +61,10 @@ def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPA
     internal = rows.get("internal", {})
     if not isinstance(internal, Mapping):
         raise ValueError("doors.net.internal must map each role to {host:port: [ranges]}")
+    upstream = parse_upstream_proxy(rows.get("upstream_proxy"))
     return ProxyConfig(allowlist=Allowlist.from_rows(allow, internal),
                        addresses=AddressPolicy(test_internet, own_listeners), kept_secrets=kept,
-                       egress=egress_from_rows(rows), **limits)
+                       via=Via(upstream) if upstream is not None else None, egress=egress_from_rows(rows), **limits)
 
 
 def egress_from_rows(rows: Mapping[str, Any]) -> EgressConfig | None:
@@ -99,6 +101,22 @@ def credentials_of(runtime: DoorRuntime, rows: Mapping[str, Any]) -> CredentialS
     """Where bound credentials come from: the keys door, when the launcher named its socket (edge net→keys)."""
     keys_socket = rows.get(KEYS_SOCKET_ROW)
     return KeysCredentials(runtime, keys_socket) if isinstance(keys_socket, str) else None
+
+
+def with_proxy_credential(config: ProxyConfig, credentials: CredentialSource | None) -> ProxyConfig:
+    """`config` with the upstream proxy's credential (released by keys for the proxy's host), when its row names
+    a secret."""
+    via = config.via
+    if via is None or via.proxy.secret is None:
+        return config
+    if credentials is None:
+        raise ValueError("doors.net.upstream_proxy names a secret but the contract has no keys_socket (edge net→keys)")
+    name, host = via.proxy.secret, str(via.proxy.host)
+
+    async def credential() -> bytes:
+        return await credentials(name, host)
+
+    return replace(config, via=replace(via, credential=credential))
 
 
 def proxy_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.SocketListener]]:
@@ -139,8 +157,9 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def proxy_of(runtime: DoorRuntime) -> Proxy:  # one proxy, made once the runtime (its audit queue) exists
         nonlocal proxy
         if proxy is None:
-            proxy = Proxy(config, runtime.audit, resolver, report=runtime.report,
-                          credentials=credentials_of(runtime, contract.rows))
+            credentials = credentials_of(runtime, contract.rows)
+            proxy = Proxy(with_proxy_credential(config, credentials), runtime.audit, resolver, report=runtime.report,
+                          credentials=credentials)
         return proxy
 
     def routes(runtime: DoorRuntime) -> list[TakeoverRoute]:
@@ -149,10 +168,10 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
         return [functools.partial(proxy_of(runtime).serve, listener, role) for role, listener in listeners]
 
-    # The launcher's own rows (an fd number, a socket path) are how the door holds `inject`, not rows of their own.
+    # The launcher's own rows (an fd number, a socket path) are how the door holds `inject` and `upstream_proxy`,
+    # not rows of their own: hello shows the manifest's.
     shown = {name: value for name, value in contract.rows.items() if name not in (EGRESS_FD_ROW, KEYS_SOCKET_ROW)}
-    await serve_door(dataclasses.replace(contract, rows=shown), status, routes, held_rows=HELD_ROWS,
-                     background=background)
+    await serve_door(replace(contract, rows=shown), status, routes, held_rows=HELD_ROWS, background=background)
 
 
 def serve(contract: DoorContract) -> None:

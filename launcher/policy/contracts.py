@@ -104,12 +104,14 @@ def door_contract(
         rows["secret_fds"] = dict(fds.secrets)
     if fds.machine_key is not None:
         rows["machine_key_fd"] = fds.machine_key
-    if role == "model" and ("model", "keys") in manifest.edges:
-        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")  # where it asks for the provider key
     if role == "net" and fds.egress is not None:
         rows["egress_fd"] = fds.egress  # the leaves it terminates bound hosts' TLS with
-        if ("net", "keys") in manifest.edges:
-            rows["keys_socket"] = SessionPaths(sid).socket_path("keys")  # where it asks for bound credentials
+    # Where it asks for a key it sends upstream: the model door's provider key; the net door's bound credentials
+    # and its upstream proxy's credential.
+    asks_keys = role == "model" or (role == "net" and (fds.egress is not None
+                                                       or "secret" in rows.get("upstream_proxy", {})))
+    if asks_keys and (role, "keys") in manifest.edges:
+        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")
     return DoorContract(
         role=role,
         session_id=sid,

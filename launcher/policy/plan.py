@@ -16,9 +16,7 @@ from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
-from launcher.policy.plan_inject import INJECT_HOLDER, NOT_REDACTED, inject_meanings
 from launcher.policy.plan_kernel import (
-    KernelCheck,
     always,
     cgroup,
     fs_fence,
@@ -30,9 +28,11 @@ from launcher.policy.plan_kernel import (
     root,
     seccomp,
 )
+from launcher.policy.plan_net import NET_DEFAULT_MAX_WILDCARD_NAMES, NOT_REDACTED, net_rows
+from launcher.policy.plan_spec import RowSpec as _Spec
 from launcher.policy.scratch import scratch_meaning, scratch_of
 from launcher.policy.wildcard_names import wildcard_notes
-from pki.vocabulary import BOUNDARY, EXPECTATION, SETTING
+from pki.vocabulary import BOUNDARY, SETTING
 
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
@@ -47,9 +47,11 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "fs.no_symlinks", "fs.max_file_bytes", "fs.max_total_bytes", "fs.max_files",
     # Bodies in flight count (tests/doors/fs/test_uploads.py, tests/attacks/test_fs_uploads.py).
     "fs.max_concurrent_uploads",
-    # The net door (tests/doors/net, tests/integration/test_net_session.py, test_inject_session.py).
-    "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names", "net.inject",
-    # "net.upstream_proxy" lands with the door's CONNECT through the upstream proxy (doors/net/_via_proxy.py).
+    # The net door (tests/doors/net, tests/integration/test_net_session.py).
+    "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names",
+    "net.upstream_proxy",
+    # Bound credentials (tests/doors/net/test_proxy_inject.py, tests/integration/test_inject_session.py).
+    "net.inject",
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
     # tests/integration/test_keys_session.py).
     "keys.secrets",
@@ -59,7 +61,6 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "shell:scratch", "shell.workspace", "shell.egress", "shell.commands", "shell.max_live",
 })
 # What this version lacks to hold a row that is not in IMPLEMENTED_ROWS, by the row id's first part.
-NET_DEFAULT_MAX_WILDCARD_NAMES = 256  # the net door's default for doors.net.max_wildcard_names (doors/net agrees)
 SHELL_DEFAULT_MAX_LIVE = 8  # the shell door's default when doors.shell.max_live is left out (doors/shell agrees)
 _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}
 _NO_EGRESS = ("fs", "keys")  # network namespace with nothing in it
@@ -137,15 +138,6 @@ class Plan:
 
 
 # --- rows -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Spec:
-    row_id: str
-    meaning: str
-    kind: str
-    held_by: str
-    kernel: KernelCheck
 
 
 def _judge(component: str, spec: _Spec, facts: KernelFacts) -> PlanRow:
@@ -232,41 +224,6 @@ def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
                 BOUNDARY, door, fs_fence)
 
 
-def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
-    door = "the net door (its own user); the kernel gives the caller no other route"
-    for role, entries in rows.get("allow", {}).items():
-        yield _Spec("net.allow", f"{role} may reach {', '.join(entries) or 'nothing'}", BOUNDARY, door, netns)
-    yield _Spec("net.sni", "a CONNECT tunnel's TLS SNI must equal its host", BOUNDARY, door, netns)
-    proxy = rows.get("upstream_proxy")
-    if proxy is not None and proxy.get("resolve") == "proxy":
-        yield _Spec("net.addresses", f"not held by the net door: the upstream proxy {proxy['address']} resolves "
-                    "each name and dials what it chooses (private addresses included, unless its own rules "
-                    "refuse them)", EXPECTATION, "the upstream proxy's own policy, outside this session", always)
-    else:
-        yield _Spec("net.addresses", "refuses private, loopback, link-local, CGNAT, embedded-v4 addresses and this "
-                    "host's own; dials (or asks the upstream proxy for) exactly the address it checked", BOUNDARY,
-                    door, netns)
-    for role, entries in rows.get("internal", {}).items():
-        for entry, ranges in entries.items():
-            yield _Spec("net.internal", f"weakens net.addresses (kind: private destination) for {role} "
-                        f"{entry} only: its name must resolve into {', '.join(ranges)}, nowhere else; never "
-                        "loopback, link-local or this host", BOUNDARY, door, netns)
-    literal_roles = ", ".join(rows.get("allow_ip_literals", [])) or "no role"
-    yield _Spec("net.ip_literals", f"IP literals allowed for {literal_roles}", BOUNDARY, door, netns)
-    if any(entry.removeprefix("tcp://").startswith("*.") for entries in rows.get("allow", {}).values()
-           for entry in entries):
-        cap = rows.get("max_wildcard_names", NET_DEFAULT_MAX_WILDCARD_NAMES)
-        yield _Spec("net.wildcard_names", f"at most {cap} distinct names resolved under wildcard entries per role "
-                    "in the session; more are refused", BOUNDARY, door, netns)
-    if proxy is not None:
-        credential = f"Proxy-Authorization from secret {proxy['secret']} (released by keys per connection, never "\
-            "seen by the app)" if "secret" in proxy else "no credential"
-        yield _Spec("net.upstream_proxy", f"dials only the upstream proxy {proxy['address']} (CONNECT, "
-                    f"{credential}), after every check above", BOUNDARY,
-                    f"{door}; the kernel (Landlock TCP: the proxy's port only)", landlock_tcp)
-    yield from (_Spec("net.inject", meaning, BOUNDARY, INJECT_HOLDER, netns) for meaning in inject_meanings(rows))
-
-
 def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
     for name, secret in rows.get("secrets", {}).items():
         yield _Spec("keys.secrets", f"{name} (from {secret['from']}, in no other component's root): sealed to "
@@ -323,7 +280,7 @@ def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
     if role == "fs":
         yield from _fs_rows(rows, manifest.workspace)
     elif role == "net":
-        yield from _net_rows(rows)
+        yield from net_rows(rows)
     elif role == "keys":
         yield from _keys_rows(rows)
     elif role == "shell":

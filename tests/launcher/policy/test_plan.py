@@ -218,7 +218,7 @@ def test_the_model_rows_say_the_upstream_the_budget_and_that_the_kernel_admits_t
     assert model.tcp_connect == () and model.connects[-1] == "nothing: the built-in twin"
 
 
-@pytest.mark.parametrize("name", ["coding-agent", "research-agent", "model-twin"])
+@pytest.mark.parametrize("name", ["coding-agent", "research-agent", "model-twin", "corporate-network"])
 def test_every_row_of_the_bundled_examples_has_its_holder(name: str) -> None:
     """What the README says of manifests/examples: `check` finds no row this version cannot hold."""
     path = Path(__file__).resolve().parents[3] / "manifests" / "examples" / f"{name}.json"
@@ -266,7 +266,7 @@ def test_an_upstream_proxy_is_the_one_address_the_net_door_dials() -> None:
     assert "the upstream proxy proxy.corp.example:3128 only" in net.connects
     rows = _net_rows(document)
     [proxy] = rows["net.upstream_proxy"]
-    assert "no credential" in proxy.meaning
+    assert proxy.held and "no credential" in proxy.meaning
     [addresses] = rows["net.addresses"]
     assert addresses.kind == BOUNDARY
 
