@@ -126,6 +126,11 @@ def credential_refused(refused: Refusal) -> ProxyRefusal:
     return ProxyRefusal(refused, "credential-refused")
 
 
+def keys_failed(detail: str) -> ProxyRefusal:
+    """502: the keys door could not release a bound credential (unreachable, or an answer that does not open)."""
+    return _refused(502, "keys-unreachable", ROW_INJECT, detail, "check the keys door's log; the session may be ending")
+
+
 def no_credential_source(secret: str) -> ProxyRefusal:
     """502: a rule binds a credential but the door has no way to the keys door."""
     return _refused(502, "no-keys-door", ROW_INJECT, f"no edge to the keys door to release {secret!r}",

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 import h11
 import trio
+from cryptography.exceptions import InvalidTag
 
 from doors._refusal import DoorRefused
+from doors._transport import TransportError
 from doors.net import _refusal as refusal
 from doors.net._audit import Exchange
 from doors.net._decide import Target
@@ -167,8 +169,10 @@ class _Session:
             return await source(rule.secret, self.target.host.name)
         except DoorRefused as refused:
             return refusal.credential_refused(refused.refusal)
-        except OSError as exc:
-            return refusal.upstream_failed(502, "keys-unreachable", f"the keys door did not answer: {exc.strerror}")
+        except (TransportError, OSError) as exc:  # the keys door is gone or not itself: the request fails, not the door
+            return refusal.keys_failed(f"the keys door did not answer: {type(exc).__name__}")
+        except (InvalidTag, ValueError):
+            return refusal.keys_failed("the keys door's sealed answer did not open for this request")
 
     async def _upstream_ready(self) -> ProxyRefusal | None:
         """The upstream's TLS handshake, once per tunnel: verified against the trust the manifest names."""

@@ -4,7 +4,6 @@ the hello plus the same proxy for doors on its edges (their role is their SVID's
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import ipaddress
 import socket
@@ -169,10 +168,10 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
         return [functools.partial(proxy_of(runtime).serve, listener, role) for role, listener in listeners]
 
-    # The launcher's own rows (an fd number, a socket path) are how the door holds `inject`, not rows of their own.
+    # The launcher's own rows (an fd number, a socket path) are how the door holds `inject` and `upstream_proxy`,
+    # not rows of their own: hello shows the manifest's.
     shown = {name: value for name, value in contract.rows.items() if name not in (EGRESS_FD_ROW, KEYS_SOCKET_ROW)}
-    await serve_door(dataclasses.replace(contract, rows=shown), status, routes, held_rows=HELD_ROWS,
-                     background=background)
+    await serve_door(replace(contract, rows=shown), status, routes, held_rows=HELD_ROWS, background=background)
 
 
 def serve(contract: DoorContract) -> None:

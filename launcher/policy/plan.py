@@ -17,7 +17,6 @@ from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
 from launcher.policy.plan_app import app_rows
-from launcher.policy.plan_inject import NOT_REDACTED
 from launcher.policy.plan_kernel import (
     always,
     cgroup,
@@ -31,7 +30,7 @@ from launcher.policy.plan_kernel import (
     root,
     seccomp,
 )
-from launcher.policy.plan_net import NET_DEFAULT_MAX_WILDCARD_NAMES, net_rows
+from launcher.policy.plan_net import NET_DEFAULT_MAX_WILDCARD_NAMES, NOT_REDACTED, net_rows
 from launcher.policy.plan_spec import RowSpec as _Spec
 from launcher.policy.scratch import scratch_meaning, scratch_of
 from launcher.policy.wildcard_names import wildcard_notes

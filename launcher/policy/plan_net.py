@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from launcher.policy.plan_inject import INJECT_HOLDER, inject_meanings
 from launcher.policy.plan_kernel import always, landlock_tcp, netns
 from launcher.policy.plan_spec import RowSpec as _Spec
 from pki.vocabulary import BOUNDARY, EXPECTATION
@@ -47,4 +46,23 @@ def net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
         yield _Spec("net.upstream_proxy", f"dials only the upstream proxy {proxy['address']} (CONNECT, "
                     f"{credential}), after every check above", BOUNDARY,
                     f"{door}; the kernel (Landlock TCP: the proxy's port only)", landlock_tcp)
-    yield from (_Spec("net.inject", meaning, BOUNDARY, INJECT_HOLDER, netns) for meaning in inject_meanings(rows))
+    yield from _inject_rows(rows)
+
+
+def _inject_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
+    trust = f"the CA bundle {rows['ca_bundle']} only" if "ca_bundle" in rows else "the system store"
+    holder = "the net door (its own user; the keys door releases the secret to it for each request)"
+    for rule in rows.get("inject", []):
+        how = f"{rule.get('format', 'bearer')}, in {rule.get('header', 'authorization')}"
+        where = f"{rule['host']}{rule.get('path_prefix', '/')}*"
+        yield _Spec("net.inject", f"injects secret {rule['secret']} ({how}) into requests to {where}; the door "
+                    "terminates the app's TLS for that host with a leaf of the session's egress CA (name-constrained "
+                    "to the bound hosts, its key gone with the session CA's), verifies the upstream against "
+                    f"{trust}, drops what the app sends as a credential and redacts an echo of the secret; the app "
+                    "never holds it", BOUNDARY, holder, netns)
+
+
+# What `check` lists under "not covered" when a host has a bound credential.
+NOT_REDACTED = ("a bound host's upstream that sends the secret back transformed (compressed despite "
+                "Accept-Encoding: identity, encoded another way, split by its own logic) is not redacted; the "
+                "app can also make a bound host act with the credential (that is what binding it allows)")

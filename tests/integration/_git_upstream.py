@@ -1,14 +1,10 @@
-"""The test git server (tests/doors/net/git_server.py), in a thread, with a trustme CA whose PEM the manifest
-names as doors.net.ca_bundle. It listens in a network namespace of its own behind a veth pair from the host's
-(10.250.N.2, the host side 10.250.N.1): the net door refuses this host's own addresses whatever a row says, so
-the server must be another host to it, as an internal git server would be."""
+"""The test git server (tests/doors/net/git_server.py) on a neighbour's address (tests/integration/_neighbour.py: not
+this host's own, which the net door refuses), in a thread, with a trustme CA whose PEM the manifest names as
+doors.net.ca_bundle."""
 
 from __future__ import annotations
 
-import secrets
-import socket
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +14,8 @@ from pathlib import Path
 import trio
 import trustme
 
-from tests.doors.net import netns
 from tests.doors.net.git_server import GitLog, GitServer, make_repository, serve_git
+from tests.integration._neighbour import Neighbour, neighbour
 
 
 @dataclass
@@ -37,33 +33,14 @@ class GitUpstream:
 
 
 @contextmanager
-def peer_namespace() -> Iterator[tuple[str, str]]:
-    """(netns name, its address): a namespace joined to the host's by a veth pair; removed whatever happens."""
-    tag = secrets.token_hex(3)
-    name, octet = f"sh-test-inj-{tag}", 1 + int(tag, 16) % 250
-    host_dev, peer_dev = f"sh-ti{tag}h", f"sh-ti{tag}p"
-    try:
-        netns.add(name)
-        netns.ip("link", "add", host_dev, "type", "veth", "peer", "name", peer_dev, "netns", name)
-        netns.ip("addr", "add", f"10.250.{octet}.1/24", "dev", host_dev)
-        netns.ip("link", "set", host_dev, "up")
-        netns.ip("-n", name, "addr", "add", f"10.250.{octet}.2/24", "dev", peer_dev)
-        netns.ip("-n", name, "link", "set", peer_dev, "up")
-        netns.wait_up(name, peer_dev)
-        yield name, f"10.250.{octet}.2"
-    finally:
-        netns.remove(name)  # its veth end goes with it, and the host's end with the pair
-        subprocess.run(["ip", "link", "del", host_dev], capture_output=True, check=False)
-
-
-@contextmanager
 def git_upstream(directory: Path, host: str, token: bytes) -> Iterator[GitUpstream]:
-    """A bare repository `project.git` served over HTTPS, requiring `token`; removed with `directory`."""
-    with peer_namespace() as (name, address):
-        yield from _serve(directory, host, token, name, address)
+    """A bare repository `project.git` served over HTTPS, requiring `token`, at a neighbour's address; the
+    neighbour removed after, the repository with `directory`."""
+    with neighbour() as place:
+        yield from _serving(directory, host, token, place)
 
 
-def _serve(directory: Path, host: str, token: bytes, name: str, address: str) -> Iterator[GitUpstream]:
+def _serving(directory: Path, host: str, token: bytes, place: Neighbour) -> Iterator[GitUpstream]:
     ca = trustme.CA()
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert(host).configure_cert(context)
@@ -73,7 +50,8 @@ def _serve(directory: Path, host: str, token: bytes, name: str, address: str) ->
     root = directory / "repos"
     root.mkdir()
     make_repository(root, "project.git")
-    sock = netns.socket_in(name, socket.AF_INET)
+    address = place.address
+    sock = place.socket()
     sock.bind((address, 0))
     sock.listen(64)
     upstream = GitUpstream(host, address, sock.getsockname()[1], ca_pem, root, GitLog())

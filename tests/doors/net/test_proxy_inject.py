@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 import trio
 import trustme
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import serialization
 
+from doors._transport import DoorUnavailable
 from doors.net._egress_tls import ALPN, EgressConfig, contexts_from_pems, upstream_context
 from doors.net._inject import Injection
 from doors.net._policy import Allowlist
@@ -60,7 +62,8 @@ def _upstream_trust(ca: trustme.CA) -> ssl.SSLContext:
 
 
 async def start_injecting(net: TestNet, tmp: Path, rules: list[dict[str, object]], *, trust_upstream: bool = True,
-                          releases: list[tuple[str, str]] | None = None) -> tuple[Proxy, int, Path]:
+                          releases: list[tuple[str, str]] | None = None,
+                          fail: BaseException | None = None) -> tuple[Proxy, int, Path]:
     """A proxy with `rules` on its own port in the app ns; its egress CA's PEM path."""
     contexts, egress_ca = _egress(tmp, tuple(sorted({str(rule["host"]).split(":")[0] for rule in rules})))
     injection = Injection.from_rows(rules)
@@ -71,6 +74,8 @@ async def start_injecting(net: TestNet, tmp: Path, rules: list[dict[str, object]
 
     async def credentials(name: str, host: str) -> bytes:
         seen.append((name, host))
+        if fail is not None:
+            raise fail
         return TOKEN
 
     port, net._next_port = net._next_port, net._next_port + 1
@@ -243,3 +248,16 @@ async def test_git_clone_fails_without_the_binding(net: TestNet, bound: Bound, t
     assert code != 0 and ("could not read Username" in err or "401" in err or "Authentication" in err), err
     assert bound.git.requests and not any(r["authorised"] for r in bound.git.requests)
     assert not os.path.exists(home / "clone" / "README")
+
+
+@pytest.mark.parametrize("failure", [DoorUnavailable("door 'keys' went away"), InvalidTag()])
+async def test_a_keys_door_that_fails_is_a_502_for_that_request_and_the_door_goes_on(
+        bound: Bound, tmp_path: Path, failure: BaseException) -> None:
+    (tmp_path / "failing").mkdir()
+    _, port, egress_ca = await start_injecting(bound.net, tmp_path / "failing", RULES, fail=failure)
+    failing = Bound(bound.net, port, egress_ca, bound.upstream_ca, bound.git, bound.repo_root, [])
+    code, out, err = await curl(failing, f"https://{BOUND}:{GIT_PORT}/echo", "-w", "\n%{http_code}")
+    assert code == 0 and out.endswith("502") and '"reason":"keys-unreachable"' in out, (out, err)
+    assert bound.git.requests == []  # nothing went upstream without its credential
+    code, out, _ = await curl(bound, f"https://{BOUND}:{GIT_PORT}/echo", "-w", "\n%{http_code}")
+    assert code == 0 and out.endswith("200")  # the door serves the next request
