@@ -10,7 +10,8 @@ from types import ModuleType
 from pki.vocabulary import EXIT_USAGE, exit_codes_help
 
 # Command modules, in help order. A listed module that is missing is skipped; nothing else is loaded.
-COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "gc", "verify_audit", "fs", "secret", "sh")
+COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "gc", "verify_audit", "fs", "secret", "sh",
+                                    "render")
 DEFAULT_COMMAND = "run"
 
 
