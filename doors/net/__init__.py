@@ -4,13 +4,15 @@ Pure cores: `_host` (normalisation), `_addr` (address classes), `_policy` (allow
 (SNI), `_framing` (HTTP ambiguity), `_decide` (the decision chain). I/O: `proxy`, `server`.
 """
 
-from doors.net._addr import AddressPolicy, classify
+from doors.net._addr import IPV4_REFUSED, IPV6_REFUSED, AddressPolicy, classify
 from doors.net._host import Host, HostError, normalise_host, parse_authority
 from doors.net._policy import Allowlist, AllowlistError, AllowRule
 from doors.net._resolve import ResolveError, Resolver, SystemResolver
 from doors.net.proxy import Proxy, ProxyConfig, ProxyStatistics
 
 __all__ = [
+    "IPV4_REFUSED",
+    "IPV6_REFUSED",
     "AddressPolicy",
     "AllowRule",
     "Allowlist",

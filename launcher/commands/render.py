@@ -52,6 +52,7 @@ def write_files(rendering: Rendering, out: str) -> list[str]:
     written = []
     for name, text in rendering.files:
         path = os.path.join(out, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as handle:
             handle.write(text)
         written.append(path)
@@ -66,6 +67,15 @@ def write_files(rendering: Rendering, out: str) -> list[str]:
             handle.write(program)
         written.append(path)
     return written
+
+
+def shown(text: str) -> str:
+    """The main file as printed: exactly, when it is printable ASCII; else escaped line by line and said so (a
+    manifest string reaches the terminal only as pki.vocabulary.escaped shows it)."""
+    lines = text.rstrip("\n").split("\n")
+    if all(line.isascii() and line.isprintable() for line in lines):
+        return "\n".join(lines)
+    return "\n".join([*(escaped(line) for line in lines), "(shown escaped: --out DIR writes the exact file)"])
 
 
 def matrix_text(rendering: Rendering) -> str:
@@ -99,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                           **rendering.as_dict()}, ensure_ascii=False, indent=2))
     else:
         if not args.out:
-            print("\n".join(escaped(line) for line in rendering.files[0][1].rstrip("\n").split("\n")))
+            print(shown(rendering.files[0][1]))
             print()
         for path in written:
             print(f"wrote {escaped(path)}")

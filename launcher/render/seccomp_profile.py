@@ -38,11 +38,15 @@ class FilterMode:
         return seccomp.PreparedFilter(self.deny_inet, self.allow_udp, self.extra, self.deny_listen)
 
 
-def filter_mode(manifest: Manifest, role: str, python: tuple[str, ...]) -> FilterMode:
+def filter_mode(manifest: Manifest, role: str, python: tuple[str, ...], own_listener: bool = False) -> FilterMode:
     """The filter the launcher gives `role` (launcher/lifecycle/component_spec.py: the fs door, fenced as the
-    workspace owner, also loses socket() and metadata calls)."""
+    workspace owner, also loses socket() and metadata calls). `own_listener`: a door that makes its own
+    listener (in a container, no launcher hands it one) keeps socket(), still only for the families allowed."""
     allowance = allowance_of(manifest, role, PLAN_PATHS, python)
-    return FilterMode(allowance.deny_inet, allowance.allow_udp, FS_DOOR_EXTRA if role == "fs" else (),
+    extra: tuple[str, ...] = FS_DOOR_EXTRA if role == "fs" else ()
+    if own_listener:
+        extra = tuple(name for name in extra if name != "socket")
+    return FilterMode(allowance.deny_inet, allowance.allow_udp, extra,
                       listen_denied(allowance.deny_inet, allowance.tcp_bind))
 
 
