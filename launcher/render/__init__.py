@@ -12,13 +12,14 @@ from collections.abc import Callable
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import Manifest
 from launcher.policy.plan import Plan, build_plan
-from launcher.render import bwrap, kubernetes
+from launcher.render import bwrap, docker, kubernetes
 from launcher.render.matrix import NO_LINE, Hold, MatrixLine
 from launcher.render.rendering import Rendering, RenderInput
 from launcher.render.seccomp_profile import FilterMode, oci_profile
 
 Renderer = Callable[[Manifest, Plan, RenderInput], Rendering]
-RENDERERS: dict[str, Renderer] = {kubernetes.TARGET: kubernetes.render, bwrap.TARGET: bwrap.render}
+RENDERERS: dict[str, Renderer] = {kubernetes.TARGET: kubernetes.render, bwrap.TARGET: bwrap.render,
+                                   docker.TARGET: docker.render}
 TARGETS: tuple[str, ...] = tuple(RENDERERS)
 # The plan's rows do not depend on the kernel (only whether this machine holds them does): any facts do.
 _ANY_KERNEL = KernelFacts(landlock_abi=0, netns=False, seccomp_filter=False, openat2=False,

@@ -19,10 +19,10 @@ from launcher.policy.environment import app_env, door_env
 from launcher.policy.layout import PROXY_PORT, SessionPaths
 from launcher.policy.plan import Plan
 from launcher.render import kubernetes_policy
+from launcher.render.containers import IMAGE_PATH, command_of, image_of, socket_dir, socket_path, uid_of
 from launcher.render.kubernetes_holds import HOLDS, RUNTIME_DEFAULT_HOLDS
 from launcher.render.kubernetes_names import (
     ANNOTATION_HASH,
-    DOORS_IMAGE,
     LABEL_NAME,
     LABEL_SESSION,
     MIB,
@@ -30,9 +30,6 @@ from launcher.render.kubernetes_names import (
     SPIFFE_MOUNT,
     pod_name,
     profile_path,
-    socket_dir,
-    socket_path,
-    uid_of,
 )
 from launcher.render.matrix import matrix_of
 from launcher.render.rendering import Rendering, RenderInput
@@ -40,7 +37,6 @@ from launcher.render.seccomp_profile import filter_mode, oci_profile
 
 TARGET = "kubernetes"
 DOCUMENTS_FILE = "session.yaml"
-IMAGE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 def _security(manifest: Manifest, role: str, given: RenderInput) -> dict[str, Any]:
@@ -75,7 +71,7 @@ def _mounts(manifest: Manifest, role: str, layout: SessionPaths) -> list[dict[st
 def _env(manifest: Manifest, role: str, layout: SessionPaths, given: RenderInput) -> list[dict[str, str]]:
     if role == "app":
         env = app_env(manifest, layout, given.python_prefix)
-        env["PATH"] = IMAGE_PATH  # the image's, not this host's Python
+        env["PATH"] = IMAGE_PATH
         for name in ("SHARNESS_SVID", "SHARNESS_BUNDLE"):  # from SPIRE's Workload API instead
             env.pop(name, None)
         env.update({f"SHARNESS_DOOR_{server.upper()}": socket_path(layout, server)
@@ -91,9 +87,8 @@ def _container(manifest: Manifest, role: str, layout: SessionPaths, given: Rende
     memory_mb, _ = manifest.process_limits(role)
     container: dict[str, Any] = {
         "name": role,
-        "image": f"sharness-launch/app-{manifest.session.name}:{manifest.sha256.partition(':')[2][:12]}"
-        if role == "app" else DOORS_IMAGE,
-        "command": list(manifest.app.argv) if role == "app" else ["python3", "-m", "doors"],
+        "image": image_of(manifest, role),
+        "command": command_of(manifest, role),
         "env": _env(manifest, role, layout, given),
         "securityContext": _security(manifest, role, given),
         "resources": {"limits": {"memory": f"{memory_mb}{MIB}"}, "requests": {"memory": f"{memory_mb}{MIB}"}},

@@ -20,7 +20,7 @@ _NO_INET = "the kernel (seccomp: its filter refuses every internet socket, so th
 
 
 def _no_inet(manifest: Manifest, role: str) -> bool:
-    return role in manifest.roles and filter_mode(manifest, role, ()).deny_inet
+    return role in manifest.roles and filter_mode(manifest, role, (), own_listener=True).deny_inet
 
 
 def _netns(manifest: Manifest, row: PlanRow) -> Hold:
@@ -62,6 +62,8 @@ _FS_DOOR = Hold(BOUNDARY, "the fs door (its own container and uid; the workspace
 _MODEL_DOOR = Hold(BOUNDARY, "the model door (its own container and uid)")
 _SECCOMP = "the kernel (seccomp: the launcher's filter for its role as a Localhost profile, seccomp/<role>.json " \
            "installed under each node's kubelet seccomp root"
+_OWN_LISTENER = ", less what a door needs to make its own listener: socket(), listen(), and TCP for the net and " \
+                "model doors' listeners"
 
 HOLDS: HoldTable = {
     "session.ttl": Hold(BOUNDARY, "the kubelet (activeDeadlineSeconds: the Pod is ended at the TTL)"),
@@ -79,9 +81,8 @@ HOLDS: HoldTable = {
     "landlock.tcp": _tcp,
     "landlock.scope": Hold(UNHELD, f"abstract Unix sockets are per network namespace, and {SHARED_NETNS} (signals "
                            "are held: each container has its own pid namespace)"),
-    "seccomp": Hold(BOUNDARY, f"{_SECCOMP})"),
-    "fs:seccomp": Hold(BOUNDARY, f"{_SECCOMP}, less its socket() refusal: the door makes its own listener, and no "
-                       "socket of the owner's is in its container)"),
+    "app:seccomp": Hold(BOUNDARY, f"{_SECCOMP})"),
+    "seccomp": Hold(BOUNDARY, f"{_SECCOMP}{_OWN_LISTENER})"),
     "no_new_privs": Hold(BOUNDARY, "the kernel (allowPrivilegeEscalation: false sets no_new_privs)"),
     "memory": Hold(BOUNDARY, "the kernel (resources.limits.memory: the container's memory cgroup)"),
     "pids": Hold(UNHELD, "Kubernetes limits pids per Pod only, in the kubelet's configuration (podPidsLimit), never "
@@ -120,7 +121,7 @@ _RUNTIME_DEFAULT = Hold(UNHELD, "RuntimeDefault is the runtime's own list, not t
                         "TCP Fast Open)")
 # With --seccomp-default: the lines that lean on the launcher's filter no longer hold.
 RUNTIME_DEFAULT_HOLDS: HoldTable = {
-    "seccomp": _RUNTIME_DEFAULT, "fs:seccomp": _RUNTIME_DEFAULT,
+    "seccomp": _RUNTIME_DEFAULT, "app:seccomp": _RUNTIME_DEFAULT,
     "netns": Hold(UNHELD, f"{SHARED_NETNS}, and RuntimeDefault lets every component make internet sockets"),
     "landlock.tcp": Hold(UNHELD, f"no Landlock in a container, and {SHARED_NETNS}"),
     "shell.egress": Hold(UNHELD, f"{SHARED_NETNS}: commands can dial what the Pod's NetworkPolicy lets out"),

@@ -17,6 +17,7 @@ from launcher.policy.layout import PLAN_PATHS
 # libseccomp's comparison operators (launcher/kernel/_sys/libseccomp.py) by the names OCI profiles use.
 _OPS = {1: "SCMP_CMP_NE", 2: "SCMP_CMP_LT", 3: "SCMP_CMP_LE", 4: "SCMP_CMP_EQ", 5: "SCMP_CMP_GE",
         6: "SCMP_CMP_GT", 7: "SCMP_CMP_MASKED_EQ"}
+TCP_LISTENERS = frozenset({"net", "model"})  # the proxy and the plain-HTTP model listener: TCP, for unmodified clients
 _ARCHES = {"x86_64": ("SCMP_ARCH_X86_64",), "aarch64": ("SCMP_ARCH_AARCH64",)}
 
 
@@ -40,14 +41,19 @@ class FilterMode:
 
 def filter_mode(manifest: Manifest, role: str, python: tuple[str, ...], own_listener: bool = False) -> FilterMode:
     """The filter the launcher gives `role` (launcher/lifecycle/component_spec.py: the fs door, fenced as the
-    workspace owner, also loses socket() and metadata calls). `own_listener`: a door that makes its own
-    listener (in a container, no launcher hands it one) keeps socket(), still only for the families allowed."""
+    workspace owner, also loses socket() and metadata calls).
+
+    `own_listener`: in a container no launcher hands a door its listener, so a door makes its own: it keeps
+    socket() (still only for the families allowed) and listen(), and the net and model doors, whose clients reach
+    them over TCP, internet sockets. The app makes no listener: its filter is the launcher's as it is."""
     allowance = allowance_of(manifest, role, PLAN_PATHS, python)
     extra: tuple[str, ...] = FS_DOOR_EXTRA if role == "fs" else ()
-    if own_listener:
-        extra = tuple(name for name in extra if name != "socket")
-    return FilterMode(allowance.deny_inet, allowance.allow_udp, extra,
-                      listen_denied(allowance.deny_inet, allowance.tcp_bind))
+    if not own_listener or role == "app":
+        return FilterMode(allowance.deny_inet, allowance.allow_udp, extra,
+                          listen_denied(allowance.deny_inet, allowance.tcp_bind))
+    tcp_listener = role in TCP_LISTENERS and any(server == role for _, server in manifest.edges)
+    return FilterMode(allowance.deny_inet and not tcp_listener, allowance.allow_udp,
+                      tuple(name for name in extra if name != "socket"), deny_listen=False)
 
 
 def _entry(rule: Rule) -> dict[str, Any]:
