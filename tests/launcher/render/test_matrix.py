@@ -8,8 +8,7 @@ from render_cases import COVERING, EXAMPLES, FIXED, example
 
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.policy.plan import build_plan
-from launcher.render import NO_LINE, TARGETS, render
-from launcher.render import bwrap, docker_holds, kubernetes_holds
+from launcher.render import NO_LINE, TARGETS, bwrap, docker_holds, kubernetes_holds, render
 from launcher.render.matrix import Hold, matrix_of
 from pki.vocabulary import BARRIER_KINDS, SETTING, UNHELD
 
