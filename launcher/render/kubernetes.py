@@ -93,7 +93,7 @@ def _container(manifest: Manifest, role: str, layout: SessionPaths, given: Rende
         "securityContext": _security(manifest, role, given),
         "resources": {"limits": {"memory": f"{memory_mb}{MIB}"}, "requests": {"memory": f"{memory_mb}{MIB}"}},
         "volumeMounts": _mounts(manifest, role, layout),
-        "workingDir": "/" if role == "fs" else layout.private_dir(role) if role in ("app", "shell") else "/",
+        "workingDir": layout.private_dir(role) if role in ("app", "shell") else "/",
     }
     if role == "net":
         container["ports"] = [{"name": "proxy", "containerPort": PROXY_PORT, "protocol": "TCP"}]
@@ -103,7 +103,8 @@ def _container(manifest: Manifest, role: str, layout: SessionPaths, given: Rende
 def _volumes(manifest: Manifest, sid: str) -> list[dict[str, Any]]:
     name = pod_name(manifest, sid)
     volumes: list[dict[str, Any]] = []
-    if "fs" in manifest.roles or manifest.workspace in manifest.app.files_read:
+    shell_reads = "shell" in manifest.roles and manifest.door_rows("shell").get("workspace") == "read"
+    if "fs" in manifest.roles or manifest.workspace in manifest.app.files_read or shell_reads:
         volumes.append({"name": "workspace", "persistentVolumeClaim": {"claimName": f"{name}-workspace"}})
     volumes += [{"name": f"door-{door}", "emptyDir": {}} for door in manifest.roles if door != "app"]
     for role in ("app", "shell"):

@@ -12,7 +12,6 @@ from pki.vocabulary import DEFAULT_EDGES
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = {path.stem: path for path in sorted((ROOT / "manifests" / "examples").glob("*.json"))}
-GOLDEN = Path(__file__).resolve().parent / "golden"
 # A fixed host: the renders must not depend on this machine's Python or root links.
 FIXED = RenderInput(sid="0123abcd", python=("/opt/py", "/opt/py/bin", "/srv/src"), python_prefix="/opt/py",
                     root_links=(("/bin", "usr/bin"), ("/lib", "usr/lib"), ("/lib64", "usr/lib64")))
@@ -27,7 +26,8 @@ EVERY_ROW: Manifest = load(sample(
 SHELL_READS: Manifest = load(sample(doors__shell__workspace="read", doors__fs__hidden=DROP,
                                     app__files={"read": ["/srv/sh-test/ws", "/opt/agent"], "exec": ["/opt/agent/bin"]}))
 TWIN: Manifest = load(sample(doors__model={"upstream": "twin", "budget_microusd": 1000}))
-COVERING = {"every-row": EVERY_ROW, "shell-reads": SHELL_READS, "twin": TWIN}
+APP_ONLY: Manifest = load(sample(doors=DROP))
+COVERING = {"every-row": EVERY_ROW, "shell-reads": SHELL_READS, "twin": TWIN, "app-only": APP_ONLY}
 
 
 def example(name: str) -> Manifest:

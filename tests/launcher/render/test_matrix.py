@@ -3,6 +3,8 @@ barrier words `check` uses, and no table line that no row reaches."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from render_cases import COVERING, EXAMPLES, FIXED, example
 
@@ -65,7 +67,7 @@ def test_a_row_a_table_lacks_is_unheld_and_says_so() -> None:
 def test_runtime_default_takes_the_launchers_filter_away_in_the_matrix() -> None:
     manifest = COVERING["every-row"]
     localhost = {(line.component, line.row_id): line for line in render(manifest, "kubernetes", FIXED).matrix}
-    default = render(manifest, "kubernetes", FIXED.__class__(**{**FIXED.__dict__, "seccomp_default": True}))
+    default = render(manifest, "kubernetes", dataclasses.replace(FIXED, seccomp_default=True))
     flipped = {(line.component, line.row_id) for line in default.matrix
                if localhost[(line.component, line.row_id)].held and not line.held}
     assert {row for _, row in flipped} >= {"seccomp", "netns"}
