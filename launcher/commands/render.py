@@ -110,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.out:
             print(shown(rendering.files[0][1]))
+            beside = [name for name, _ in rendering.files[1:]] + [name for name, _ in rendering.programs]
+            if beside:
+                print(f"\nbeside it (--out DIR writes them): {', '.join(beside)}")
             print()
         for path in written:
             print(f"wrote {escaped(path)}")
