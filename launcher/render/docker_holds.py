@@ -25,10 +25,10 @@ HOLDS: HoldTable = {
     "root": Hold(BOUNDARY, "the kernel (its own mount namespace: its image, --read-only, and its mounts only; the "
                  "image must hold no more than the plan's paths)"),
     "app:pidns": Hold(BOUNDARY, "the kernel (its own pid namespace, Docker's default)"),
-    "landlock.fs": Hold(UNHELD, "Docker has no Landlock: its image and mounts bound what exists, but not per path "
-                        "within them (a volume it writes, where one is, is executable)"),
-    "app:landlock.fs": Hold(UNHELD, "Docker has no Landlock: the mounts bound what exists, not which of them it may "
-                            "execute (its tmpfs is noexec)"),
+    "landlock.fs": Hold(UNHELD, "Docker has no Landlock: everything in its image and mounts is readable and "
+                        "executable, not only the plan's paths, and a volume it writes is executable"),
+    "app:landlock.fs": Hold(UNHELD, "Docker has no Landlock: everything in its image and mounts is readable and "
+                            "executable, not only the plan's paths (its tmpfs is noexec: what it writes is not)"),
     "landlock.tcp": Hold(UNHELD, "Docker has no Landlock: within its network it may bind and connect any port"),
     "landlock.scope": Hold(BOUNDARY, "the kernel (its own pid namespace: no other container's process to signal; its "
                            "own network namespace: abstract sockets are per namespace)"),
