@@ -7,10 +7,14 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from launcher.commands import CommandError, fail, read_manifest
-from launcher.render import TARGETS, Rendering, RenderInput, render
+from launcher.render import TARGETS
 from pki.vocabulary import EXIT_FAILED, EXIT_OK, EXIT_UNHELD, escaped, new_sid, valid_sid
+
+if TYPE_CHECKING:
+    from launcher.render.rendering import Rendering, RenderInput
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,6 +43,7 @@ def _sid(text: str) -> str:
 def host_input(sid: str | None, seccomp_default: bool) -> RenderInput:
     """What a render takes from this machine: its Python paths and prefix, and its root's compatibility links."""
     from launcher.policy.confine_plan import python_paths
+    from launcher.render.rendering import RenderInput
 
     links = tuple((f"/{name}", os.readlink(f"/{name}")) for name in sorted(os.listdir("/"))
                   if os.path.islink(f"/{name}"))
@@ -95,6 +100,8 @@ def matrix_text(rendering: Rendering) -> str:
 def run(args: argparse.Namespace) -> int:
     """Print (or write) the target's form and the matrix; 65/66 for a bad manifest, 78 with --strict and a row
     unheld."""
+    from launcher.render import render
+
     try:
         manifest = read_manifest(args.manifest)
         rendering = render(manifest, args.to, host_input(args.sid, args.seccomp_default))

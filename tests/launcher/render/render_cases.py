@@ -7,7 +7,7 @@ from pathlib import Path
 from manifests.samples import DROP, load, sample
 
 from launcher.manifest import Manifest, load_manifest
-from launcher.render import RenderInput
+from launcher.render.rendering import RenderInput
 from pki.vocabulary import DEFAULT_EDGES
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from launcher.render import Rendering
+from launcher.render.rendering import Rendering
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -25,7 +25,8 @@ import pytest
 
 from launcher.commands.render import host_input, write_files
 from launcher.manifest import Manifest, load_manifest
-from launcher.render import Rendering, render
+from launcher.render import render
+from launcher.render.rendering import Rendering
 from launcher.render.seccomp_profile import filter_mode
 from pki.vocabulary import EXIT_SIGNAL_BASE
 

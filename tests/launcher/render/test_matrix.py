@@ -10,8 +10,8 @@ from render_cases import COVERING, EXAMPLES, FIXED, example
 
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.policy.plan import build_plan
-from launcher.render import NO_LINE, TARGETS, bwrap, docker_holds, kubernetes_holds, render
-from launcher.render.matrix import Hold, matrix_of
+from launcher.render import TARGETS, bwrap, docker, docker_holds, kubernetes, kubernetes_holds, render
+from launcher.render.matrix import NO_LINE, Hold, matrix_of
 from pki.vocabulary import BARRIER_KINDS, SETTING, UNHELD
 
 TABLES = {"kubernetes": kubernetes_holds.HOLDS, "bwrap": bwrap.HOLDS, "docker": docker_holds.HOLDS}
@@ -78,3 +78,18 @@ def test_runtime_default_takes_the_launchers_filter_away_in_the_matrix() -> None
 def test_each_target_holds_something_and_not_everything(target: str) -> None:
     matrix = render(COVERING["every-row"], target, FIXED).matrix
     assert 0 < sum(line.held for line in matrix) < len(matrix)
+
+
+def test_each_target_is_its_module() -> None:
+    assert (kubernetes.TARGET, bwrap.TARGET, docker.TARGET) == TARGETS
+
+
+def test_the_cli_does_not_pay_for_the_renderers_until_it_renders() -> None:
+    """`render` is registered with every CLI start; its modules load only when it runs."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from launcher.cli import build_parser; build_parser(); "
+            "print(' '.join(m for m in sys.modules if m.startswith('launcher.render.')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == []
