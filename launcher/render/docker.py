@@ -21,7 +21,7 @@ from launcher.render.containers import IMAGE_PATH, command_of, image_of, socket_
 from launcher.render.docker_holds import HOLDS
 from launcher.render.matrix import matrix_of
 from launcher.render.rendering import Rendering, RenderInput
-from launcher.render.seccomp_profile import filter_mode, oci_profile
+from launcher.render.seccomp_profile import filter_mode, profile_text
 from pki.vocabulary import DOOR_ORDER, MODEL_VARIABLES, PROXY_VARIABLES
 
 TARGET = "docker"
@@ -153,7 +153,7 @@ def render(manifest: Manifest, plan: Plan, given: RenderInput) -> Rendering:
                         *body]) + "\n"
     modes = {role: filter_mode(manifest, role, given.python, own_listener=True) for role in manifest.roles}
     profiles = () if given.seccomp_default else tuple(
-        (f"seccomp/{role}.json", json.dumps(oci_profile(mode), indent=2) + "\n") for role, mode in modes.items())
+        (f"seccomp/{role}.json", profile_text(mode)) for role, mode in modes.items())
     return Rendering(
         target=TARGET, files=((SCRIPT_FILE, script), *profiles), matrix=matrix_of(manifest, plan, HOLDS),
         not_covered=(

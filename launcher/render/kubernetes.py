@@ -33,7 +33,7 @@ from launcher.render.kubernetes_names import (
 )
 from launcher.render.matrix import matrix_of
 from launcher.render.rendering import Rendering, RenderInput
-from launcher.render.seccomp_profile import filter_mode, oci_profile
+from launcher.render.seccomp_profile import filter_mode, profile_text
 
 TARGET = "kubernetes"
 DOCUMENTS_FILE = "session.yaml"
@@ -151,7 +151,7 @@ def render(manifest: Manifest, plan: Plan, given: RenderInput) -> Rendering:
     documents = [the_pod, *kubernetes_policy.documents(manifest, the_pod, given.sid)]
     modes = {role: filter_mode(manifest, role, given.python, own_listener=True) for role in manifest.roles}
     profiles = () if given.seccomp_default else tuple(
-        (f"seccomp/{role}.json", json.dumps(oci_profile(mode), indent=2) + "\n") for role, mode in modes.items())
+        (f"seccomp/{role}.json", profile_text(mode)) for role, mode in modes.items())
     hold_table = HOLDS if not given.seccomp_default else {**HOLDS, **RUNTIME_DEFAULT_HOLDS}
     return Rendering(
         target=TARGET, files=((DOCUMENTS_FILE, dump_all(documents)), *profiles),

@@ -4,6 +4,7 @@ into BPF (bwrap --seccomp FD). Pure: no I/O; the BPF is compiled by the caller, 
 
 from __future__ import annotations
 
+import json
 import platform
 from dataclasses import dataclass
 from typing import Any
@@ -81,3 +82,11 @@ def oci_profile(mode: FilterMode, machine: str | None = None) -> dict[str, Any]:
     # The native architecture only, which the launcher's filter is built for; what a call through another ABI
     # (i386, x32) meets is the runtime's own bad-architecture choice (launcher/render not_covered says so).
     return {"defaultAction": "SCMP_ACT_ALLOW", "architectures": list(arches), "syscalls": entries}
+
+
+def profile_text(mode: FilterMode) -> str:
+    """The profile as a file: one line per syscall entry, so a change to the filter reads as a change of lines."""
+    profile = oci_profile(mode)
+    entries = ",\n".join(f"    {json.dumps(entry)}" for entry in profile["syscalls"])
+    return (f'{{\n  "defaultAction": {json.dumps(profile["defaultAction"])},\n'
+            f'  "architectures": {json.dumps(profile["architectures"])},\n  "syscalls": [\n{entries}\n  ]\n}}\n')

@@ -12,7 +12,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
 def _expected(rendering: Rendering) -> dict[str, str]:
-    files = dict(rendering.files)
+    # The seccomp profiles are held to the launcher's filter rule by rule (test_kubernetes.py), not to a copy.
+    files = {name: text for name, text in rendering.files if not name.startswith("seccomp/")}
     files["matrix.json"] = json.dumps(rendering.as_dict(), indent=2, ensure_ascii=False) + "\n"
     return files
 
