@@ -8,15 +8,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench gc clean system-tools
+.PHONY: run test lint bench gc clean system-tools fuse-libs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
+$(STAMP): pyproject.toml | $(BIN)/python fuse-libs
+	$(BIN)/pip install --quiet -e '.[test,lint,bench,mount]'
 	touch $(STAMP)
+
+# The workspace mount (app.workspace "mount"): pyfuse3 builds against libfuse3 (headers and pkg-config), and
+# fusermount3 comes with fuse3. apt-get runs only when one is missing; without them the mount is refused (78).
+fuse-libs:
+	@pkg-config --exists fuse3 2>/dev/null && command -v fusermount3 >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 libfuse3-dev pkg-config) || \
+	  echo "make: could not install fuse3, libfuse3-dev and pkg-config; app.workspace \"mount\" will be refused" >&2
 
 # The app's pid-namespace init as a static program (~0.3 MB resident instead of a copy of the launcher's heap).
 # Without a C compiler the launcher runs the same wait loop in Python, and says nothing: both hold the same rows.
@@ -25,7 +32,9 @@ $(INIT): launcher/kernel/_init/sharness_init.c
 	@cc -static -O2 -Wall -Wextra -o $@ $< && chmod 0755 $@ || \
 	  echo "make: no static C build of $@ (cc -static failed); the app's init runs in Python" >&2
 
+# A real agent session on the sample project (manifests/examples/demo/), its summary, then the probe's table.
 run: $(STAMP) $(INIT)
+	$(BIN)/sharness-launch demo
 	$(BIN)/sharness-launch hello
 
 # The casefold tests need mkfs.ext4 and chattr (e2fsprogs); they skip, saying why, when the kernel cannot fold

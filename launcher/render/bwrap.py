@@ -18,7 +18,7 @@ from launcher.policy.plan import Plan, PlanRow
 from launcher.render.matrix import Hold, HoldTable, matrix_of
 from launcher.render.rendering import Rendering, RenderInput
 from launcher.render.seccomp_profile import filter_mode
-from pki.vocabulary import BOUNDARY, DOOR_ORDER, UNHELD
+from pki.vocabulary import BOUNDARY, DOOR_ORDER, SETTING, UNHELD
 
 TARGET = "bwrap"
 COMMAND_FILE = "bwrap.sh"
@@ -67,6 +67,13 @@ HOLDS: HoldTable = {
                         "and TMPDIR are on a tmpfs bounded only by the kernel's default"),
     "app:edges": Hold(UNHELD, "bwrap starts no door: the app has nothing to call (its edges' grants are lost)"),
     "app:proxy_env": Hold(UNHELD, "no net door to point HTTP(S)_PROXY at: not set"),
+    "app:env": Hold(SETTING, "the app's environment (bwrap --setenv; the launcher refused a secret-shaped one at "
+                    "load)"),
+    "app:home_seed": Hold(UNHELD, "bwrap copies nothing into HOME: its tmpfs starts empty"),
+    "app:children": Hold(BOUNDARY, "the kernel (namespaces, binds, seccomp and no_new_privs pass across fork and "
+                         "execve)"),
+    "app:workspace.mount": Hold(UNHELD, "no fs door under bwrap, so no FUSE mount of the workspace"),
+    "app:workspace.unmount": Hold(UNHELD, "no FUSE mount of the workspace under bwrap"),
     **{f"{door}:*": _NO_DOOR for door in DOOR_ORDER},
 }
 
@@ -94,7 +101,8 @@ def command_argv(manifest: Manifest, given: RenderInput) -> list[str]:
     env = app_env(manifest, layout, given.python_prefix)
     argv = ["timeout", "--signal=KILL", str(manifest.session.ttl_s), "bwrap", *NAMESPACES,
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
-    argv += [arg for name in KEPT_ENV if name in env for arg in ("--setenv", name, env[name])]
+    kept = (*KEPT_ENV, *(name for name, _ in manifest.app.env))  # and the manifest's own variables (app.env)
+    argv += [arg for name in kept if name in env for arg in ("--setenv", name, env[name])]
     argv += [arg for link, target in given.root_links for arg in ("--symlink", target, link)]
     argv += _binds(manifest, layout, given.python)
     argv += ["--remount-ro", "/", "--chdir", layout.private_dir("app"), "--seccomp", str(SECCOMP_FD),

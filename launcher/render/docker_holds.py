@@ -7,11 +7,19 @@ file or TCP rules beyond the mounts and networks), nor the shell door's per-comm
 
 from __future__ import annotations
 
+from launcher.manifest import Manifest
+from launcher.policy.plan import PlanRow
 from launcher.render.matrix import Hold, HoldTable
-from pki.vocabulary import BOUNDARY, SETTING, UNHELD
+from pki.vocabulary import BOUNDARY, EXPECTATION, SETTING, UNHELD
 
 _SECCOMP = "the kernel (seccomp: the launcher's filter for its role, --security-opt seccomp=seccomp/<role>.json"
 _DOOR = "door (its own container and uid)"
+
+def _addresses(manifest: Manifest, row: PlanRow) -> Hold:
+    if row.kind == EXPECTATION:  # an upstream proxy that resolves: no render holds more than the launcher does
+        return Hold(EXPECTATION, row.held_by)
+    return Hold(BOUNDARY, f"the net {_DOOR}; its clients' networks have no other route out")
+
 
 HOLDS: HoldTable = {
     "session.ttl": Hold(BOUNDARY, "the script outside (timeout docker wait, then docker rm --force every container)"),
@@ -42,11 +50,22 @@ HOLDS: HoldTable = {
     "edges": Hold(BOUNDARY, "the kernel (each door's socket volume is mounted only in its edges' clients) and the "
                   "called door (mTLS edge check)"),
     "app:proxy_env": Hold(SETTING, "the app's environment (HTTP(S)_PROXY to the net door on its internal network)"),
+    "app:env": Hold(SETTING, "the container's environment (the manifest's variables as --env; the launcher "
+                    "refused a secret-shaped one at load)"),
+    "app:home_seed": Hold(UNHELD, "nothing copies the seed into the container: its --tmpfs starts empty"),
+    "app:children": Hold(BOUNDARY, "the kernel (uid, namespaces, seccomp, no_new_privs and cgroups pass across fork "
+                         "and execve)"),
+    "app:workspace.mount": Hold(UNHELD, "no FUSE mount in a container here (it needs /dev/fuse and a mount the "
+                                "runtime makes): the app reaches the workspace through the fs door's API only"),
+    "app:workspace.unmount": Hold(UNHELD, "no FUSE mount of the workspace in a container"),
     **{f"fs.{key}": Hold(BOUNDARY, f"the fs {_DOOR}; the workspace is bound writable in its container alone")
        for key in ("within_root", "read_only", "append_only", "hidden", "exec", "refuse_secrets", "no_symlinks",
                    "max_file_bytes", "max_total_bytes", "max_files", "max_concurrent_uploads")},
     **{f"net.{key}": Hold(BOUNDARY, f"the net {_DOOR}; its clients' networks have no other route out")
-       for key in ("allow", "sni", "addresses", "ip_literals")},
+       for key in ("allow", "sni", "ip_literals", "internal", "wildcard_names", "upstream_proxy")},
+    "net.addresses": _addresses,
+    "net.inject": Hold(UNHELD, "nothing mints the egress CA in a container render: the bound credential is not "
+                       "injected"),
     "keys.secrets": Hold(BOUNDARY, f"the keys {_DOOR}; each secret is bound into its container alone"),
     "shell.workspace": Hold(BOUNDARY, "the kernel (the workspace bound read-only in the shell container, or not)"),
     "shell.egress": Hold(BOUNDARY, "the kernel (the shell's internal network: only the net door is on it)"),

@@ -12,7 +12,7 @@ from launcher.manifest import Manifest
 from launcher.policy.plan import PlanRow
 from launcher.render.matrix import Hold, HoldTable
 from launcher.render.seccomp_profile import filter_mode
-from pki.vocabulary import BOUNDARY, SETTING, UNHELD
+from pki.vocabulary import BOUNDARY, EXPECTATION, SETTING, UNHELD
 
 SHARED_NETNS = "the Pod's containers share one network namespace"
 _NO_INET = "the kernel (seccomp: its filter refuses every internet socket, so the Pod's shared network namespace " \
@@ -57,6 +57,13 @@ def _shell_egress(manifest: Manifest, row: PlanRow) -> Hold:
     return Hold(UNHELD, f"{SHARED_NETNS}: commands can dial what the Pod's NetworkPolicy lets out, past the net door")
 
 
+def _addresses(manifest: Manifest, row: PlanRow) -> Hold:
+    if row.kind == EXPECTATION:  # an upstream proxy that resolves: no render holds more than the launcher does
+        return Hold(EXPECTATION, row.held_by)
+    return Hold(BOUNDARY, "the net door (its own container and uid), and the NetworkPolicy, which lets out no "
+                "private, loopback, link-local or CGNAT address but the internal ranges listed")
+
+
 _FS_DOOR = Hold(BOUNDARY, "the fs door (its own container and uid; the workspace volume is writable in its container "
                 "alone; openat2 RESOLVE_BENEATH)")
 _MODEL_DOOR = Hold(BOUNDARY, "the model door (its own container and uid)")
@@ -92,14 +99,28 @@ HOLDS: HoldTable = {
     "edges": Hold(BOUNDARY, "the kernel (each door's socket volume is mounted only in its edges' clients) and the "
                   "called door (mTLS edge check, SVIDs from SPIRE)"),
     "app:proxy_env": Hold(SETTING, "the app's environment (HTTP(S)_PROXY to the net door on the Pod's loopback)"),
+    "app:env": Hold(SETTING, "the container's environment (the manifest's variables in the Pod spec; the launcher "
+                    "refused a secret-shaped one at load)"),
+    "app:home_seed": Hold(UNHELD, "nothing copies the seed into the Pod: the scratch emptyDir starts empty"),
+    "app:children": Hold(BOUNDARY, "the kernel (uid, namespaces, seccomp, no_new_privs and cgroups pass across fork "
+                         "and execve)"),
+    "app:workspace.mount": Hold(UNHELD, "no FUSE mount in a container here (it needs /dev/fuse and a mount the "
+                                "runtime makes): the app reaches the workspace through the fs door's API only"),
+    "app:workspace.unmount": Hold(UNHELD, "no FUSE mount of the workspace in a container"),
     **{f"fs.{key}": _FS_DOOR for key in ("within_root", "read_only", "append_only", "hidden", "exec",
                                          "refuse_secrets", "no_symlinks", "max_file_bytes", "max_total_bytes",
                                          "max_files", "max_concurrent_uploads")},
     "net.allow": _past_the_door,
     "net.ip_literals": _past_the_door,
+    "net.internal": _past_the_door,
+    "net.wildcard_names": Hold(BOUNDARY, "the net door (its own container and uid), for every name resolved through "
+                               "it"),
+    "net.upstream_proxy": Hold(BOUNDARY, "the net door (its own check; no Landlock TCP in a container to hold it to "
+                               "the proxy's port)"),
+    "net.inject": Hold(UNHELD, "nothing mints the egress CA in a container render: the bound credential is not "
+                       "injected"),
     "net.sni": Hold(BOUNDARY, "the net door (its own container and uid), for every tunnel through it"),
-    "net.addresses": Hold(BOUNDARY, "the net door (its own container and uid), and the NetworkPolicy, which lets out "
-                          "no private, loopback, link-local or CGNAT address"),
+    "net.addresses": _addresses,
     "keys.secrets": Hold(BOUNDARY, "the keys door (its own container and uid); each Secret is mounted in the keys "
                          "container alone"),
     "shell.workspace": Hold(BOUNDARY, "the kernel (the workspace volume is read-only in the shell container, or "

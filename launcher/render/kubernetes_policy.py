@@ -64,6 +64,9 @@ def network_policies(manifest: Manifest, sid: str) -> list[dict[str, Any]]:
     if not ports:
         return policies
     internal = manifest.door_rows("model").get("internal_ranges", []) if "model" in manifest.roles else []
+    net_internal = manifest.door_rows("net").get("internal", {}) if "net" in manifest.roles else {}
+    internal = sorted({*internal, *(cidr for entries in net_internal.values() for ranges in entries.values()
+                                    for cidr in ranges)})
     to = [_public(IPV4_REFUSED, "0.0.0.0/0"), _public(IPV6_REFUSED, "::/0"),
           *({"ipBlock": {"cidr": cidr}} for cidr in internal)]
     dns = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},

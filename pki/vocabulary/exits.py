@@ -6,7 +6,7 @@ The sysexits.h names are noted where a code follows them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command's answer is no (gc left something, the log is broken, fs refused, hello unheld)
@@ -29,8 +29,7 @@ EXIT_STEP_BASE = 200  # + the index of the confinement step that failed (launche
 EXIT_CONFINEMENT_FAILED = 240  # past the step codes (room for 40 steps): a failure outside any named step
 
 
-@dataclass(frozen=True)
-class ExitMeaning:
+class ExitMeaning(NamedTuple):
     """One code (or the first of a range, shown as `label`) and what it tells a person."""
 
     code: int

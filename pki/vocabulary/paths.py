@@ -7,6 +7,7 @@ SESSIONS_ROOT = f"{RUN_ROOT}/sessions"  # root 0700: /run/sharness/sessions/<sid
 STATE_ROOT = "/var/lib/sharness"
 AUDIT_ROOT = f"{STATE_ROOT}/sessions"  # /var/lib/sharness/sessions/<sid>/audit.jsonl (+ .sig, .pub)
 HELLO_ROOT = f"{STATE_ROOT}/hello"  # `sharness-launch hello`'s scratch workspaces
+DEMO_ROOT = f"{STATE_ROOT}/demo"  # `sharness-launch demo`'s copies of the sample project
 SEALED_ROOT = f"{STATE_ROOT}/secrets"  # root 0700: `secret add`'s machine.key and <name>.sealed files
 SEALED_PREFIX = "sealed:"  # a keys secret's `from: "sealed:NAME"` names SEALED_ROOT/NAME + SEALED_SUFFIX
 SEALED_SUFFIX = ".sealed"

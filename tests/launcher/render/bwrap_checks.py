@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import sys
 from collections.abc import Callable
 
@@ -70,6 +71,10 @@ def main() -> int:
     _say("proxy_env", bool(proxies), f"proxy variables set: {proxies}")
     doors = [name for name in os.environ if name.startswith("SHARNESS_DOOR_")]
     _say("edges", bool(doors), f"door variables: {doors}")
+    child = subprocess.run([sys.executable, "-I", "-c", "print(open('/proc/self/status').read())"],
+                           capture_output=True, text=True, check=True).stdout
+    inherited = "NoNewPrivs:\t1" in child and "Seccomp:\t2" in child
+    _say("children", inherited, f"a child process: no_new_privs and a seccomp filter {'kept' if inherited else 'lost'}")
     links = [line.split(":")[0].strip() for line in _text("/proc/net/dev").splitlines()[2:]]
     _say("netns", links == ["lo"], f"interfaces: {links}")
     return 0

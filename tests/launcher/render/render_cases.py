@@ -27,7 +27,14 @@ SHELL_READS: Manifest = load(sample(doors__shell__workspace="read", doors__fs__h
                                     app__files={"read": ["/srv/sh-test/ws", "/opt/agent"], "exec": ["/opt/agent/bin"]}))
 TWIN: Manifest = load(sample(doors__model={"upstream": "twin", "budget_microusd": 1000}))
 APP_ONLY: Manifest = load(sample(doors=DROP))
-COVERING = {"every-row": EVERY_ROW, "shell-reads": SHELL_READS, "twin": TWIN, "app-only": APP_ONLY}
+INJECT: Manifest = load(sample(
+    doors__net__allow={"app": ["api.github.com:443"]},
+    doors__net__inject=[{"host": "api.github.com:443", "secret": "gh"}],
+    doors__keys__secrets={"anthropic": {"from": "/etc/sharness/secrets/anthropic", "roles": ["model"],
+                                        "hosts": ["api.anthropic.com"]},
+                          "gh": {"from": "/etc/sharness/secrets/gh", "roles": ["net"], "hosts": ["api.github.com"]}},
+))
+COVERING = {"every-row": EVERY_ROW, "shell-reads": SHELL_READS, "twin": TWIN, "app-only": APP_ONLY, "inject": INJECT}
 
 
 def example(name: str) -> Manifest:
