@@ -44,6 +44,11 @@ system-tools:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq e2fsprogs) || \
 	  echo "make: could not install e2fsprogs; the casefold tests will skip saying so" >&2
 
+# The bwrap render runs for real in tests/launcher/render (they skip, saying so, without it).
+	@command -v bwrap >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) || \
+	  echo "make: could not install bubblewrap; the bwrap render's run tests will skip saying so" >&2
+
 test: $(STAMP) $(INIT) system-tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -11,7 +11,7 @@ from pki.vocabulary import EXIT_USAGE, exit_codes_help
 
 # Command modules, in help order. A listed module that is missing is skipped; nothing else is loaded.
 COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "demo", "gc", "verify_audit", "fs", "secret", "sh",
-                                     "ps", "stop", "logs")
+                                     "ps", "stop", "logs", "render")
 DEFAULT_COMMAND = "run"
 
 

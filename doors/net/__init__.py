@@ -5,7 +5,7 @@ Pure cores: `_host` (normalisation), `_addr` (address classes), `_policy` (allow
 `server`, `_tunnel`, `_forward`, `_terminate` (the TLS-terminating path for bound hosts).
 """
 
-from doors.net._addr import AddressPolicy, classify
+from doors.net._addr import IPV4_REFUSED, IPV6_REFUSED, AddressPolicy, classify
 from doors.net._egress_tls import ALPN, CredentialSource, EgressConfig, contexts_from_pems, upstream_context
 from doors.net._host import Host, HostError, normalise_host, parse_authority
 from doors.net._inject import InjectError, Injection, InjectRule, parse_rule
@@ -15,6 +15,8 @@ from doors.net.proxy import Proxy, ProxyConfig, ProxyStatistics
 
 __all__ = [
     "ALPN",
+    "IPV4_REFUSED",
+    "IPV6_REFUSED",
     "AddressPolicy",
     "AllowRule",
     "Allowlist",

@@ -6,6 +6,7 @@ Other architectures (i386 via int 0x80, x32) hit libseccomp's bad-arch action, w
 from __future__ import annotations
 
 import errno
+import os
 from dataclasses import dataclass
 
 from launcher.kernel._sys import libseccomp as scmp
@@ -189,6 +190,17 @@ class PreparedFilter:
         except OSError as exc:
             self._filter.release()
             raise SeccompError(f"seccomp filter not built: {exc}") from exc
+
+    def export_bpf(self) -> bytes:
+        """The filter as the BPF program the kernel would load (struct sock_filter[]), for another loader
+        (bwrap --seccomp); the context stays unloaded: release() it after."""
+        try:
+            with os.fdopen(os.memfd_create("sharness-seccomp-bpf", os.MFD_CLOEXEC), "rb") as program:
+                self._filter.export_bpf(program.fileno())
+                program.seek(0)
+                return program.read()
+        except OSError as exc:
+            raise SeccompError(f"seccomp filter not exported: {exc}") from exc
 
     def release(self) -> None:
         """Free the context without loading it."""

@@ -52,7 +52,7 @@ LAUNCHER_EXITS: tuple[ExitMeaning, ...] = (
     ExitMeaning(EXIT_NOT_ROOT, "77", "not root, or sharness-launchd's policy does not let the caller ask for this: "
                 "nothing was created"),
     ExitMeaning(EXIT_UNHELD, "78", "a row this machine or build cannot hold, or a preflight refusal (a root-owned "
-                "workspace, a reachable socket): nothing was created"),
+                "workspace, a reachable socket): nothing was created; `render --strict`: a row the target cannot hold"),
     ExitMeaning(EXIT_TTL, "124", "the session TTL (session.ttl_s) ran out"),
     ExitMeaning(EXIT_HASH_MISMATCH, "125", "the manifest's hash is not the one approved, or there was none and no "
                 "terminal to confirm one: nothing was created"),

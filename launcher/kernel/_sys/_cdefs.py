@@ -35,6 +35,7 @@ CDEF = """
     int seccomp_rule_add_array(scmp_filter_ctx ctx, uint32_t action, int syscall,
                                unsigned int arg_cnt, const struct scmp_arg_cmp *arg_array);
     int seccomp_load(scmp_filter_ctx ctx);
+    int seccomp_export_bpf(const scmp_filter_ctx ctx, int fd);
 """
 
 MODULE = "launcher.kernel._sys._ffi"

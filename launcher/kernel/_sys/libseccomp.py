@@ -65,6 +65,10 @@ class Filter:
     def load(self) -> None:
         _check(lib().seccomp_load(self._ctx), "seccomp_load")
 
+    def export_bpf(self, fd: int) -> None:
+        """Write the filter as a BPF program (struct sock_filter[]) to `fd`, for a loader such as bwrap."""
+        _check(lib().seccomp_export_bpf(self._ctx, fd), "seccomp_export_bpf")
+
     def release(self) -> None:
         if self._ctx is not None and self._ctx != ffi.NULL:
             lib().seccomp_release(self._ctx)
