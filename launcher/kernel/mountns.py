@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from launcher.kernel._sys import libc
 from launcher.kernel.mountinfo import mount_id_of
+from launcher.kernel.overlay import OverlayMount, mount_overlay
 from launcher.policy.layout import DEVPTS
 
 NEW_ROOT = "/tmp"  # any directory works as the mount point: it is covered by the new root's tmpfs
@@ -243,10 +244,11 @@ def _mount_devpts(new_root: str) -> None:
 
 def enter_private_root(
     keep: tuple[Bind, ...], proc_options: str | None = PROC_OPTIONS, scratch: ScratchMount | None = None,
-    devpts: bool = False,
+    devpts: bool = False, overlay: OverlayMount | None = None,
 ) -> dict[str, int]:
     """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc), and
-    `scratch`'s tmpfs on its dirs, and with `devpts` a devpts instance of its own at /dev/pts.
+    `scratch`'s tmpfs on its dirs, and with `devpts` a devpts instance of its own at /dev/pts, and with
+    `overlay` the shell's overlay over the workspace's (kept, read-only) bind (kernel/overlay.py).
 
     The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
     Returns the O_PATH fd each kept path was bound from, by path, for Landlock's rules; the caller closes them.
@@ -263,6 +265,14 @@ def enter_private_root(
             if covered is not None:
                 os.close(covered)
             handles[path] = os.open(NEW_ROOT + path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if overlay is not None:
+        # Landlock must grant the overlay's root, not the workspace it covers (its lower layer).
+        workspace = os.path.normpath(overlay.workspace)
+        lower = handles.pop(workspace)
+        try:
+            handles[workspace] = mount_overlay(NEW_ROOT, overlay, lower, SCRATCH_FLAGS)
+        finally:
+            os.close(lower)
     if devpts:
         _mount_devpts(NEW_ROOT)
     _root_symlinks(NEW_ROOT)

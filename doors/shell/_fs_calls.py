@@ -1,0 +1,61 @@
+"""The fs door's write API for the shell door (edge shell→fs), over one kept-alive mutual-TLS connection.
+
+The shell door is the fs door's client with its own SVID: the fs door admits it by its edge, judges every
+request by its rows, audits each, and writes as the workspace owner. Paths are percent-encoded from their
+bytes (a name that is not UTF-8 reaches the fs door as it is, and is refused there with its row).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+from urllib.parse import quote
+
+import trio
+
+from doors._transport import AsyncDoorClient
+from doors.shell._apply import FsAnswer
+
+
+def _url(kind: str, path: str) -> str:
+    quoted = quote(os.fsencode(path), safe="/")
+    return f"/v0/fs/{kind}/{quoted}" if quoted else f"/v0/fs/{kind}"
+
+
+def _body(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+
+
+class FsDoorCalls:
+    """FsCalls (doors/shell/_apply.py) over an AsyncDoorClient dialled to the fs door; one request at a time."""
+
+    def __init__(self, client: AsyncDoorClient) -> None:
+        self.client = client
+        self._lock = trio.Lock()
+
+    async def _call(self, method: str, target: str, body: bytes | None = None, json_value: Any = None) -> FsAnswer:
+        async with self._lock:
+            response = await self.client.request(method, target, json=json_value, body=body)
+        return FsAnswer(response.status, _body(response.body))
+
+    async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer:
+        return await self._call("PUT", _url("files", path) + ("?exec=1" if executable else ""), body=data)
+
+    async def mkdir(self, path: str) -> FsAnswer:
+        return await self._call("POST", _url("mkdir", path))
+
+    async def delete(self, path: str) -> FsAnswer:
+        return await self._call("DELETE", _url("files", path))
+
+    async def listing(self, path: str) -> FsAnswer:
+        return await self._call("GET", _url("list", path))
+
+    async def stat(self, path: str) -> FsAnswer:
+        return await self._call("GET", _url("stat", path))
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

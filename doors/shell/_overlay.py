@@ -1,0 +1,77 @@
+"""The shell door's overlay mode: where its upper layer is, and `apply` (one chokepoint: read, decide, audit, act).
+
+`POST /v0/shell/apply` (and `apply: true` on run, after the command) reads the upper layer, turns it into the
+ordered change list (doors/shell/_changes.py), audits one `shell.apply` event, then applies each change
+through the fs door (doors/shell/_apply.py). Applies are one at a time (a lock): two would race on the ledger.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from doors._refusal import DoorRefused
+from doors.shell._apply import FsCalls, apply_changes, summary
+from doors.shell._changes import Stamp, change_list
+from doors.shell._refusals import refuse
+from doors.shell._upper import read_entries, read_file
+
+MAX_APPLY_FILE_BYTES = 64 * 1024 * 1024  # one file's bytes are held in memory while the fs door takes them
+Audit = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class OverlayPlaces:
+    """What the launcher told the door of its overlay: the upper layer's path and the fs door's socket."""
+
+    upper: str
+    fs_socket: str
+
+    @classmethod
+    def from_rows(cls, rows: Mapping[str, Any]) -> OverlayPlaces | None:
+        """The overlay's places in mode "overlay" (both rows must be there), else None."""
+        if rows.get("workspace") != "overlay":
+            return None
+        return cls(str(rows["overlay_upper"]), str(rows["fs_socket"]))
+
+
+@dataclass
+class Applier:
+    """Applies the upper layer at `upper` through `fs`; remembers what it applied (the ledger)."""
+
+    upper: str
+    fs: FsCalls
+    audit: Audit
+    max_file_bytes: int = MAX_APPLY_FILE_BYTES
+    ledger: dict[str, Stamp] = field(default_factory=dict)
+    _lock: trio.Lock = field(default_factory=trio.Lock)
+
+    async def apply(self, by: str, command_id: str | None = None) -> dict[str, Any]:
+        """Apply every change not applied yet; the answer: per path its outcome, and the counts."""
+        async with self._lock:
+            root = os.open(self.upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                try:
+                    changes = change_list(read_entries(root), self.ledger)
+                except OSError as exc:
+                    raise refuse(503, "shell.apply", f"the upper layer cannot be read: {exc.strerror}",
+                                 "retry; report this if it persists") from None
+                ops = Counter(change.op for change in changes)
+                self.audit({"door": "shell", "kind": "shell.apply", "changes": len(changes), "ops": dict(ops),
+                            "by": by, **({"id": command_id} if command_id else {})})
+                outcomes = await apply_changes(self.fs, changes, lambda entry: read_file(root, entry,
+                                               self.max_file_bytes), self.max_file_bytes, self.ledger)
+            finally:
+                os.close(root)
+        return {"paths": outcomes, **summary(outcomes)}
+
+
+def no_overlay() -> DoorRefused:
+    """The refusal of apply in a mode without an overlay."""
+    return refuse(409, "shell.workspace", "this session's shell has no overlay: there is nothing to apply",
+                  "set doors.shell.workspace to \"overlay\" (with the edge shell→fs)")
