@@ -19,8 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, probes_and_summary
-from tests.integration._session import write_manifest
+from tests.integration._session import (
+    LAUNCHER,
+    basic_manifest,
+    leftovers,
+    manifest_hash,
+    probes_and_summary,
+    write_manifest,
+)
 from tests.integration._shell import PROBE, PY, audit, case, final, output, py
 
 pytestmark = pytest.mark.root
