@@ -27,7 +27,7 @@ from tests.integration._session import (
     probes_and_summary,
     write_manifest,
 )
-from tests.integration._shell import PROBE, PY, audit, case, final, output, py
+from tests.integration._shell import PROBE, PY, audit, case, final, output, py, run_session
 
 pytestmark = pytest.mark.root
 
@@ -145,3 +145,39 @@ def test_one_audit_event_per_apply_and_the_fs_door_audits_each_write(session: Pr
     assert [e["changes"] for e in applies] == [FILES + 10, 4, 5]
     writes = [e for e in events if e.get("door") == "fs" and e.get("op") == "write" and e.get("client_role") == "shell"]
     assert len([e for e in writes if e.get("decision") == "allow"]) >= FILES
+
+
+SH_APPLY = """
+sharness-launch sh --apply -- sh -c 'echo a > a.txt; ln -s a.txt link' 2> "$TMPDIR/err"; echo "rc:$?"
+tr '\\n' '|' < "$TMPDIR/err"; echo
+sharness-launch sh --apply -- sh -c 'echo b > b.txt; exit 3' 2> "$TMPDIR/err"; echo "rc:$?"
+tr '\\n' '|' < "$TMPDIR/err"; echo
+"""
+
+
+def test_sharness_launch_sh_apply_prints_what_was_refused_and_exits_with_the_commands_status(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    document = basic_manifest(workspace, ["/bin/sh", "-c", SH_APPLY])
+    document["doors"]["shell"] = {"workspace": "overlay"}  # type: ignore[index]
+    document["edges"] = [["app", "shell"], ["shell", "fs"]]
+    manifest = write_manifest(tmp_path, document)
+    done = subprocess.run([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
+                           "--best-effort", "--audit-dir", str(tmp_path / "audit")],
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rc_ok, err_ok, rc_failed, err_failed = done.stdout.splitlines()[-4:]
+    assert rc_ok == "rc:0" and "applied 1, unchanged 0, refused 1" in err_ok
+    assert "refused 'link' by shell (row `shell.apply`): a symlink" in err_ok
+    assert rc_failed == "rc:3" and "not applied: the command's exit code is 3" in err_failed
+    assert (workspace / "a.txt").read_text() == "a\n" and not (workspace / "b.txt").exists()
+
+
+def test_apply_without_an_overlay_is_refused_and_runs_nothing(tmp_path: Path) -> None:
+    probes, _ = run_session(tmp_path, [case("run.apply", argv=["touch", "x"], apply=True),
+                                       {"name": "apply", "apply": True}])
+    for name in ("run.apply", "apply"):
+        refused = probes[name]["refused"]
+        assert (refused["status"], refused["error"], refused["who"]) == (409, "shell.workspace", "shell"), refused
+    assert probes["run.apply"]["frames"] == []
