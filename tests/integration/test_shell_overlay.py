@@ -24,7 +24,10 @@ from tests.integration._session import (
     basic_manifest,
     leftovers,
     manifest_hash,
+    pids_with_uids,
     probes_and_summary,
+    session_uids,
+    wait_for_session_dir,
     write_manifest,
 )
 from tests.integration._shell import PROBE, PY, audit, case, final, output, py, run_session
@@ -181,3 +184,53 @@ def test_apply_without_an_overlay_is_refused_and_runs_nothing(tmp_path: Path) ->
         refused = probes[name]["refused"]
         assert (refused["status"], refused["error"], refused["who"]) == (409, "shell.workspace", "shell"), refused
     assert probes["run.apply"]["frames"] == []
+
+
+HOLDER = """
+import time
+from doors.shell.client import ShellClient
+with ShellClient.from_env() as shell:
+    shell.start(["sh", "-c", "head -c 1000000 /dev/zero > big && exec sleep 600"])
+    while not any(c["running"] for c in shell.list()["commands"]):
+        time.sleep(0.05)
+    print("started", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_launcher_killed_while_a_command_holds_the_overlay_leaves_nothing_after_gc(tmp_path: Path) -> None:
+    """The overlay and its tmpfs live only in the shell's mount namespace; the host holds one journaled mount
+    point. SIGKILL the launcher while a command sits in the overlay: gc leaves no process, mount or directory."""
+    tmp_path.chmod(0o755)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    document = basic_manifest(workspace, [PY, "-c", HOLDER])
+    document["doors"]["shell"] = {"workspace": "overlay"}  # type: ignore[index]
+    document["edges"] = [["app", "shell"], ["shell", "fs"]]
+    manifest = write_manifest(tmp_path, document)
+    launcher = subprocess.Popen([*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
+                                 "--audit-dir", str(tmp_path / "audit")],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert launcher.stdout is not None
+        assert launcher.stdout.readline() == b"started\n"
+        sid = wait_for_session_dir(launcher.pid)
+        uids = session_uids(sid)
+        launcher.kill()
+        launcher.wait()
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    gc = subprocess.run([*LAUNCHER, "gc", "--json"], capture_output=True, text=True, timeout=60)
+    assert gc.returncode == 0, gc.stdout + gc.stderr
+    # A door the launcher forked ends by its parent-death signal and waits for the host's init to reap it.
+    assert leftovers(sid) == {} and [pid for pid in pids_with_uids(uids) if _state(pid) not in ("Z", "gone")] == []
+    assert os.listdir(workspace) == [] and sid not in Path("/proc/self/mountinfo").read_text()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
