@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 PLUGINS: tuple[str, ...] = ("handshake", "fs_bench", "net_bench", "session_bench", "term_bench", "keys_bench",
-                            "fingerprint_bench", "model_bench", "shell_bench")
+                            "fingerprint_bench", "model_bench", "shell_bench", "overlay_bench")
 SAMPLES_KEY = "samples"
 _HERE = Path(__file__).resolve().parent
 

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import trio
+
 from doors._refusal import Refusal
 from doors.shell._changes import Change, Stamp, UpperEntry, applied_stamp
 
@@ -42,7 +44,11 @@ class FsAnswer:
 
 
 class FsCalls(Protocol):
-    """The fs door's write API as the applier uses it (doors/shell/_fs_calls.py over the mTLS client)."""
+    """The fs door's write API as the applier uses it (doors/shell/_fs_calls.py over the mTLS client), and how
+    many requests it takes at once."""
+
+    @property
+    def concurrency(self) -> int: ...
 
     async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer: ...
     async def mkdir(self, path: str) -> FsAnswer: ...
@@ -163,15 +169,38 @@ async def apply_one(fs: FsCalls, change: Change, read: Reader, max_bytes: int) -
     return await _delete(fs, change)
 
 
+def _batches(changes: tuple[Change, ...]) -> list[tuple[Change, ...]]:
+    """The changes in order, a run of consecutive writes as one batch (each other change alone): writes of
+    distinct paths whose directories come before them in the list, so they may go at once."""
+    batches: list[tuple[Change, ...]] = []
+    for change in changes:
+        if change.op == "write" and batches and batches[-1][0].op == "write":
+            batches[-1] = (*batches[-1], change)
+        else:
+            batches.append((change,))
+    return batches
+
+
 async def apply_changes(fs: FsCalls, changes: tuple[Change, ...], read: Reader, max_bytes: int,
                         ledger: dict[str, Stamp]) -> list[dict[str, Any]]:
-    """Apply every change in order; record what was applied (or unchanged) in `ledger`; the outcomes."""
-    outcomes = []
-    for change in changes:
-        outcome = await apply_one(fs, change, read, max_bytes)
+    """Apply every change in order (a run of writes up to `fs.concurrency` at once); record what was applied
+    (or unchanged) in `ledger`; the outcomes, in the list's order."""
+    outcomes: list[dict[str, Any]] = []
+    slots = trio.Semaphore(max(1, fs.concurrency))
+
+    async def one(change: Change, index: int) -> None:
+        async with slots:
+            outcomes[index] = await apply_one(fs, change, read, max_bytes)
+
+    for batch in _batches(changes):
+        start = len(outcomes)
+        outcomes += [{}] * len(batch)
+        async with trio.open_nursery() as nursery:
+            for offset, change in enumerate(batch):
+                nursery.start_soon(one, change, start + offset)
+    for change, outcome in zip(changes, outcomes, strict=True):
         if outcome["status"] != "refused":
             ledger[change.path] = applied_stamp(change.entry)
-        outcomes.append(outcome)
     return outcomes
 
 

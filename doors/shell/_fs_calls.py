@@ -31,15 +31,25 @@ def _body(raw: bytes) -> Any:
 
 
 class FsDoorCalls:
-    """FsCalls (doors/shell/_apply.py) over an AsyncDoorClient dialled to the fs door; one request at a time."""
+    """FsCalls (doors/shell/_apply.py) over kept-alive AsyncDoorClients dialled to the fs door: as many requests
+    at once as it holds clients (each one request at a time), so the fs door's fsyncs overlap."""
 
-    def __init__(self, client: AsyncDoorClient) -> None:
-        self.client = client
-        self._lock = trio.Lock()
+    def __init__(self, clients: list[AsyncDoorClient]) -> None:
+        self.clients = clients
+        self._free_send, self._free = trio.open_memory_channel[AsyncDoorClient](len(clients))
+        for client in clients:
+            self._free_send.send_nowait(client)
+
+    @property
+    def concurrency(self) -> int:
+        return len(self.clients)
 
     async def _call(self, method: str, target: str, body: bytes | None = None, json_value: Any = None) -> FsAnswer:
-        async with self._lock:
-            response = await self.client.request(method, target, json=json_value, body=body)
+        client = await self._free.receive()
+        try:
+            response = await client.request(method, target, json=json_value, body=body)
+        finally:
+            self._free_send.send_nowait(client)
         return FsAnswer(response.status, _body(response.body))
 
     async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer:
@@ -58,4 +68,5 @@ class FsDoorCalls:
         return await self._call("GET", _url("stat", path))
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        for client in self.clients:
+            await client.aclose()

@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 NDJSON = "application/x-ndjson"
 DEFAULT_MAX_LIVE = 8
 HELD_ROWS = frozenset({"workspace", "max_live", "overlay_mb"})
+# Connections to the fs door an apply writes through at once (its fsyncs overlap; fs's max_concurrent_uploads
+# is 8 per client role by default). Measured in docs/decisions/shell.md.
+APPLY_CONNECTIONS = 4
 Audit = Callable[[dict[str, Any]], None]
 
 
@@ -322,9 +325,10 @@ def applier_of(runtime: DoorRuntime, overlay: OverlayPlaces | None) -> Applier |
     if overlay is None:
         return None
     contract = runtime.contract
-    client = AsyncDoorClient(Dial("fs", overlay.fs_socket, runtime.client_ctx, contract.trust_domain,
-                                  contract.session_id, contract.role))
-    return Applier(overlay.upper, FsDoorCalls(client), runtime.audit)
+    dial = Dial("fs", overlay.fs_socket, runtime.client_ctx, contract.trust_domain, contract.session_id,
+                contract.role)
+    return Applier(overlay.upper, FsDoorCalls([AsyncDoorClient(dial) for _ in range(APPLY_CONNECTIONS)]),
+                   runtime.audit)
 
 
 async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig) -> None:

@@ -23,6 +23,7 @@ class FakeFs:
         self.tree = tree
         self.read_only = read_only
         self.calls: list[tuple[str, str]] = []
+        self.concurrency = 1
 
     def _parent(self, path: str) -> tuple[Tree | None, str]:
         *dirs, name = path.split("/")
@@ -95,7 +96,7 @@ def entry(path: str, kind: str = "file", **fields: Any) -> UpperEntry:
     return UpperEntry(tuple(path.split("/")), kind, **fields)
 
 
-def run_apply(fs: FakeFs, entries: tuple[UpperEntry, ...], contents: dict[str, bytes | None] | None = None,
+def run_apply(fs: FakeFs, entries: tuple[UpperEntry, ...], contents: dict[str, bytes | OSError | None] | None = None,
               ledger: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     contents = contents or {}
 
@@ -181,7 +182,25 @@ def test_remove_tree_stops_at_the_first_refusal_and_names_it(answer: FsAnswer) -
     assert refusal is not None and refusal.status == answer.status
 
 
-def test_a_change_list_applied_in_order_sends_one_request_per_simple_change() -> None:
-    fs = FakeFs({})
-    run_apply(fs, tuple(entry(f"f{i}") for i in range(5)))
-    assert fs.calls == [("write", f"f{i}") for i in range(5)]
+def test_a_run_of_writes_goes_at_once_up_to_the_concurrency_and_a_directory_waits_for_the_writes_before_it() -> None:
+    class Overlapping(FakeFs):
+        in_flight = most = 0
+
+        async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+            await trio.sleep(0.001 * (hash(path) % 3))  # answers come back out of order
+            self.in_flight -= 1
+            return await super().write(path, data, executable)
+
+        async def mkdir(self, path: str) -> FsAnswer:
+            assert self.in_flight == 0  # the writes before it have all been answered
+            return await super().mkdir(path)
+
+    fs = Overlapping({})
+    fs.concurrency = 3
+    upper = (*(entry(f"f{i}") for i in range(9)), entry("z", "dir"), entry("z/a"))
+    outcomes = run_apply(fs, upper)
+    assert fs.most == 3
+    assert [o["path"] for o in outcomes] == [c.path for c in change_list(upper)]  # the list's order, not the answers'
+    assert set(statuses(outcomes).values()) == {"applied"} and fs.tree["z"] == {"a": b"z/a"}
