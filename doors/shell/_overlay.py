@@ -8,6 +8,7 @@ through the fs door (doors/shell/_apply.py). Applies are one at a time (a lock):
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from doors.shell._changes import Stamp, change_list
 from doors.shell._refusals import refuse
 from doors.shell._upper import read_entries, read_file
 
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # mountinfo writes space, tab, newline, backslash as \040 ...
 MAX_APPLY_FILE_BYTES = 64 * 1024 * 1024  # one file's bytes are held in memory while the fs door takes them
 Audit = Callable[[dict[str, Any]], None]
 
@@ -69,6 +71,31 @@ class Applier:
             finally:
                 os.close(root)
         return {"paths": outcomes, **summary(outcomes)}
+
+
+def overlay_problem(mountinfo: str, workspace: str, upper: str) -> str | None:
+    """Why the mounts (/proc/self/mountinfo's text) are not the overlay the manifest asks for, or None: the
+    topmost mount at `workspace` must be an overlay, noexec; the one at `upper` read-only. Pure."""
+    top: dict[str, tuple[str, set[str]]] = {}
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if "-" in fields and len(fields) > 5:
+            point = _OCTAL_ESCAPE.sub(lambda match: chr(int(match.group(1), 8)), fields[4])
+            top[point] = (fields[fields.index("-") + 1], set(fields[5].split(",")))
+    fstype, flags = top.get(workspace, ("", set()))
+    if fstype != "overlay" or "noexec" not in flags:
+        return f"the workspace {workspace} is not a noexec overlay here ({fstype or 'no mount'})"
+    if "ro" not in top.get(upper, ("", set()))[1]:
+        return f"the upper layer is not shown read-only at {upper}"
+    return None
+
+
+def check_overlay(places: OverlayPlaces, workspace: str) -> None:
+    """Fail closed at start: no door runs commands in overlay mode without the overlay the launcher mounts."""
+    with open("/proc/self/mountinfo") as mounts:
+        problem = overlay_problem(mounts.read(), workspace, places.upper)
+    if problem is not None:
+        raise RuntimeError(f"overlay mode: {problem}; no command would be confined as the manifest says")
 
 
 def no_overlay() -> DoorRefused:

@@ -41,7 +41,7 @@ from doors.shell._job_request import (
 from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
 from doors.shell._output import Framer, Outcome
-from doors.shell._overlay import Applier, OverlayPlaces, no_overlay
+from doors.shell._overlay import Applier, OverlayPlaces, check_overlay, no_overlay
 from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
 from doors.shell._request import APPLY_PATH, MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, RunRequest, parse_run
 from doors.shell._selftest import self_test
@@ -306,6 +306,8 @@ def serve(contract: DoorContract) -> None:
 
     def run(status: StatusSender) -> None:
         config = ShellConfig.from_rows(contract.rows)
+        if config.overlay is not None:
+            check_overlay(config.overlay, str(contract.rows["workspace_dir"]))
         self_test(config.cgroups, config.ruleset_fd, config.home)
         trio.run(_serve_shell, contract, status, config)
 
