@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-MAX_PATH_BYTES = 4096  # the fs door's own limit (doors/fs/_paths.py): a longer path is never sent
+from doors.fs._paths import MAX_DEPTH, MAX_PATH_BYTES  # the fs door's own limits: a path past them is never sent
+
 KINDS = ("file", "dir", "symlink", "whiteout", "other")
 Stamp = tuple[int, ...]
 
@@ -69,6 +70,8 @@ def change_of(entry: UpperEntry) -> Change:
         problem = "the upper layer's root is the workspace itself"
     if problem is None and len(entry.path.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
         problem = f"the path is longer than {MAX_PATH_BYTES} bytes, the fs door's limit"
+    if problem is None and len(entry.names) > MAX_DEPTH:
+        problem = f"the path is deeper than {MAX_DEPTH} levels, the fs door's limit (nothing beneath it is read)"
     if problem is None and entry.kind == "symlink":
         problem = "a symlink: the fs door writes regular files and directories only"
     if problem is None and entry.kind not in ("file", "dir", "whiteout"):

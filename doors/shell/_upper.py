@@ -3,7 +3,8 @@
 The layer is written by the commands, so it is hostile input: it is walked by fds, never through a symlink
 (each directory opened O_NOFOLLOW beneath its parent's fd, each entry lstat'ed), a file is read through
 openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS from the layer's root and must still be the inode that was
-listed, and nothing deeper than the fs door's path limit is descended into.
+listed, and nothing deeper or longer than the fs door's path limits is descended into (the recursion and the
+fds it holds open are bounded by them).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import stat
 
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
-from doors.shell._changes import MAX_PATH_BYTES, UpperEntry
+from doors.shell._changes import MAX_DEPTH, MAX_PATH_BYTES, UpperEntry
 
 OPAQUE_XATTR = "user.overlay.opaque"  # userxattr: the shell's user may read it (trusted.* it may not)
 RESOLVE_NO_SYMLINKS = 0x04
@@ -67,7 +68,7 @@ def _walk(dir_fd: int, names: tuple[str, ...], out: list[UpperEntry]) -> tuple[s
         kind, path = _kind(info), (*names, name)
         if kind != "whiteout":
             kept.append(name)
-        if kind != "dir" or _too_long(path):
+        if kind != "dir" or _too_long(path) or len(path) > MAX_DEPTH:  # the core refuses it: bounded recursion
             out.append(UpperEntry(path, kind, stat.S_IMODE(info.st_mode), size=info.st_size, stamp=_stamp(kind, info)))
             continue
         child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)

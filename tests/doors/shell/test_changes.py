@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from doors.shell._changes import MAX_PATH_BYTES, UpperEntry, applied_stamp, change_list, change_of
+from doors.shell._changes import MAX_DEPTH, MAX_PATH_BYTES, UpperEntry, applied_stamp, change_list, change_of
 
 
 def entry(path: str, kind: str = "file", **fields: object) -> UpperEntry:
@@ -96,3 +96,9 @@ def test_what_was_applied_leaves_the_list_until_it_changes_again() -> None:
     assert [c.op for c in change_list((entry("f", "whiteout", stamp=(7, 100)),), ledger)] == ["delete"]
     # A directory made opaque since is too.
     assert [c.op for c in change_list((entry("d", "dir", opaque=True, stamp=(9,)),), ledger)] == ["replace_dir"]
+
+
+def test_a_path_deeper_than_the_fs_doors_limit_is_refused() -> None:
+    assert change_of(entry("/".join(["d"] * MAX_DEPTH))).op == "write"
+    deep = change_of(entry("/".join(["d"] * (MAX_DEPTH + 1)), "dir"))
+    assert deep.op == "refuse" and f"{MAX_DEPTH} levels" in deep.reason
