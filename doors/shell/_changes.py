@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from doors.fs._paths import MAX_DEPTH, MAX_PATH_BYTES  # the fs door's own limits: a path past them is never sent
+from doors.fs import MAX_DEPTH, MAX_PATH_BYTES  # the fs door's own limits: a path past them is never sent
 
 KINDS = ("file", "dir", "symlink", "whiteout", "other")
 Stamp = tuple[int, ...]

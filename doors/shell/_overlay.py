@@ -23,7 +23,9 @@ from doors.shell._refusals import refuse
 from doors.shell._upper import read_entries, read_file
 
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")  # mountinfo writes space, tab, newline, backslash as \040 ...
-MAX_APPLY_FILE_BYTES = 64 * 1024 * 1024  # one file's bytes are held in memory while the fs door takes them
+# One file's bytes are held in memory while the fs door takes them, up to APPLY_CONNECTIONS files at once, in the
+# shell's memory limit (the fs door's own max_file_bytes defaults to 10 MiB).
+MAX_APPLY_FILE_BYTES = 16 * 1024 * 1024
 Audit = Callable[[dict[str, Any]], None]
 
 
