@@ -4,13 +4,15 @@ Each change is one or a few fs requests; the answer per path is `applied`, `unch
 is so: a directory that exists, a deletion of what is gone) or `refused` with the refusal's row, who refused
 (`fs` with its own row, or `shell` for what the fs door cannot take: a symlink, a special file, a file over
 the door's read cap) and its detail and hint. What was applied (or unchanged) is recorded in the ledger with
-the stamp it had, so it leaves the next change list until it changes again; what was refused stays.
+the stamp it had, so it leaves the next change list until it changes again; what was refused stays. A file
+applied before is written again with If-Match on the etag the fs door gave it then: if the app changed it
+through the fs door since, the fs door refuses (409 `version`) rather than lose that change.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import trio
@@ -43,6 +45,26 @@ class FsAnswer:
         return self.refusal().row
 
 
+@dataclass
+class Ledger:
+    """What was applied: each path's stamp (it leaves the change list while the stamp holds) and each written
+    file's etag from the fs door (the If-Match of its next write)."""
+
+    stamps: dict[str, Stamp] = field(default_factory=dict)
+    etags: dict[str, str] = field(default_factory=dict)
+
+    def record(self, change: Change, outcome: dict[str, Any]) -> None:
+        """Note one change's outcome: an applied or unchanged path's stamp and etag; a refused one not."""
+        if outcome["status"] == "refused":
+            return
+        self.stamps[change.path] = applied_stamp(change.entry)
+        etag = outcome.get("etag")
+        if isinstance(etag, str):
+            self.etags[change.path] = etag
+        else:
+            self.etags.pop(change.path, None)
+
+
 class FsCalls(Protocol):
     """The fs door's write API as the applier uses it (doors/shell/_fs_calls.py over the mTLS client), and how
     many requests it takes at once."""
@@ -50,7 +72,7 @@ class FsCalls(Protocol):
     @property
     def concurrency(self) -> int: ...
 
-    async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer: ...
+    async def write(self, path: str, data: bytes, executable: bool, if_match: str | None = None) -> FsAnswer: ...
     async def mkdir(self, path: str) -> FsAnswer: ...
     async def delete(self, path: str) -> FsAnswer: ...
     async def listing(self, path: str) -> FsAnswer: ...
@@ -96,7 +118,7 @@ async def remove_tree(fs: FsCalls, path: str) -> Refusal | None:
     return None if answer.ok or answer.status == 404 else answer.refusal()
 
 
-async def _write(fs: FsCalls, change: Change, read: Reader, max_bytes: int) -> dict[str, Any]:
+async def _write(fs: FsCalls, change: Change, read: Reader, max_bytes: int, if_match: str | None) -> dict[str, Any]:
     try:
         data = read(change.entry)
     except OSError as exc:
@@ -105,13 +127,16 @@ async def _write(fs: FsCalls, change: Change, read: Reader, max_bytes: int) -> d
     if data is None:
         return _refused(change, _shell_refusal(f"it holds more than {max_bytes} bytes, the most one apply sends",
                                                "keep build outputs this large out of the workspace"))
-    answer = await fs.write(change.path, data, change.executable)
+    answer = await fs.write(change.path, data, change.executable, if_match)
     if answer.row() == "not_a_file":  # a directory in the workspace became a file in the overlay
         refusal = await remove_tree(fs, change.path)
         if refusal is not None:
             return _refused(change, refusal)
         answer = await fs.write(change.path, data, change.executable)
-    return _applied(change) if answer.ok else _refused(change, answer.refusal())
+    if not answer.ok:
+        return _refused(change, answer.refusal())
+    etag = answer.body.get("etag") if isinstance(answer.body, dict) else None
+    return {**_applied(change), **({"etag": etag} if isinstance(etag, str) else {})}
 
 
 async def _mkdir(fs: FsCalls, change: Change) -> dict[str, Any]:
@@ -155,13 +180,14 @@ async def _delete(fs: FsCalls, change: Change) -> dict[str, Any]:
     return _applied(change) if refusal is None else _refused(change, refusal)
 
 
-async def apply_one(fs: FsCalls, change: Change, read: Reader, max_bytes: int) -> dict[str, Any]:
-    """Apply one change through the fs door; its outcome for the answer."""
+async def apply_one(fs: FsCalls, change: Change, read: Reader, max_bytes: int,
+                    if_match: str | None = None) -> dict[str, Any]:
+    """Apply one change through the fs door (a write with If-Match `if_match`); its outcome for the answer."""
     if change.op == "refuse":
         return _refused(change, _shell_refusal(change.reason, "remove it from the overlay, or make it through the "
                                                "fs door another way"))
     if change.op == "write":
-        return await _write(fs, change, read, max_bytes)
+        return await _write(fs, change, read, max_bytes, if_match)
     if change.op == "mkdir":
         return await _mkdir(fs, change)
     if change.op == "replace_dir":
@@ -182,7 +208,7 @@ def _batches(changes: tuple[Change, ...]) -> list[tuple[Change, ...]]:
 
 
 async def apply_changes(fs: FsCalls, changes: tuple[Change, ...], read: Reader, max_bytes: int,
-                        ledger: dict[str, Stamp]) -> list[dict[str, Any]]:
+                        ledger: Ledger) -> list[dict[str, Any]]:
     """Apply every change in order (a run of writes up to `fs.concurrency` at once); record what was applied
     (or unchanged) in `ledger`; the outcomes, in the list's order."""
     outcomes: list[dict[str, Any]] = []
@@ -190,7 +216,7 @@ async def apply_changes(fs: FsCalls, changes: tuple[Change, ...], read: Reader, 
 
     async def one(change: Change, index: int) -> None:
         async with slots:
-            outcomes[index] = await apply_one(fs, change, read, max_bytes)
+            outcomes[index] = await apply_one(fs, change, read, max_bytes, ledger.etags.get(change.path))
 
     for batch in _batches(changes):
         start = len(outcomes)
@@ -199,8 +225,7 @@ async def apply_changes(fs: FsCalls, changes: tuple[Change, ...], read: Reader, 
             for offset, change in enumerate(batch):
                 nursery.start_soon(one, change, start + offset)
     for change, outcome in zip(changes, outcomes, strict=True):
-        if outcome["status"] != "refused":
-            ledger[change.path] = applied_stamp(change.entry)
+        ledger.record(change, outcome)
     return outcomes
 
 

@@ -44,16 +44,19 @@ class FsDoorCalls:
     def concurrency(self) -> int:
         return len(self.clients)
 
-    async def _call(self, method: str, target: str, body: bytes | None = None, json_value: Any = None) -> FsAnswer:
+    async def _call(self, method: str, target: str, body: bytes | None = None, json_value: Any = None,
+                    headers: tuple[tuple[str, str], ...] = ()) -> FsAnswer:
         client = await self._free.receive()
         try:
-            response = await client.request(method, target, json=json_value, body=body)
+            response = await client.request(method, target, json=json_value, body=body, headers=headers)
         finally:
             self._free_send.send_nowait(client)
         return FsAnswer(response.status, _body(response.body))
 
-    async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer:
-        return await self._call("PUT", _url("files", path) + ("?exec=1" if executable else ""), body=data)
+    async def write(self, path: str, data: bytes, executable: bool, if_match: str | None = None) -> FsAnswer:
+        headers = (("if-match", if_match),) if if_match is not None else ()
+        return await self._call("PUT", _url("files", path) + ("?exec=1" if executable else ""), body=data,
+                                headers=headers)
 
     async def mkdir(self, path: str) -> FsAnswer:
         return await self._call("POST", _url("mkdir", path))

@@ -17,8 +17,8 @@ from typing import Any
 import trio
 
 from doors._refusal import DoorRefused
-from doors.shell._apply import FsCalls, apply_changes, summary
-from doors.shell._changes import Stamp, change_list
+from doors.shell._apply import FsCalls, Ledger, apply_changes, summary
+from doors.shell._changes import change_list
 from doors.shell._refusals import refuse
 from doors.shell._upper import read_entries, read_file
 
@@ -52,7 +52,7 @@ class Applier:
     fs: FsCalls
     audit: Audit
     max_file_bytes: int = MAX_APPLY_FILE_BYTES
-    ledger: dict[str, Stamp] = field(default_factory=dict)
+    ledger: Ledger = field(default_factory=Ledger)
     _lock: trio.Lock = field(default_factory=trio.Lock)
 
     async def apply(self, by: str, command_id: str | None = None) -> dict[str, Any]:
@@ -61,7 +61,7 @@ class Applier:
             root = os.open(self.upper, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
                 try:
-                    changes = change_list(read_entries(root), self.ledger)
+                    changes = change_list(read_entries(root), self.ledger.stamps)
                 except OSError as exc:
                     raise refuse(503, "shell.apply", f"the upper layer cannot be read: {exc.strerror}",
                                  "retry; report this if it persists") from None

@@ -87,12 +87,15 @@ def jobs(shell: ShellClient) -> dict[str, Any]:
 
 
 def other_call(shell: ShellClient, case: dict[str, Any]) -> dict[str, Any]:
-    """An overlay apply (`"apply": true`), or the fs door's listing of a directory (`"fs_list": PATH`, recursive),
-    what the workspace itself holds; a refusal as its shape."""
+    """An overlay apply (`"apply": true`), the fs door's listing of a directory (`"fs_list": PATH`, recursive:
+    what the workspace itself holds), or a write through it as the app (`"fs_write": {path, text}`); a refusal
+    as its shape."""
     try:
         if case.get("apply"):
             return shell.apply()
         with FsClient.from_env() as fs:
+            if case.get("fs_write"):
+                return fs.write(case["fs_write"]["path"], case["fs_write"]["text"].encode())
             return {"tree": _tree(fs, case["fs_list"])}
     except DoorRefused as refused:
         return {"refused": {"status": refused.refusal.status, **refused.refusal.shape()}}
@@ -114,7 +117,7 @@ def main() -> None:
             if case.get("jobs"):
                 print(json.dumps({"probe": case["name"], **jobs(shell)}), flush=True)
                 continue
-            if case.get("apply") or case.get("fs_list") is not None:
+            if case.get("apply") or case.get("fs_list") is not None or case.get("fs_write"):
                 print(json.dumps({"probe": case["name"], **other_call(shell, case)}), flush=True)
                 continue
             held = hold(shell, int(case.get("hold", 0)))

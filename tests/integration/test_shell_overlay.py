@@ -68,6 +68,8 @@ def session() -> Iterator[Probes]:
         {"name": "apply.again", "apply": True},
         {"name": "after", "fs_list": ""},
         case("after.run", script="echo late > late.txt", apply=True),
+        {"name": "app.edit", "fs_write": {"path": "src/b.py", "text": "the app's edit\n"}},
+        case("shell.edit", script="echo more >> src/b.py", apply=True),
     ]
     base = Path(tempfile.mkdtemp(prefix="sh-test-", dir="/tmp"))
     base.chmod(0o755)
@@ -142,10 +144,17 @@ def test_apply_true_on_run_applies_after_the_command_before_its_final_record(ses
     assert (ws / "late.txt").read_text() == "late\n"
 
 
+def test_a_file_the_app_changed_after_an_apply_is_not_overwritten_by_the_next(session: Probes) -> None:
+    probes, _, ws = session
+    applied = next(frame["apply"] for frame in probes["shell.edit"]["frames"] if "apply" in frame)
+    assert (_by_path(applied)["src/b.py"]["row"], _by_path(applied)["src/b.py"]["who"]) == ("version", "fs")
+    assert (ws / "src" / "b.py").read_text() == "the app's edit\n"
+
+
 def test_one_audit_event_per_apply_and_the_fs_door_audits_each_write(session: Probes) -> None:
     events = audit(session[1])
     applies = [e for e in events if e.get("kind") == "shell.apply"]
-    assert [e["changes"] for e in applies] == [FILES + 10, 4, 5]
+    assert [e["changes"] for e in applies] == [FILES + 10, 4, 5, 5]
     writes = [e for e in events if e.get("door") == "fs" and e.get("op") == "write" and e.get("client_role") == "shell"]
     assert len([e for e in writes if e.get("decision") == "allow"]) >= FILES
 

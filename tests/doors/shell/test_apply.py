@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from doors.shell._apply import FsAnswer, apply_changes, remove_tree, summary
+from doors.shell._apply import FsAnswer, Ledger, apply_changes, remove_tree, summary
 from doors.shell._changes import UpperEntry, applied_stamp, change_list
 
 Tree = dict[str, Any]  # a name → a dict (a directory) or bytes (a file)
@@ -37,7 +37,7 @@ class FakeFs:
             return FsAnswer(403, {"error": "read_only", "who": "fs", "detail": f"{path} is read-only", "hint": "h"})
         return None
 
-    async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer:
+    async def write(self, path: str, data: bytes, executable: bool, if_match: str | None = None) -> FsAnswer:
         self.calls.append(("write", path))
         parent, name = self._parent(path)
         refused = self._refused(path)
@@ -45,9 +45,16 @@ class FakeFs:
             return refused or FsAnswer(404, {"error": "not_found"})
         if isinstance(parent.get(name), dict):
             return FsAnswer(409, {"error": "not_a_file"})
+        if if_match is not None and if_match != self.etag(path):
+            return FsAnswer(409, {"error": "version", "who": "fs", "detail": "the file changed"})
         created = name not in parent
         parent[name] = data
-        return FsAnswer(201 if created else 200, {"created": created})
+        return FsAnswer(201 if created else 200, {"created": created, "etag": self.etag(path)})
+
+    def etag(self, path: str) -> str | None:
+        parent, name = self._parent(path)
+        found = parent.get(name) if parent is not None else None
+        return f'"{found!r}"' if isinstance(found, bytes) else None
 
     async def mkdir(self, path: str) -> FsAnswer:
         self.calls.append(("mkdir", path))
@@ -97,7 +104,7 @@ def entry(path: str, kind: str = "file", **fields: Any) -> UpperEntry:
 
 
 def run_apply(fs: FakeFs, entries: tuple[UpperEntry, ...], contents: dict[str, bytes | OSError | None] | None = None,
-              ledger: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+              ledger: Ledger | None = None) -> list[dict[str, Any]]:
     contents = contents or {}
 
     def read(upper: UpperEntry) -> bytes | None:
@@ -106,7 +113,8 @@ def run_apply(fs: FakeFs, entries: tuple[UpperEntry, ...], contents: dict[str, b
             raise found
         return found
 
-    return trio.run(apply_changes, fs, change_list(entries, ledger), read, 100, {} if ledger is None else ledger)
+    ledger = Ledger() if ledger is None else ledger
+    return trio.run(apply_changes, fs, change_list(entries, ledger.stamps), read, 100, ledger)
 
 
 def statuses(outcomes: list[dict[str, Any]]) -> dict[str, str]:
@@ -165,11 +173,24 @@ def test_the_ledger_keeps_what_was_applied_out_of_the_next_apply_and_the_refused
     fs = FakeFs({".git": {}}, read_only=(".git",))
     upper = (entry("a", stamp=(1, 1, 1, 1, 0o644)), entry(".git", "dir", stamp=(2,)),
              entry(".git/x", stamp=(3, 1, 1, 1, 0o644)))
-    ledger: dict[str, Any] = {}
+    ledger = Ledger()
     first = run_apply(fs, upper, ledger=ledger)
     assert summary(first) == {"applied": 1, "unchanged": 1, "refused": 1}
-    assert ledger == {"a": applied_stamp(upper[0]), ".git": applied_stamp(upper[1])}
+    assert ledger.stamps == {"a": applied_stamp(upper[0]), ".git": applied_stamp(upper[1])}
     assert [o["path"] for o in run_apply(fs, upper, ledger=ledger)] == [".git/x"]
+
+
+def test_a_file_applied_again_is_sent_with_if_match_so_a_change_the_app_made_since_is_not_lost() -> None:
+    fs = FakeFs({})
+    ledger = Ledger()
+    run_apply(fs, (entry("f", stamp=(1, 1, 1, 1, 0o644)),), {"f": b"v1"}, ledger)
+    assert ledger.etags == {"f": fs.etag("f")}
+    edited = (entry("f", stamp=(1, 2, 2, 2, 0o644)),)
+    assert statuses(run_apply(fs, edited, {"f": b"v2"}, ledger)) == {"f": "applied"}  # nobody else wrote it
+    fs.tree["f"] = b"the app's own edit"
+    again = (entry("f", stamp=(1, 3, 3, 3, 0o644)),)
+    assert statuses(run_apply(fs, again, {"f": b"v3"}, ledger)) == {"f": "refused:fs:version"}
+    assert fs.tree["f"] == b"the app's own edit"
 
 
 @pytest.mark.parametrize("answer", [FsAnswer(403, {"error": "read_only", "who": "fs"}), FsAnswer(507, {})])
@@ -186,12 +207,12 @@ def test_a_run_of_writes_goes_at_once_up_to_the_concurrency_and_a_directory_wait
     class Overlapping(FakeFs):
         in_flight = most = 0
 
-        async def write(self, path: str, data: bytes, executable: bool) -> FsAnswer:
+        async def write(self, path: str, data: bytes, executable: bool, if_match: str | None = None) -> FsAnswer:
             self.in_flight += 1
             self.most = max(self.most, self.in_flight)
             await trio.sleep(0.001 * (hash(path) % 3))  # answers come back out of order
             self.in_flight -= 1
-            return await super().write(path, data, executable)
+            return await super().write(path, data, executable, if_match)
 
         async def mkdir(self, path: str) -> FsAnswer:
             assert self.in_flight == 0  # the writes before it have all been answered
