@@ -8,15 +8,22 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench gc clean system-tools
+.PHONY: run test lint bench gc clean system-tools fuse-libs install install-units uninstall
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
+$(STAMP): pyproject.toml | $(BIN)/python fuse-libs
+	$(BIN)/pip install --quiet -e '.[test,lint,bench,mount]'
 	touch $(STAMP)
+
+# The workspace mount (app.workspace "mount"): pyfuse3 builds against libfuse3 (headers and pkg-config), and
+# fusermount3 comes with fuse3. apt-get runs only when one is missing; without them the mount is refused (78).
+fuse-libs:
+	@pkg-config --exists fuse3 2>/dev/null && command -v fusermount3 >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3 libfuse3-dev pkg-config) || \
+	  echo "make: could not install fuse3, libfuse3-dev and pkg-config; app.workspace \"mount\" will be refused" >&2
 
 # The app's pid-namespace init as a static program (~0.3 MB resident instead of a copy of the launcher's heap).
 # Without a C compiler the launcher runs the same wait loop in Python, and says nothing: both hold the same rows.
@@ -25,7 +32,9 @@ $(INIT): launcher/kernel/_init/sharness_init.c
 	@cc -static -O2 -Wall -Wextra -o $@ $< && chmod 0755 $@ || \
 	  echo "make: no static C build of $@ (cc -static failed); the app's init runs in Python" >&2
 
+# A real agent session on the sample project (manifests/examples/demo/), its summary, then the probe's table.
 run: $(STAMP) $(INIT)
+	$(BIN)/sharness-launch demo
 	$(BIN)/sharness-launch hello
 
 # The casefold tests need mkfs.ext4 and chattr (e2fsprogs); they skip, saying why, when the kernel cannot fold
@@ -50,3 +59,42 @@ gc: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info $(INIT)
+
+# sharness-launchd as a systemd service (systemd/): the package in its own venv under SHARNESS_HOME, its two
+# commands in BINDIR, the units (ExecStart rendered to BINDIR) in UNITDIR, and the policy, which is never
+# overwritten (the example allows no one until the admin names principals). DESTDIR stages it all elsewhere.
+DESTDIR ?=
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SHARNESS_HOME ?= /opt/sharness-launch
+UNITDIR ?= /etc/systemd/system
+POLICY ?= /etc/sharness/launchd.json
+UNITS := sharness-launchd.socket sharness-launchd.service
+
+install-units:
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' systemd/sharness-launchd.service > $(DESTDIR)$(UNITDIR)/sharness-launchd.service
+	install -m 0644 systemd/sharness-launchd.socket $(DESTDIR)$(UNITDIR)/sharness-launchd.socket
+	chmod 0644 $(DESTDIR)$(UNITDIR)/sharness-launchd.service
+
+install: install-units
+	test -x $(DESTDIR)$(SHARNESS_HOME)/bin/python || $(PYTHON) -m venv $(DESTDIR)$(SHARNESS_HOME)
+	$(DESTDIR)$(SHARNESS_HOME)/bin/pip install --quiet .
+	install -d -m 0755 $(DESTDIR)$(BINDIR)
+	ln -sf $(SHARNESS_HOME)/bin/sharness-launch $(DESTDIR)$(BINDIR)/sharness-launch
+	ln -sf $(SHARNESS_HOME)/bin/sharness-launchd $(DESTDIR)$(BINDIR)/sharness-launchd
+	install -d -m 0755 -o root -g root $(DESTDIR)$(dir $(POLICY))
+	test -e $(DESTDIR)$(POLICY) || install -m 0644 -o root -g root systemd/launchd.example.json $(DESTDIR)$(POLICY)
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload && \
+	  echo "make: installed; name principals in $(POLICY), then: systemctl enable --now sharness-launchd.socket"; \
+	else echo "make: installed (systemd is not PID 1 here: no daemon-reload)"; fi
+
+# The policy stays (it is the admin's); PURGE=1 removes it too.
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+	  systemctl disable --now sharness-launchd.socket sharness-launchd.service || true; fi
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS))
+	rm -f $(DESTDIR)$(BINDIR)/sharness-launch $(DESTDIR)$(BINDIR)/sharness-launchd
+	rm -rf $(DESTDIR)$(SHARNESS_HOME)
+	$(if $(PURGE),rm -f $(DESTDIR)$(POLICY),)
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi

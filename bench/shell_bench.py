@@ -30,6 +30,11 @@ RATIOS = (("shell_sh_true_overhead_p50_ms", "shell_target_overhead_ms"),
           ("shell_throughput_ratio", "shell_target_throughput_ratio"))
 LAUNCHER = str(Path(sys.executable).parent / "sharness-launch")
 ROOT = Path(__file__).resolve().parent.parent
+# What a Python client cannot go under: the interpreter's start, with and without site (this venv's editable
+# install adds a finder to site), and with ssl, then the sh client's own imports (no door, no TLS).
+FLOORS = {"python_S_pass": [sys.executable, "-S", "-c", "pass"], "python_pass": [sys.executable, "-c", "pass"],
+          "python_ssl": [sys.executable, "-c", "import ssl"],
+          "sh_imports": [sys.executable, "-c", "import launcher.cli, doors.shell.cli"]}
 TEXT = "yes 'a line of build output, as a compiler or a test runner prints it' | head -c {size}"
 
 
@@ -41,7 +46,8 @@ def app(runs: int, size: int) -> dict[str, Any]:
     """Inside the session: every figure, as lists of samples (ms) and throughputs (bytes/s)."""
     from doors.shell.client import ShellClient
 
-    samples: dict[str, list[float]] = {"direct": [], "sh": [], "client": [], "door_bps": [], "pipe_bps": []}
+    samples: dict[str, list[float]] = {name: [] for name in (*FLOORS, "direct", "sh", "client", "door_bps",
+                                                              "pipe_bps", "client_cpu_ms_per_mib")}
     with ShellClient.from_env() as shell:
         for _ in range(runs):
             start = time.perf_counter()
@@ -50,13 +56,18 @@ def app(runs: int, size: int) -> dict[str, Any]:
             start = time.perf_counter()
             subprocess.run([LAUNCHER, "sh", "--", "true"], check=True)
             samples["sh"].append(_ms(start))
+            for name, argv in FLOORS.items():
+                start = time.perf_counter()
+                subprocess.run(argv, check=True)
+                samples[name].append(_ms(start))
             start = time.perf_counter()
             assert shell.run(["true"]).final["exit_code"] == 0
             samples["client"].append(_ms(start))
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             got = sum(len(f.get("text", "")) for f in shell.stream(["sh", "-c", TEXT.format(size=size)],
                                                                      max_output_bytes=2 * size))
             samples["door_bps"].append(got / (time.perf_counter() - start))
+            samples["client_cpu_ms_per_mib"].append((time.process_time() - cpu) * 1000 / (got / (1 << 20)))
             start = time.perf_counter()
             with subprocess.Popen(["sh", "-c", TEXT.format(size=size)], stdout=subprocess.PIPE) as pipe:
                 assert pipe.stdout is not None
@@ -96,7 +107,7 @@ def run(quick: bool) -> dict[str, Any]:
                               capture_output=True, text=True, timeout=600, cwd=ROOT, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise RuntimeError(f"the shell bench session failed: {done.stderr[-2000:]}")
-        samples = json.loads(next(line for line in done.stdout.splitlines() if line.startswith('{"direct"')))
+        samples = json.loads(next(line for line in done.stdout.splitlines() if line.startswith('{"python_S_pass"')))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     p50 = {name: percentile(values, 50) for name, values in samples.items()}
@@ -105,6 +116,8 @@ def run(quick: bool) -> dict[str, Any]:
             "shell_sh_true_overhead_p50_ms": round(p50["sh"] - p50["direct"], 2),
             "shell_client_true_p50_ms": round(p50["client"], 2),
             "shell_client_true_overhead_p50_ms": round(p50["client"] - p50["direct"], 2),
+            **{f"shell_floor_{name}_p50_ms": round(p50[name], 2) for name in FLOORS},
+            "shell_client_cpu_ms_per_mib": round(p50["client_cpu_ms_per_mib"], 2),
             "shell_door_mb_per_s": round(p50["door_bps"] / 1e6, 1),
             "shell_pipe_mb_per_s": round(p50["pipe_bps"] / 1e6, 1),
             "shell_throughput_ratio": round(p50["door_bps"] / p50["pipe_bps"], 3),

@@ -10,7 +10,8 @@ from types import ModuleType
 from pki.vocabulary import EXIT_USAGE, exit_codes_help
 
 # Command modules, in help order. A listed module that is missing is skipped; nothing else is loaded.
-COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "gc", "verify_audit", "fs", "secret", "sh")
+COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "demo", "gc", "verify_audit", "fs", "secret", "sh",
+                                     "ps", "stop", "logs")
 DEFAULT_COMMAND = "run"
 
 
@@ -52,6 +53,10 @@ def with_default_command(argv: list[str], commands: set[str]) -> list[str] | Non
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default sys.argv[1:]), run the command, return its exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["sh"]:  # the in-session client: no launcher import (docs/decisions/bench.md, "sh")
+        from doors.shell.cli import main as sh_main
+
+        return sh_main(given[1:])
     parser, commands = build_parser()
     args_in = with_default_command(given, commands)
     if args_in is None:

@@ -22,7 +22,7 @@ from cffi import FFI
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from pki import issue
+from pki import egress, issue
 from pki.bundle import bundle_pem, svid_pem
 from pki.spiffe import SessionIdentity, validate_trust_domain
 from pki.svid import check_svid
@@ -61,12 +61,22 @@ Delivery = MemfdDelivery | FileDelivery
 
 
 @dataclass(frozen=True)
+class EgressDelivery:
+    """Mint the egress CA for `hosts` too, and write each host's key+leaf into this (empty, sealable) memfd."""
+
+    hosts: tuple[str, ...]
+    fd: int
+
+
+@dataclass(frozen=True)
 class MintedSession:
-    """Public material only: the trust bundle, each role's leaf certificate, the CA's expiry."""
+    """Public material only: the trust bundle, each role's leaf certificate, the CA's expiry, and the egress CA
+    (when hosts have a bound credential)."""
 
     bundle_pem: bytes
     leaf_pems: dict[str, bytes]
     not_after: int
+    egress_ca_pem: bytes | None = None
 
 
 def new_svid_memfd(role: str) -> int:
@@ -79,16 +89,20 @@ def _check_deliveries(roles: tuple[str, ...], deliveries: Mapping[str, Delivery]
         raise MintError(f"deliveries name {sorted(deliveries)}, roles are {sorted(roles)}: give one per role")
     for role, delivery in deliveries.items():
         if isinstance(delivery, MemfdDelivery):
-            try:
-                size = os.fstat(delivery.fd).st_size
-            except OSError as exc:
-                raise MintError(f"{role}: SVID memfd {delivery.fd} is not open ({exc.strerror})") from exc
-            if size != 0:
-                raise MintError(f"{role}: SVID memfd {delivery.fd} is not empty")
-            if not os.readlink(f"/proc/self/fd/{delivery.fd}").startswith("/memfd:"):
-                raise MintError(f"{role}: fd {delivery.fd} is not a memfd: create it with new_svid_memfd")
+            _check_memfd(role, delivery.fd)
         elif not isinstance(delivery, FileDelivery):
             raise MintError(f"{role}: delivery {delivery!r} is neither MemfdDelivery nor FileDelivery")
+
+
+def _check_memfd(what: str, fd: int) -> None:
+    try:
+        size = os.fstat(fd).st_size
+    except OSError as exc:
+        raise MintError(f"{what}: SVID memfd {fd} is not open ({exc.strerror})") from exc
+    if size != 0:
+        raise MintError(f"{what}: SVID memfd {fd} is not empty")
+    if not os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:"):
+        raise MintError(f"{what}: fd {fd} is not a memfd: create it with new_svid_memfd")
 
 
 def _seal(fd: int) -> None:
@@ -98,14 +112,19 @@ def _seal(fd: int) -> None:
 
 
 def mint_session(
-    trust_domain: str, session_id: str, roles: Iterable[str], ttl_s: int, deliveries: Mapping[str, Delivery]
+    trust_domain: str, session_id: str, roles: Iterable[str], ttl_s: int, deliveries: Mapping[str, Delivery],
+    egress_to: EgressDelivery | None = None,
 ) -> MintedSession:
-    """Fork the CA child, let it write every role's SVID to its delivery, return the public material."""
+    """Fork the CA child, let it write every role's SVID to its delivery (and the egress leaves to `egress_to`),
+    return the public material."""
     roles = tuple(roles)
     validate_trust_domain(trust_domain)
     for role in roles:
         SessionIdentity(trust_domain, session_id, role)
     _check_deliveries(roles, deliveries)
+    if egress_to is not None:
+        egress.check_hosts(egress_to.hosts)
+        _check_memfd("egress", egress_to.fd)
     if ttl_s <= 0:
         raise MintError(f"ttl_s must be positive, got {ttl_s}")
     read_end, write_end = os.pipe()
@@ -113,21 +132,23 @@ def mint_session(
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, which leaves through os._exit
         os.close(read_end)
-        _child_main(write_end, parent, trust_domain, session_id, roles, ttl_s, deliveries)
+        _child_main(write_end, parent, trust_domain, session_id, roles, ttl_s, deliveries, egress_to)
     os.close(write_end)
     try:
         reply = _read_reply(read_end, pid)
     finally:
         os.close(read_end)
         code = _reap(pid)
+    undo = [*deliveries.values(), *((MemfdDelivery(egress_to.fd),) if egress_to is not None else ())]
     try:
         minted = _accept(reply, code, pid, trust_domain, session_id, roles)
+        minted = _accept_egress(minted, reply, egress_to)
     except MintError:
         if code == 0:  # the child delivered, but what it sent back is wrong: deliver nothing
-            for delivery in deliveries.values():
+            for delivery in undo:
                 _undo(delivery)
         raise
-    for delivery in deliveries.values():
+    for delivery in undo:
         if isinstance(delivery, MemfdDelivery):
             _seal(delivery.fd)
     return minted
@@ -193,6 +214,24 @@ def _accept(
     return MintedSession(bundle, leaf_pems, int(raw["not_after"]))
 
 
+def _accept_egress(minted: MintedSession, reply: bytes, egress_to: EgressDelivery | None) -> MintedSession:
+    """The egress CA from the reply, each host's leaf verified against it (NameConstraints included)."""
+    if egress_to is None:
+        return minted
+    raw = json.loads(reply)
+    if "egress_ca_pem" not in raw or sorted(raw.get("egress_leaf_pems", {})) != sorted(egress_to.hosts):
+        raise MintError(f"CA child returned no egress CA or leaves for other hosts than {sorted(egress_to.hosts)}")
+    ca_pem = raw["egress_ca_pem"].encode("ascii")
+    ca_cert = x509.load_pem_x509_certificate(ca_pem)
+    now = dt.datetime.now(dt.UTC)
+    for host, pem in raw["egress_leaf_pems"].items():
+        try:
+            egress.verify_host_leaf(ca_cert, x509.load_pem_x509_certificate(pem.encode("ascii")), host, now)
+        except egress.EgressError as exc:
+            raise MintError(f"CA child issued a bad egress leaf: {exc}") from exc
+    return MintedSession(minted.bundle_pem, minted.leaf_pems, minted.not_after, ca_pem)
+
+
 def _child_main(
     write_end: int,
     parent: int,
@@ -201,12 +240,15 @@ def _child_main(
     roles: tuple[str, ...],
     ttl_s: int,
     deliveries: Mapping[str, Delivery],
+    egress_to: EgressDelivery | None = None,
 ) -> None:  # pragma: no cover - measured by tests/pki/test_ca.py through the parent
     """The CA child: never returns. Not dumpable, dies with the parent, exits 0 only on full success."""
     code = 1
     try:
         _harden(parent)
         reply = _mint_and_deliver(trust_domain, session_id, roles, ttl_s, deliveries)
+        if egress_to is not None:
+            reply.update(_mint_egress(egress_to, ttl_s))
         code = 0
     except BaseException as exc:  # the child must reach os._exit whatever happens
         reply = {"error": f"{type(exc).__name__}: {exc}"}
@@ -253,6 +295,17 @@ def _mint_and_deliver(
         "leaf_pems": leaf_pems,
         "not_after": int(ca_cert.not_valid_after_utc.timestamp()),
     }
+
+
+def _mint_egress(egress_to: EgressDelivery, ttl_s: int) -> dict[str, object]:
+    """The egress CA and one leaf per bound host, the leaves' keys written into the net door's memfd only."""
+    now = dt.datetime.now(dt.UTC)
+    ca_key, ca_cert = egress.new_egress_ca(egress_to.hosts, ttl_s, now)
+    leaves = {host: egress.issue_host_leaf(ca_key, ca_cert, host, now, ttl_s) for host in egress_to.hosts}
+    _write_all(egress_to.fd, egress.leaves_pem(leaves))
+    return {"egress_ca_pem": bundle_pem(ca_cert).decode("ascii"),
+            "egress_leaf_pems": {host: cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
+                                 for host, (_, cert) in leaves.items()}}
 
 
 def _deliver(delivery: Delivery, pem: bytes) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from doors._audit_queue import AuditBackpressure
 from doors._http import Response, error_response
@@ -28,6 +28,7 @@ from doors.fs._secrets import RecentWrites
 log = logging.getLogger(__name__)
 
 Audit = Callable[[dict[str, Any]], None]
+T = TypeVar("T")
 MAX_AUDIT_PATH = 512
 
 
@@ -83,6 +84,11 @@ class UsageMeter:
             self._uploads[role] = self._uploads.get(role, 0) + 1
         return Upload(self, rows, role)
 
+    def reservation(self, rows: FsRows, role: str) -> Upload:
+        """A body without an upload slot (a file staged through the mount: it lives on disk, not in memory, and
+        its bytes count against max_total_bytes as they arrive all the same)."""
+        return Upload(self, rows, role, slotted=False)
+
     def uploads(self, role: str) -> int:
         """How many of `role`'s bodies are in flight now."""
         with self._lock:
@@ -95,12 +101,13 @@ class UsageMeter:
 class Upload:
     """One body in flight: its slot, and the bytes it reserved as they arrived. Close it when done."""
 
-    def __init__(self, meter: UsageMeter, rows: FsRows, role: str) -> None:
+    def __init__(self, meter: UsageMeter, rows: FsRows, role: str, slotted: bool = True) -> None:
         self._meter = meter
         self._rows = rows
         self.role = role
         self.held = 0
         self._open = True
+        self._slotted = slotted
 
     def take(self, more: int) -> Refusal | None:
         """Reserve the next `more` bytes of the body, or the refusal (507 max_total_bytes) reserving nothing."""
@@ -126,7 +133,8 @@ class Upload:
             self._open = False
             meter._add(-self.held, 0)
             self.held = 0
-            meter._uploads[self.role] -= 1
+            if self._slotted:
+                meter._uploads[self.role] -= 1
 
 
 def _cost(call: Call, facts: Facts) -> tuple[int, int]:
@@ -197,26 +205,39 @@ class Dispatcher:
         self._report(self.event(call, refusal, raw_path=raw_path, op=op, role=role, byte_count=byte_count))
         return error_response(refusal)
 
-    def conclude(self, call: Call, facts: Facts, act: Callable[[], Response], upload: Upload | None = None) -> Response:
-        """Decide (reserving quota; an upload's bytes become the call's), queue the event, then act; no act when
-        the event cannot be queued (503, the reservation given back). A kernel failure of the act is reported."""
+    def settle(self, call: Call, facts: Facts, act: Callable[[], T], upload: Upload | None = None,
+               extra: Mapping[str, Any] | None = None) -> T:
+        """Decide (reserving quota; an upload's bytes become the call's), queue the event (with `extra`), then act
+        and return what the act returns. A refusal, or an event that cannot be queued (the reservation given
+        back), raises DoorRefused; a kernel failure of the act is reported and re-raised as it came."""
         refusal = self.meter.decide_and_reserve(self.rows, call, facts, upload)
-        event = self.event(call, refusal, byte_count=facts.body_bytes)
+        event = {**self.event(call, refusal, byte_count=facts.body_bytes), **(extra or {})}
         if refusal is not None:
             self._report(event)
-            return error_response(refusal)
+            raise DoorRefused(refusal)
         try:
             self.audit(event)
         except AuditBackpressure as unaudited:
             self.meter.release(call, facts)
-            return error_response(unaudited.refusal)
+            raise DoorRefused(unaudited.refusal) from None
         try:
             return act()
         except (OSError, DoorRefused) as err:
             self.meter.release(call, facts)
             failed = err.refusal if isinstance(err, DoorRefused) else kernel_refusal(err, call.path)
-            self._report(self.event(call, failed, byte_count=facts.body_bytes, outcome="failed"))
-            return error_response(failed)
+            failed_event = self.event(call, failed, byte_count=facts.body_bytes, outcome="failed")
+            self._report({**failed_event, **(extra or {})})
+            raise
         except BaseException:
             self.meter.release(call, facts)
             raise
+
+    def conclude(self, call: Call, facts: Facts, act: Callable[[], Response], upload: Upload | None = None) -> Response:
+        """Decide (reserving quota; an upload's bytes become the call's), queue the event, then act; no act when
+        the event cannot be queued (503, the reservation given back). A kernel failure of the act is reported."""
+        try:
+            return self.settle(call, facts, act, upload)
+        except DoorRefused as refused:
+            return error_response(refused.refusal)
+        except OSError as err:
+            return error_response(kernel_refusal(err, call.path))

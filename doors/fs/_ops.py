@@ -224,11 +224,13 @@ class Workspace:
                 continue
         raise DoorRefused(refuse(500, "io", "could not create a temporary file", "retry"))
 
-    def commit_write(self, parent_fd: int, temp_fd: int, temp_name: str, name: str, mode: int) -> Target:
+    def commit_write(self, parent_fd: int, temp_fd: int, temp_name: str, name: str, mode: int,
+                     durable: bool = True) -> Target:
         """fsync the temporary file, give it owner and mode, link an unnamed one under a temporary name, rename
-        it over `name`, fsync the directory."""
+        it over `name`, fsync the directory (`durable` False: no fsync, as a close() on a local file system)."""
         self.own(temp_fd, mode)
-        os.fsync(temp_fd)
+        if durable:
+            os.fsync(temp_fd)
         linked = temp_name or self._link_temp(parent_fd, temp_fd)
         try:
             os.rename(linked, name, src_dir_fd=parent_fd, dst_dir_fd=parent_fd)
@@ -236,7 +238,8 @@ class Workspace:
             if not temp_name:
                 self.discard_temp(parent_fd, linked)
             raise
-        self.sync_dir(parent_fd)
+        if durable:
+            self.sync_dir(parent_fd)
         return target_of(os.fstat(temp_fd))  # after the rename, which changes ctime and so the etag
 
     @staticmethod

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -19,13 +22,27 @@ from doors.fs._rules import FsRows
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract
+    from doors._door import DoorRuntime
 
 WORKSPACE_FD_ROW = "workspace_fd"
 WORKSPACE_ROW = "workspace"
 # Rows this door holds itself (GET /v0/hello reports them as held); `workspace` is within_root's root.
 HELD_ROWS = frozenset({"workspace", "workspace_fd", "read_only", "append_only", "hidden", "exec",
                        "refuse_secrets", "no_symlinks", "max_file_bytes", "max_total_bytes", "max_files",
-                       "max_concurrent_uploads"})
+                       "max_concurrent_uploads", "mount_fd", "mount_owner"})
+
+
+def _mount_front() -> ModuleType | None:
+    """The FUSE front (doors/fs/_fuse_serve.py), imported now: the launcher preloads this module before it forks,
+    and the door, once its uid is dropped, may not read the interpreter's site-packages any more. None without
+    pyfuse3 (the launcher then refuses a manifest asking for the mount: 78, app.workspace)."""
+    try:
+        return importlib.import_module("doors.fs._fuse_serve")
+    except ImportError:
+        return None
+
+
+MOUNT_FRONT = _mount_front()
 
 # What one connection may make the door hold (docs/decisions/fs.md, "Memory per connection"): bodies of the
 # routes that do not stream them (mkdir, delete; rename sets its own) stay small, and a client that has not
@@ -89,10 +106,30 @@ def describe(rows: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def serve(contract: DoorContract) -> None:
-    """Run the fs door process from its contract (what the launcher calls in the forked child)."""
-    from doors._door import run_door
+    """Run the fs door process from its contract (what the launcher calls in the forked child): its HTTP API, and
+    the workspace mount when the contract hands it the FUSE device."""
+    from doors._door import run_door, run_reporting, serve_door
 
-    run_door(contract, lambda runtime: build(contract.rows, thread_safe(runtime.audit),
-                                             report=thread_safe(runtime.report),
-                                             kept_secrets=contract.kept_secrets).routes(), held_rows=HELD_ROWS,
-             limits=FS_LIMITS)
+    def api_of(runtime: DoorRuntime) -> FsApi:
+        return build(contract.rows, thread_safe(runtime.audit), report=thread_safe(runtime.report),
+                     kept_secrets=contract.kept_secrets)
+
+    device = MOUNT_FRONT.mount_device(contract.rows) if MOUNT_FRONT is not None else None
+    if device is None:
+        if contract.rows.get("mount_fd") is not None:
+            raise RuntimeError("the fs door cannot serve the workspace mount: pyfuse3 is not installed")
+        run_door(contract, lambda runtime: api_of(runtime).routes(), held_rows=HELD_ROWS, limits=FS_LIMITS)
+        return
+    built: list[FsApi] = []
+
+    def routes(runtime: DoorRuntime) -> list[Route]:
+        built.append(api_of(runtime))
+        return built[0].routes()
+
+    def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
+        assert MOUNT_FRONT is not None and device is not None
+        ops = MOUNT_FRONT.mount_ops(built[0], contract.rows)  # the router, built first, made the API
+        return [functools.partial(MOUNT_FRONT.serve_mount, ops, device)]
+
+    run_reporting(contract, lambda status: trio.run(functools.partial(
+        serve_door, contract, status, routes, held_rows=HELD_ROWS, limits=FS_LIMITS, background=background)))

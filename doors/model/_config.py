@@ -15,6 +15,7 @@ from typing import Any
 from doors._refusal import Refusal
 from doors.model._prices import Price, price_for, price_table
 from doors.model._shape import MAX_BODY_BYTES
+from pki.vocabulary import internal_range_problem
 
 TWIN = "twin"
 
@@ -26,10 +27,6 @@ DEFAULT_MAX_CALLS = 64  # calls in flight at once; more are answered 529 with re
 DEFAULT_FLOOR_TOKENS = 16
 KEYS_SOCKET_ROW = "keys_socket"
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-# Never an upstream, whatever `internal_ranges` says: the door's host, and where the session's listeners live.
-NEVER_INTERNAL = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"),
-                  ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10"),
-                  ipaddress.ip_network("0.0.0.0/8"), ipaddress.ip_network("::/128"))
 
 
 @dataclass(frozen=True)
@@ -57,6 +54,7 @@ class ModelConfig:
     ca_bundle: str | None = None
     internal_ranges: tuple[IPNetwork, ...] = ()
     keys_socket: str | None = None
+    twin_script: Mapping[str, Any] | None = None  # the twin's scripted answers (doors.model.twin_script)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_calls: int = DEFAULT_MAX_CALLS
     max_body_bytes_in_flight: int = DEFAULT_MAX_BODY_BYTES_IN_FLIGHT
@@ -84,12 +82,13 @@ def _positive(rows: Mapping[str, Any], name: str, default: int) -> int:
 
 
 def _ranges(rows: Mapping[str, Any]) -> tuple[IPNetwork, ...]:
-    ranges = tuple(ipaddress.ip_network(str(entry)) for entry in rows.get("internal_ranges", ()))
-    for network in ranges:
-        if any(network.version == never.version and network.overlaps(never) for never in NEVER_INTERNAL):
-            raise ValueError(f"doors.model.internal_ranges: {network} reaches loopback, link-local or "
-                             "unspecified addresses, which no upstream may have")
-    return ranges
+    # Never an upstream, whatever `internal_ranges` says: the door's host, and where the session's listeners live.
+    for entry in rows.get("internal_ranges", ()):
+        problem = internal_range_problem(str(entry))
+        if problem:
+            raise ValueError(f"doors.model.internal_ranges: {problem}; no upstream is on loopback, link-local or "
+                             "unspecified addresses")
+    return tuple(ipaddress.ip_network(str(entry)) for entry in rows.get("internal_ranges", ()))
 
 
 def config_from_rows(rows: Mapping[str, Any]) -> ModelConfig:
@@ -109,7 +108,7 @@ def config_from_rows(rows: Mapping[str, Any]) -> ModelConfig:
     return ModelConfig(
         upstream=upstream, secret=secret if isinstance(secret, str) else None, budget_microusd=budget,
         models=models, prices=prices, ca_bundle=rows.get("ca_bundle"), internal_ranges=_ranges(rows),
-        keys_socket=rows.get(KEYS_SOCKET_ROW),
+        keys_socket=rows.get(KEYS_SOCKET_ROW), twin_script=rows.get("twin_script"),
         max_body_bytes=_positive(rows, "max_body_bytes", DEFAULT_MAX_BODY_BYTES),
         max_calls=_positive(rows, "max_calls", DEFAULT_MAX_CALLS),
         max_body_bytes_in_flight=_positive(rows, "max_body_bytes_in_flight", DEFAULT_MAX_BODY_BYTES_IN_FLIGHT),

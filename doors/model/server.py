@@ -25,12 +25,12 @@ from doors.model._config import ModelConfig, config_from_rows
 from doors.model._gateway import Gateway, KeySource
 from doors.model._upstream import Upstream
 from doors.model._upstream_https import HttpsUpstream
-from doors.model.twin import TwinUpstream
+from doors.model.twin import TwinScript, TwinUpstream
 from pki.vocabulary import MODEL_LISTENER_PREFIX
 
 log = logging.getLogger(__name__)
 HELD_ROWS = frozenset({"upstream", "secret", "budget_microusd", "models", "prices", "ca_bundle", "internal_ranges",
-                       "max_body_bytes", "max_body_bytes_in_flight", "max_calls", "floor_tokens"})
+                       "max_body_bytes", "max_body_bytes_in_flight", "max_calls", "floor_tokens", "twin_script"})
 # A streamed answer may pause while the model thinks; the caller must still drain each piece it is sent.
 LIMITS = Limits(idle_timeout_s=120.0, send_timeout_s=60.0)
 
@@ -44,7 +44,7 @@ def model_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.Socke
 def make_upstream(config: ModelConfig, test_internet: tuple[Any, ...] = ()) -> Upstream:
     """The twin in process, or the HTTPS client for `https://host:port`."""
     if config.upstream.twin:
-        return TwinUpstream(None)
+        return TwinUpstream(TwinScript.parse(config.twin_script) if config.twin_script is not None else None)
     return HttpsUpstream(config, test_internet=test_internet)
 
 

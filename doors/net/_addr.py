@@ -11,6 +11,8 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pki.vocabulary import EMBEDDED_V4, NEVER_INTERNAL
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -60,6 +62,7 @@ IPV6_REFUSED: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
 )
 
 GLOBAL_UNICAST_V6 = _V6("2000::/3")
+OUTSIDE_INTERNAL = "outside-internal-ranges"
 
 
 def _in_any(ip: IPAddress, networks: Iterable[IPNetwork]) -> bool:
@@ -86,6 +89,24 @@ def classify(ip: IPAddress, test_internet: Iterable[IPNetwork] = ()) -> str | No
     return reason
 
 
+def internal_refusal(ip: IPAddress, ranges: Iterable[IPNetwork], test_internet: Iterable[IPNetwork] = ()) -> str | None:
+    """None when `ip` lies in one of a row's internal `ranges` and is never-internal nowhere, else the reason.
+
+    A NAT64 well-known answer is judged by the IPv4 address it carries. An answer outside the ranges is refused
+    even when public (`outside-internal-ranges`): the row says where the host lives; the other IPv6 forms of
+    IPv4 addresses (mapped, 6to4, ...) keep their own reason.
+    """
+    judged = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in NAT64_WELL_KNOWN else ip
+    never = next((reason for net, reason in NEVER_INTERNAL if _in_any(judged, (net,))), None)
+    if never is not None:
+        return never
+    if _in_any(judged, ranges):
+        return None
+    if _in_any(judged, EMBEDDED_V4):  # no range covers these (internal ranges are IPv4): say which form it was
+        return classify(ip, test_internet) or OUTSIDE_INTERNAL
+    return OUTSIDE_INTERNAL
+
+
 @dataclass(frozen=True)
 class AddressPolicy:
     """Classification plus the door's own listeners (no self-connection)."""
@@ -93,10 +114,12 @@ class AddressPolicy:
     test_internet: tuple[IPNetwork, ...] = ()
     own_listeners: frozenset[tuple[IPAddress, int]] = frozenset()
 
-    def refusal(self, ip: IPAddress, port: int) -> str | None:
-        """None when `ip:port` may be dialled, else the reason."""
+    def refusal(self, ip: IPAddress, port: int, internal: tuple[IPNetwork, ...] = ()) -> str | None:
+        """None when `ip:port` may be dialled, else the reason; a row with `internal` ranges admits only them."""
         if self._is_own(ip, port):
             return "own-listener"
+        if internal:
+            return internal_refusal(ip, internal, self.test_internet)
         return classify(ip, self.test_internet)
 
     def _is_own(self, ip: IPAddress, port: int) -> bool:

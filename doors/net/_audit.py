@@ -27,12 +27,20 @@ class Exchange:
     port: int = 0
     answers: list[str] = field(default_factory=list)
     address: str = ""
+    proxy: str = ""  # the upstream proxy's address dialled (doors.net.upstream_proxy), "" when dialled directly
+    sni: str = ""  # the ClientHello's server name once it passed the SNI check; "" otherwise
     decision: str = "refuse"
     reason: str = ""
     row: str = ""
     status: int = 0
     bytes_up: int = 0
     bytes_down: int = 0
+    command: str = ""  # the shell command the request says it is from (doors/net/_command_label.py), or ""
+    path: str = ""  # a request inside a terminated tunnel: its path, without the query
+    credential: str = ""  # the name of the secret injected into it (never its value): "credential_name" in the event
+
+    def _labelled(self, event: dict[str, Any]) -> dict[str, Any]:
+        return {**event, "command": self.command} if self.command else event
 
     def allow(self, row: str) -> None:
         """Mark the request allowed by the manifest row `row`."""
@@ -44,12 +52,13 @@ class Exchange:
 
     def open_event(self, row: str) -> dict[str, Any]:
         """The event queued before the door acts on an allowed request (resolve, dial): what, for whom, which row."""
-        return {"door": "net", "kind": "net.open", "client_role": self.role, "method": self.method,
-                "requested": self.requested[:MAX_REQUESTED], "host": self.host, "port": self.port, "row": row}
+        return self._labelled({"door": "net", "kind": "net.open", "client_role": self.role, "method": self.method,
+                               "requested": self.requested[:MAX_REQUESTED], "host": self.host, "port": self.port,
+                               "row": row})
 
     def event(self, now: float) -> dict[str, Any]:
         """The audit event (JSON-ready)."""
-        return {
+        return self._labelled({
             "door": "net",
             "kind": "net.request",
             "client_role": self.role,  # the launcher stamps "role" with the door's own (net)
@@ -59,6 +68,8 @@ class Exchange:
             "port": self.port,
             "answers": self.answers,
             "address": self.address,
+            "proxy": self.proxy,
+            "sni": self.sni,
             "decision": self.decision,
             "reason": self.reason,
             "row": self.row,
@@ -66,4 +77,5 @@ class Exchange:
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
             "duration_ms": max(0, round((now - self.started) * 1000)),
-        }
+            **({"path": self.path[:MAX_REQUESTED], "credential_name": self.credential} if self.path else {}),
+        })

@@ -178,6 +178,8 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
     if isinstance(target, ProxyRefusal):
         return target
     exchange.host, exchange.port = str(target.host), target.port
+    if (over := proxy.wildcard_names.admit(role, target)) is not None:
+        return over
     secret = _kept_before_dialling(config.kept_secrets, conn, request, exchange.host)
     if secret is not None:
         return refusal.kept_secret(secret.row, exchange.host, sorted(secret.hosts))
@@ -188,7 +190,7 @@ async def _exchange(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection,
         if unaudited is not None:
             return unaudited
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
-                                       config.resolve_timeout_s, config.connect_timeout_s)
+                                       config.resolve_timeout_s, config.connect_timeout_s, config.via)
         if isinstance(upstream, ProxyRefusal):
             return upstream
         exchange.allow(target.rule.row)
@@ -210,7 +212,7 @@ async def forward(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
                   role: str) -> bytes | None:
     """One plain-HTTP request (`net.open` before acting when allowed, `net.request` at the end); the bytes of
     the next request, or None to close."""
-    exchange = proxy.exchange(role, request.method, _authority_only(request.target))
+    exchange = proxy.exchange(role, request.method, _authority_only(request.target), request.headers)
     try:
         verdict = await _exchange(proxy, stream, conn, request, role, exchange)
         if verdict is not None:

@@ -3,16 +3,23 @@
 A row is `host:port` (TLS required inside a CONNECT tunnel), `*.suffix:port` (any subdomain of
 suffix, never suffix itself), an IP literal `192.0.2.7:443` / `[2001:db8::7]:443` (only then may a
 request name that address), or any of these prefixed `tcp://` (a raw TCP tunnel: no TLS check).
+
+A named entry may also have internal ranges (`doors.net.internal.<role>`, `{"host:port": ["10.20.0.0/16"]}`):
+then its name must resolve into those ranges only (never loopback, link-local or the door's own: `_addr`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from doors.net._addr import IPNetwork
 from doors.net._host import Host, HostError, parse_authority
+from pki.vocabulary import internal_range_problem
 
 ALLOW_ROW = "doors.net.allow"
+INTERNAL_ROW = "doors.net.internal"
 RAW_PREFIX = "tcp://"
 
 
@@ -31,11 +38,17 @@ class AllowRule:
     port: int
     wildcard: bool = False
     raw_tcp: bool = False
+    internal: tuple[IPNetwork, ...] = ()  # the only ranges its name may resolve into; () for public only
 
     @property
     def row(self) -> str:
         """Where this rule lives in the manifest."""
         return f"{ALLOW_ROW}.{self.role}[{self.index}]"
+
+    @property
+    def internal_row(self) -> str:
+        """Where this rule's internal ranges live in the manifest."""
+        return f"{INTERNAL_ROW}.{self.role}[{self.text!r}]"
 
     def matches(self, host: Host, port: int) -> bool:
         """True when `host:port` is what this rule allows."""
@@ -64,6 +77,31 @@ def parse_rule(role: str, index: int, text: str) -> AllowRule:
     return AllowRule(role, index, text, host, port, wildcard, text.startswith(RAW_PREFIX))
 
 
+def _ranges(where: str, texts: Sequence[str]) -> tuple[IPNetwork, ...]:
+    if not texts:
+        raise AllowlistError(f"{where}: names no range")
+    for text in texts:
+        problem = internal_range_problem(str(text))
+        if problem:
+            raise AllowlistError(f"{where}: {problem}")
+    return tuple(dict.fromkeys(ipaddress.ip_network(str(text)) for text in texts))
+
+
+def _with_internal(role: str, rules: tuple[AllowRule, ...],
+                   entries: Mapping[str, Sequence[str]]) -> tuple[AllowRule, ...]:
+    """`rules` with each internal entry's ranges on the allow rule it names (a named host, not a wildcard)."""
+    by_text = {rule.text: rule for rule in rules}
+    for text, ranges in entries.items():
+        where = f"{INTERNAL_ROW}.{role}[{text!r}]"
+        rule = by_text.get(text)
+        if rule is None:
+            raise AllowlistError(f"{where}: {text!r} is not in {ALLOW_ROW}.{role}")
+        if rule.wildcard or rule.host.ip is not None:
+            raise AllowlistError(f"{where}: an internal row names one host, not a wildcard or an IP literal")
+        by_text[text] = replace(rule, internal=_ranges(where, ranges))
+    return tuple(by_text[rule.text] for rule in rules)
+
+
 @dataclass(frozen=True)
 class Allowlist:
     """Allowlist rules per role; a role absent from the manifest is allowed nothing."""
@@ -71,12 +109,16 @@ class Allowlist:
     rules: Mapping[str, tuple[AllowRule, ...]]
 
     @classmethod
-    def from_rows(cls, rows: Mapping[str, Sequence[str]]) -> Allowlist:
-        """Build from `{"app": ["pypi.org:443", ...], ...}`."""
+    def from_rows(cls, rows: Mapping[str, Sequence[str]],
+                  internal: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> Allowlist:
+        """Build from `{"app": ["pypi.org:443", ...], ...}` and the internal rows `{"app": {"pypi.org:443":
+        ["10.20.0.0/16"]}}`, each of which names an allow entry of its role."""
         rules = {
             role: tuple(parse_rule(role, i, text) for i, text in enumerate(entries))
             for role, entries in rows.items()
         }
+        for role, entries in (internal or {}).items():
+            rules[role] = _with_internal(role, rules.get(role, ()), entries)
         return cls(rules)
 
     def match(self, role: str, host: Host, port: int) -> AllowRule | None:

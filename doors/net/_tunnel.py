@@ -15,6 +15,7 @@ from doors.net._decide import Target, check_hello, decide_target
 from doors.net._refusal import ProxyRefusal
 from doors.net._relay import relay
 from doors.net._respond import TLS_ACCESS_DENIED, send_refusal
+from doors.net._terminate import terminate
 from doors.net._upstream import open_upstream
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ async def _first_flight(proxy: Proxy, stream: trio.abc.Stream, target: Target, b
     assert isinstance(hello, Hello | Refused)
     verdict = check_hello(target, hello)
     if verdict is None:
+        exchange.sni = hello.sni if isinstance(hello, Hello) and hello.sni else ""
         return buf
     exchange.refuse(verdict.refusal.status, verdict.reason, verdict.refusal.row)
     if buf[:1] == b"\x16":  # a TLS client: say "access denied" in its own protocol
@@ -62,7 +64,7 @@ async def _refuse(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, e
 async def tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, request: h11.Request,
                  role: str) -> None:
     """Handle one CONNECT request to its end: `net.open` before acting (when allowed), `net.request` at the end."""
-    exchange = proxy.exchange(role, request.method, request.target)
+    exchange = proxy.exchange(role, request.method, request.target, request.headers)
     try:
         await _tunnel(proxy, stream, conn, request, role, exchange)
     finally:
@@ -76,6 +78,8 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
     if isinstance(target, ProxyRefusal):
         return await _refuse(proxy, stream, conn, exchange, target)
     exchange.host, exchange.port = str(target.host), target.port
+    if (over := proxy.wildcard_names.admit(role, target)) is not None:
+        return await _refuse(proxy, stream, conn, exchange, over)
     if not proxy.try_open(role):
         verdict = refusal.too_many(f"role {role!r} has {config.max_tunnels} tunnels open", config.retry_after_s)
         return await _refuse(proxy, stream, conn, exchange, verdict)
@@ -84,7 +88,7 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
         if unaudited is not None:
             return await _refuse(proxy, stream, conn, exchange, unaudited)
         upstream = await open_upstream(proxy.resolver, config.addresses, target, exchange,
-                                       config.resolve_timeout_s, config.connect_timeout_s)
+                                       config.resolve_timeout_s, config.connect_timeout_s, config.via)
         if isinstance(upstream, ProxyRefusal):
             return await _refuse(proxy, stream, conn, exchange, upstream)
         async with upstream:
@@ -95,6 +99,8 @@ async def _tunnel(proxy: Proxy, stream: trio.abc.Stream, conn: h11.Connection, r
             first = await _first_flight(proxy, stream, target, bytes(conn.trailing_data[0]), exchange)
             if first is None:
                 return None
+            if config.egress is not None and config.egress.injection.bound(target.host, target.port):
+                return await terminate(proxy, stream, upstream, target, first, role, exchange)
             try:
                 await upstream.send_all(first)
             except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -23,6 +24,8 @@ from doors.net import _refusal as refusal
 from doors.net._addr import AddressPolicy
 from doors.net._audit import AuditSink, Exchange
 from doors.net._clienthello import DEFAULT_MAX_HELLO
+from doors.net._command_label import command_label
+from doors.net._egress_tls import CredentialSource, EgressConfig
 from doors.net._forward import forward
 from doors.net._framing import FramingError, start_request
 from doors.net._policy import Allowlist
@@ -30,8 +33,11 @@ from doors.net._refusal import ProxyRefusal
 from doors.net._resolve import Resolver, SystemResolver
 from doors.net._respond import send_refusal
 from doors.net._tunnel import tunnel
+from doors.net._via_proxy import Via
+from doors.net._wildcard import DEFAULT_MAX_WILDCARD_NAMES, WildcardNames
 
 RECEIVE = 64 * 1024
+SHELL_ROLE = "shell"  # whose requests may name the command they come from
 ACCEPT_PAUSE_S = 0.1
 _ACCEPT_PAUSE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
@@ -48,9 +54,12 @@ class ProxyConfig:
     head_timeout_s: float = 30.0
     max_tunnels: int = 64
     max_connections: int = 256
+    max_wildcard_names: int = DEFAULT_MAX_WILDCARD_NAMES
     max_hello: int = DEFAULT_MAX_HELLO
     retry_after_s: int = 1
+    via: Via | None = None  # the upstream proxy (doors.net.upstream_proxy): the only address dialled
     kept_secrets: SecretMatcher | None = None  # the keys door's fingerprint: plain HTTP carrying one is refused
+    egress: EgressConfig | None = None  # hosts with a bound credential: their tunnels are terminated
 
 
 @dataclass(frozen=True)
@@ -66,14 +75,16 @@ class Proxy:
     """Serves proxy listeners, one role per listener."""
 
     def __init__(self, config: ProxyConfig, audit: AuditSink, resolver: Resolver | None = None, *,
-                 report: AuditSink | None = None) -> None:
+                 report: AuditSink | None = None, credentials: CredentialSource | None = None) -> None:
         """`audit` queues the event of an act or raises AuditBackpressure; `report` (default: `audit`) an
-        event about what already happened, never raising."""
+        event about what already happened, never raising; `credentials` releases a bound secret (keys door)."""
         self.config = config
+        self.credentials = credentials
         self.resolver: Resolver = resolver or SystemResolver()
         self._audit = audit
         self._report = report or audit
         self._open: Counter[str] = Counter()
+        self.wildcard_names = WildcardNames(config.max_wildcard_names)
         self._requests = 0
         self._refused = 0
 
@@ -153,11 +164,13 @@ class Proxy:
                 buf += data
         return None, buf
 
-    def exchange(self, role: str, method: bytes, requested: bytes) -> Exchange:
-        """A fresh audit record for one request."""
+    def exchange(self, role: str, method: bytes, requested: bytes,
+                 headers: Iterable[tuple[bytes, bytes]] = ()) -> Exchange:
+        """A fresh audit record for one request (with the shell command it names, for the shell's requests)."""
         self._requests += 1
         return Exchange(role=role, started=trio.current_time(), method=method.decode("ascii", "replace"),
-                        requested=requested.decode("utf-8", "replace"))
+                        requested=requested.decode("utf-8", "replace"),
+                        command=command_label(headers) if role == SHELL_ROLE else "")
 
     def announce(self, exchange: Exchange, row: str) -> ProxyRefusal | None:
         """Queue `net.open` before the door resolves and dials; the 503 to answer when it cannot be queued."""

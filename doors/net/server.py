@@ -4,10 +4,12 @@ the hello plus the same proxy for doors on its edges (their role is their SVID's
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import trio
@@ -17,19 +19,25 @@ from doors._door import DoorRuntime, run_reporting, serve_door
 from doors._http import Request, TakeoverRoute
 from doors._secret_match import SecretFingerprint, SecretMatcher
 from doors._status import StatusSender
-from doors._transport import TlsFailure, listener_from_fd
+from doors._transport import AsyncDoorClient, Dial, TlsFailure, listener_from_fd
 from doors.net._addr import AddressPolicy, IPAddress, IPNetwork
+from doors.net._egress_tls import CredentialSource, EgressConfig, server_contexts, upstream_context
+from doors.net._inject import Injection
 from doors.net._policy import Allowlist
 from doors.net._resolve import Resolver
+from doors.net._via_proxy import Via, parse_upstream_proxy
 from doors.net.proxy import Proxy, ProxyConfig
 from pki.vocabulary import PROXY_LISTENER_PREFIX
 
 # Requests a door on an edge to net may send over mutual TLS: CONNECT and absolute-form plain HTTP.
 PROXY_METHODS = ("CONNECT", "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS")
 # Rows of contract.rows this door holds (GET /v0/hello reports them as held by the net door).
-HELD_ROWS = frozenset({"allow", "max_tunnels", "max_connections", "connect_timeout_s", "idle_timeout_s",
-                       "resolve_timeout_s"})
-_LIMIT_ROWS = ("max_tunnels", "max_connections", "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s")
+HELD_ROWS = frozenset({"allow", "internal", "max_wildcard_names", "upstream_proxy", "max_tunnels", "max_connections",
+                       "connect_timeout_s", "idle_timeout_s", "resolve_timeout_s", "inject", "ca_bundle"})
+EGRESS_FD_ROW = "egress_fd"  # the launcher's: the memfd of the bound hosts' egress leaves
+KEYS_SOCKET_ROW = "keys_socket"  # the launcher's: where bound credentials are released (edge net→keys)
+_LIMIT_ROWS = ("max_tunnels", "max_connections", "max_wildcard_names", "connect_timeout_s", "idle_timeout_s",
+               "resolve_timeout_s")
 
 
 def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPAddress, int]],
@@ -51,8 +59,65 @@ def config_from_rows(rows: Mapping[str, Any], own_listeners: frozenset[tuple[IPA
                 raise ValueError(f"doors.net.{name} must be a positive integer, not {value!r}")
             limits[name] = value
     kept = SecretMatcher(SecretFingerprint.from_json(kept_secrets)) if kept_secrets is not None else None
-    return ProxyConfig(allowlist=Allowlist.from_rows(allow), addresses=AddressPolicy(test_internet, own_listeners),
-                       kept_secrets=kept, **limits)
+    internal = rows.get("internal", {})
+    if not isinstance(internal, Mapping):
+        raise ValueError("doors.net.internal must map each role to {host:port: [ranges]}")
+    upstream = parse_upstream_proxy(rows.get("upstream_proxy"))
+    return ProxyConfig(allowlist=Allowlist.from_rows(allow, internal),
+                       addresses=AddressPolicy(test_internet, own_listeners), kept_secrets=kept,
+                       via=Via(upstream) if upstream is not None else None, egress=egress_from_rows(rows), **limits)
+
+
+def egress_from_rows(rows: Mapping[str, Any]) -> EgressConfig | None:
+    """The terminating path's config when `doors.net.inject` binds hosts: rules, leaves (from their memfd), trust."""
+    inject = rows.get("inject") or []
+    if not inject:
+        return None
+    fd = rows.get(EGRESS_FD_ROW)
+    if not isinstance(fd, int):
+        raise ValueError("doors.net.inject binds hosts but the launcher passed no egress leaves")
+    ca_bundle = rows.get("ca_bundle")
+    return EgressConfig(Injection.from_rows(inject), server_contexts(fd),
+                        upstream_context(ca_bundle if isinstance(ca_bundle, str) else None))
+
+
+class KeysCredentials:
+    """Bound credentials, released by the keys door for one request at a time over one kept connection."""
+
+    def __init__(self, runtime: DoorRuntime, keys_socket: str) -> None:
+        contract = runtime.contract
+        self._client = AsyncDoorClient(Dial("keys", keys_socket, runtime.client_ctx, contract.trust_domain,
+                                            contract.session_id, contract.role))
+        self._requester = runtime.identity.uri()
+        self._lock = trio.Lock()
+
+    async def __call__(self, name: str, host: str) -> bytes:
+        from doors.keys.client import release  # here: an exec'd net door without bindings imports no keys code
+
+        async with self._lock:
+            return await release(self._client, self._requester, name, host)
+
+
+def credentials_of(runtime: DoorRuntime, rows: Mapping[str, Any]) -> CredentialSource | None:
+    """Where bound credentials come from: the keys door, when the launcher named its socket (edge net→keys)."""
+    keys_socket = rows.get(KEYS_SOCKET_ROW)
+    return KeysCredentials(runtime, keys_socket) if isinstance(keys_socket, str) else None
+
+
+def with_proxy_credential(config: ProxyConfig, credentials: CredentialSource | None) -> ProxyConfig:
+    """`config` with the upstream proxy's credential (released by keys for the proxy's host), when its row names
+    a secret."""
+    via = config.via
+    if via is None or via.proxy.secret is None:
+        return config
+    if credentials is None:
+        raise ValueError("doors.net.upstream_proxy names a secret but the contract has no keys_socket (edge net→keys)")
+    name, host = via.proxy.secret, str(via.proxy.host)
+
+    async def credential() -> bytes:
+        return await credentials(name, host)
+
+    return replace(config, via=replace(via, credential=credential))
 
 
 def proxy_listeners(listen_fds: Mapping[str, int]) -> list[tuple[str, trio.SocketListener]]:
@@ -93,7 +158,9 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def proxy_of(runtime: DoorRuntime) -> Proxy:  # one proxy, made once the runtime (its audit queue) exists
         nonlocal proxy
         if proxy is None:
-            proxy = Proxy(config, runtime.audit, resolver, report=runtime.report)
+            credentials = credentials_of(runtime, contract.rows)
+            proxy = Proxy(with_proxy_credential(config, credentials), runtime.audit, resolver, report=runtime.report,
+                          credentials=credentials)
         return proxy
 
     def routes(runtime: DoorRuntime) -> list[TakeoverRoute]:
@@ -102,7 +169,10 @@ async def serve_net(contract: DoorContract, status: StatusSender, resolver: Reso
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
         return [functools.partial(proxy_of(runtime).serve, listener, role) for role, listener in listeners]
 
-    await serve_door(contract, status, routes, held_rows=HELD_ROWS, background=background)
+    # The launcher's own rows (an fd number, a socket path) are how the door holds `inject`, not rows of their own.
+    shown = {name: value for name, value in contract.rows.items() if name not in (EGRESS_FD_ROW, KEYS_SOCKET_ROW)}
+    await serve_door(dataclasses.replace(contract, rows=shown), status, routes, held_rows=HELD_ROWS,
+                     background=background)
 
 
 def serve(contract: DoorContract) -> None:

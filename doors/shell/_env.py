@@ -7,8 +7,9 @@ A name the caller gives is refused (row `shell.env`) when it
   `NODE_OPTIONS`, `JAVA_TOOL_OPTIONS`, `_JAVA_OPTIONS`), git's injected configuration (`GIT_CONFIG_*`);
 - or replaces what the door sets itself (HOME, TMPDIR, the proxy variables, `GIT_TERMINAL_PROMPT`,
   `DEBIAN_FRONTEND`, anything `SHARNESS_*`).
-A value is refused when it holds a private key (the fs door's detector, doors/fs/_secrets.py), so a key the
-agent was tricked into pasting does not reach a command that could send it out.
+A value is refused when it holds a private key (the fs door's detector, doors/fs/_secrets.py) or a token's
+shape (pki/secret_shapes.py, the audit guard's: `ghp_…`, `sk-ant-…`, `AKIA…`, JWTs, a password in a URL, …),
+so a credential the agent was tricked into pasting does not reach a command that could send it out.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 from doors._refusal import DoorRefused, Refusal
 from doors.fs import scan
-from pki.vocabulary import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from pki.secret_shapes import secret_shape
+from pki.vocabulary import COMMAND_PROXY_USER_PREFIX, MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
 
 MAX_VARIABLES = 256
 MAX_VALUE_BYTES = 32 * 1024
@@ -57,6 +59,16 @@ def _refused(name: str, detail: str, status: int = 403) -> DoorRefused:
                                "(doors/shell/README.md)"))
 
 
+def _refuse_secret(name: str, text: str) -> None:
+    finding = scan(text.encode())
+    shape = finding.kind if finding is not None else secret_shape(text)
+    if shape is not None:
+        raise DoorRefused(Refusal(
+            403, "shell.env", "shell", f"env {name} is refused: its value looks like a secret ({shape}; not shown)",
+            f"leave {name[:128]} out of env: a credential reaches a command only through the keys door "
+            "(doors.keys.secrets.<name> with its hosts; the net door injects it), never as a value"))
+
+
 def check_env(value: Any) -> tuple[tuple[str, str], ...]:
     """The caller's variables, sorted by name, or DoorRefused (row shell.env) naming the first one refused.
     The refusal never holds a value."""
@@ -74,9 +86,7 @@ def check_env(value: Any) -> tuple[tuple[str, str], ...]:
         reason = denied_because(name)
         if reason is not None:
             raise _refused(name, f"env {name} is refused: {reason}")
-        finding = scan(text.encode())
-        if finding is not None:
-            raise _refused(name, f"env {name} is refused: its value holds a {finding.kind} (not shown)")
+        _refuse_secret(name, text)
         checked.append((name, text))
     return tuple(checked)
 
@@ -95,6 +105,16 @@ def command_env(asked: tuple[tuple[str, str], ...], home: str, tmpdir: str, prox
         env.update(model)
     env.update(asked)
     return env
+
+
+def command_proxy(proxy: str | None, command_id: str) -> str | None:
+    """The proxy URL one command gets: the shell's, its user the command's label (`http://cmd-c5@127.0.0.1:3128`),
+    which clients send as Proxy-Authorization and the net door writes into its events (a label the command could
+    change: docs/decisions/net.md, "Command label")."""
+    if proxy is None:
+        return None
+    scheme, sep, rest = proxy.partition("://")
+    return f"{scheme}{sep}{COMMAND_PROXY_USER_PREFIX}{command_id}@{rest}" if sep and "@" not in rest else proxy
 
 
 def env_names(env: Mapping[str, str]) -> list[str]:

@@ -11,8 +11,6 @@ from typing import Any
 
 from doors.shell._request import MAX_STDIN_BYTES, bad
 
-START_PATH, POLL_PATH, WRITE_PATH, SIGNAL_PATH, LIST_PATH = (
-    "/v0/shell/start", "/v0/shell/poll", "/v0/shell/write", "/v0/shell/signal", "/v0/shell/list")
 MAX_WAIT_MS = 20_000  # under the client's 30 s socket timeout
 _ID = re.compile(r"c[0-9]{1,12}")
 # What a client may send a command: the ones agents use to stop, pause, resume or nudge it.

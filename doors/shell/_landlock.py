@@ -2,7 +2,7 @@
 
 The door is already confined by the launcher (its reads, its exec paths, its ports); a command inherits
 that and gets one more domain, made once at start and entered in the child before execve:
-- writing only beneath its HOME and TMPDIR (the scratch tmpfs) and to /dev/null: not the cgroup
+- writing only beneath its HOME and TMPDIR (the scratch tmpfs), to /dev/null and /dev/tty: not the cgroup
   directories the door itself may write (so a command cannot move itself out of its cgroup);
 - signals and abstract Unix sockets scoped to its own domain: a command cannot signal, ptrace or reach the
   door, which is outside it.

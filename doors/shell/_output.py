@@ -49,19 +49,31 @@ class StreamCap:
         return self.total > self.head_limit + self.tail_limit
 
 
-def encode_chunk(data: bytes) -> dict[str, str]:
-    """`{"text": ...}` when the bytes are UTF-8, else `{"base64": ...}`."""
+# JSON escapes in a string the quote, the backslash and every byte under 0x20 (\\u00XX, or its short form).
+_NOT_CONTROL = bytes(range(0x20, 0x100))
+_SHORT = {0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r"}
+_ESCAPES = {byte: _SHORT.get(byte, b"\\u%04x" % byte) for byte in range(0x20)}
+
+
+def json_string_bytes(data: bytes) -> bytes | None:
+    """The inside of the JSON string holding `data` as text (what json.dumps(..., ensure_ascii=False) holds),
+    or None when `data` is not UTF-8 or its escapes would make it longer than base64 (a binary dump, /dev/zero):
+    it goes as base64 then.
+
+    json.dumps escapes character by character, 6.5 ms per MiB of build output here, most of the door's cost per
+    byte (docs/decisions/bench.md, "Throughput"); these are C passes over the bytes, about 1 ms per MiB."""
     try:
-        return {"text": data.decode()}
+        data.decode()
     except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode()}
-
-
-def decode_chunk(frame: dict[str, Any]) -> bytes:
-    """The bytes of a data frame (the inverse of encode_chunk)."""
-    if "text" in frame:
-        return str(frame["text"]).encode()
-    return base64.b64decode(str(frame.get("base64", "")))
+        return None
+    controls = data.translate(None, _NOT_CONTROL)
+    long_escapes = len(controls) - sum(controls.count(short) for short in _SHORT)
+    if 3 * (len(controls) + 4 * long_escapes) > len(data):  # the escapes would outgrow base64's third
+        return None
+    data = data.replace(b"\\", b"\\\\").replace(b'"', b'\\"')
+    for byte in set(controls):
+        data = data.replace(bytes((byte,)), _ESCAPES[byte])
+    return data
 
 
 class Framer:
@@ -86,7 +98,15 @@ class Framer:
     def output(self, stream: str, data: bytes) -> bytes:
         """The frame for `data` read from `stream`, or b"" when the stream's head is full."""
         now = self.caps[stream].feed(data)
-        return self._line({"stream": stream, **encode_chunk(now)}) if now else b""
+        return self._data(stream, now) if now else b""
+
+    def _data(self, stream: str, data: bytes) -> bytes:
+        """`{"seq","stream","text"|"base64"}` made by hand: the same JSON as _line, without json.dumps's cost."""
+        text = json_string_bytes(data)
+        field, value = (b"text", text) if text is not None else (b"base64", base64.b64encode(data))
+        self.seq += 1
+        return b"".join((b'{"seq":', str(self.seq).encode(), b',"stream":"', stream.encode(), b'","', field, b'":"',
+                         value, b'"}\n'))
 
     def tails(self) -> bytes:
         """At the end, per stream: the omitted marker and the kept tail."""
@@ -97,7 +117,7 @@ class Framer:
                 lines += self._line({"stream": stream, "omitted": omitted,
                                      "text": f"\n[... {omitted} bytes omitted ...]\n"})
             if tail:
-                lines += self._line({"stream": stream, **encode_chunk(tail)})
+                lines += self._data(stream, tail)
         return lines
 
     def applied(self, answer: dict[str, Any]) -> bytes:
@@ -133,14 +153,3 @@ class Outcome:
                 "signal": os.WTERMSIG(self.wait_status) if signalled else None,
                 "timed_out": self.timed_out, "killed_by": self.killed_by, "wall_ms": self.wall_ms,
                 "cpu_ms": self.cpu_ms, "max_rss_kb": self.max_rss_kb, **self.extra}
-
-
-def shell_status(final: dict[str, Any], timeout_code: int, signal_base: int) -> int:
-    """The status `sh` exits with, timeout(1)'s way: `timeout_code` on a timeout, signal_base+N on signal N,
-    else the exit code (1 when the door killed it some other way without a signal)."""
-    if final.get("timed_out"):
-        return timeout_code
-    if final.get("signal") is not None:
-        return signal_base + int(final["signal"])
-    code = final.get("exit_code")
-    return int(code) if isinstance(code, int) else 1

@@ -19,8 +19,6 @@ from doors._refusal import DoorRefused, Refusal
 from doors.shell._env import check_env
 
 WHO = "shell"
-RUN_PATH = "/v0/shell/run"
-APPLY_PATH = "/v0/shell/apply"  # overlay mode: the overlay's changes through the fs door (doors/shell/_overlay.py)
 FIELDS = ("argv", "script", "shell", "cwd", "env", "stdin", "timeout_ms", "max_output_bytes", "tty", "apply")
 MAX_ARGS = 4096
 MAX_ARGV_BYTES = 256 * 1024

@@ -16,9 +16,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-from doors.client import DoorNotTrusted, DoorRefused, TransportError
-from doors.shell._output import decode_chunk, shell_status
-from doors.shell.client import ShellClient
+from doors.shell._response import ResponseError
+from doors.shell._stdlib_client import NotTheDoor, Refused, Unreachable, connect, frames
+from doors.shell._wire import decode_chunk, shell_status
 from pki.vocabulary import EXIT_EXEC_FAILED, EXIT_FAILED, EXIT_SIGNAL_BASE, EXIT_TTL, EXIT_UNAVAILABLE, EXIT_USAGE
 
 
@@ -83,13 +83,14 @@ def applied_words(answer: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _refused(error: DoorRefused | TransportError) -> int:
-    if isinstance(error, DoorRefused):
-        refusal = error.refusal
-        print(f"sharness-launch sh: refused by {refusal.who} (row `{refusal.row}`): {refusal.detail}\n"
-              f"  hint: {refusal.hint}", file=sys.stderr)
-        return EXIT_EXEC_FAILED if refusal.row == "shell.request.argv" and refusal.status == 404 else EXIT_FAILED
-    if isinstance(error, DoorNotTrusted):
+def _refused(error: Refused | NotTheDoor | Unreachable | ResponseError) -> int:
+    if isinstance(error, Refused):
+        shape = error.shape
+        print(f"sharness-launch sh: refused by {shape.get('who')} (row `{shape.get('error')}`): "
+              f"{shape.get('detail')}\n  hint: {shape.get('hint')}", file=sys.stderr)
+        not_found = shape.get("error") == "shell.request.argv" and error.status == 404
+        return EXIT_EXEC_FAILED if not_found else EXIT_FAILED
+    if isinstance(error, NotTheDoor):
         print(f"sharness-launch sh: the shell socket's peer is not this session's shell door: {error}", file=sys.stderr)
         return EXIT_FAILED
     print(f"sharness-launch sh: the shell door cannot be reached: {error}", file=sys.stderr)
@@ -106,21 +107,31 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     except ValueError as exc:
         print(f"sharness-launch sh: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if not (os.environ if environ is None else environ).get("SHARNESS_SESSION"):
+    env = os.environ if environ is None else environ
+    if not env.get("SHARNESS_SESSION"):
         print("sharness-launch sh: not inside a sharness session (SHARNESS_SESSION is not set)", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    final: dict[str, Any] = {}
     try:
-        with ShellClient.from_env(environ) as shell:
-            for frame in shell.stream(fields.pop("argv", None), **fields):
-                _show(frame, sys.stdout.buffer, sys.stderr.buffer, args.json)
-                final = frame.get("final", final)
-    except (DoorRefused, TransportError) as error:
+        final = _stream(env, fields, args.json)
+    except (Refused, NotTheDoor, Unreachable, ResponseError) as error:
         return _refused(error)
     except OSError as error:
         print(f"sharness-launch sh: cannot load this session's SVID or bundle: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     return shell_status(final, EXIT_TTL, EXIT_SIGNAL_BASE)
+
+
+def _stream(environ: Mapping[str, str], fields: dict[str, Any], as_json: bool) -> dict[str, Any]:
+    """Show every frame as it arrives; return the final record (at once: the rest of the stream is not waited)."""
+    tls = connect(environ)
+    try:
+        for frame in frames(tls, fields):
+            _show(frame, sys.stdout.buffer, sys.stderr.buffer, as_json)
+            if "final" in frame:
+                return dict(frame["final"])
+    finally:
+        tls.close()
+    raise ResponseError("the shell door ended the stream before the final record")
 
 
 if __name__ == "__main__":

@@ -20,9 +20,16 @@ import h11
 
 from doors._refusal import DoorRefused, read_refusal
 from doors.client import DoorClient, connect_door
-from doors.shell._job_request import LIST_PATH, POLL_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
-from doors.shell._output import decode_chunk
-from doors.shell._request import APPLY_PATH, RUN_PATH
+from doors.shell._wire import (
+    APPLY_PATH,
+    LIST_PATH,
+    POLL_PATH,
+    RUN_PATH,
+    SIGNAL_PATH,
+    START_PATH,
+    WRITE_PATH,
+    decode_chunk,
+)
 
 RECEIVE_BYTES = 64 * 1024
 MAX_ERROR_BYTES = 64 * 1024

@@ -20,33 +20,25 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from doors._http import Request, Response, Route, json_response
+from doors._http import Limits, Request, Response, Route, json_response
 from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient, Dial
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
-from doors.shell._command import FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
-from doors.shell._env import command_env
+from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
+from doors.shell._env import command_env, command_proxy
 from doors.shell._fs_calls import FsDoorCalls
-from doors.shell._job_request import (
-    LIST_PATH,
-    POLL_PATH,
-    SIGNAL_PATH,
-    START_PATH,
-    WRITE_PATH,
-    parse_poll,
-    parse_signal,
-    parse_write,
-)
+from doors.shell._job_request import parse_poll, parse_signal, parse_write
 from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
 from doors.shell._output import Framer, Outcome
 from doors.shell._overlay import Applier, OverlayPlaces, check_overlay, no_overlay
 from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
-from doors.shell._request import APPLY_PATH, MAX_BODY_BYTES, MAX_STDIN_BYTES, RUN_PATH, RunRequest, parse_run
+from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RunRequest, parse_run
 from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 from doors.shell._stdio import open_stdio
+from doors.shell._wire import APPLY_PATH, LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract
@@ -54,11 +46,16 @@ if TYPE_CHECKING:
 
 NDJSON = "application/x-ndjson"
 DEFAULT_MAX_LIVE = 8
+# What a command may open for writing besides its scratch: /dev/tty reaches only its own controlling terminal.
+COMMAND_DEVICES = ("/dev/null", "/dev/tty")
 HELD_ROWS = frozenset({"workspace", "max_live", "overlay_mb"})
 # Connections to the fs door an apply writes through at once (its fsyncs overlap; fs's max_concurrent_uploads
 # is 8 per client role by default). Measured in docs/decisions/shell.md.
 APPLY_CONNECTIONS = 4
 Audit = Callable[[dict[str, Any]], None]
+# A frame is up to 1 MiB (a pipe's read): sent in one TLS write, not sixteen of 64 KiB, each a trip through
+# pyOpenSSL and trio (docs/decisions/bench.md, "Throughput"). Still one piece per connection held unsent.
+SHELL_LIMITS = Limits(send_piece_bytes=COALESCE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -87,7 +84,7 @@ class ShellConfig:
             raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
         model = dict(rows["model"]) if isinstance(rows.get("model"), dict) else None
         # In overlay mode the workspace's path is the overlay (the launcher mounted it): commands write there.
-        writable = (home, tmp, "/dev/null", *((str(workspace),) if mode == "overlay" else ()))
+        writable = (home, tmp, *COMMAND_DEVICES, *((str(workspace),) if mode == "overlay" else ()))
         return cls(workspace_fd, home, tmp, rows.get("proxy"), model, cgroups,
                    command_ruleset(writable), int(rows.get("max_live", DEFAULT_MAX_LIVE)),
                    OverlayPlaces.from_rows(rows))
@@ -196,7 +193,9 @@ class ShellDoor:
         try:
             self.audit({"door": "shell", "kind": "shell.run", "id": command_id, **run.audit_command(),
                         "cwd": run.cwd, "env_names": [name for name, _ in run.env], "timeout_ms": run.timeout_ms,
-                        "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or ""})
+                        "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or "",
+                        # the net door's events of its requests carry `command` = this id (a label it could change)
+                        "egress_command": command_id if self.config.proxy else None})
             return await self._start(command_id, run, cwd_fd)
         finally:
             os.close(cwd_fd)
@@ -220,7 +219,8 @@ class ShellDoor:
                           "command safely, so it runs none", "report this: the shell door must stay single-threaded")
         tmpdir, cgroup = self._prepare(command_id)
         stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
-        env = command_env(run.env, self.config.home, tmpdir, self.config.proxy, run.tty, self.config.model)
+        env = command_env(run.env, self.config.home, tmpdir, command_proxy(self.config.proxy, command_id), run.tty,
+                          self.config.model)
         launch = Launch(run.argv, env, cwd_fd, stdio.child, cgroup.procs_files, self.config.ruleset_fd, run.tty)
         try:
             pid, report = fork_command(launch)
@@ -351,4 +351,4 @@ async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig)
 
     await serve_door(replace(contract, rows=describe_rows(contract.rows)), status,
                      lambda runtime: door_of(runtime).routes(), held_rows=HELD_ROWS,
-                     background=background)
+                     background=background, limits=SHELL_LIMITS)

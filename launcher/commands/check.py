@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except CommandError as error:
         return fail(args, error)
     plan = build_plan(manifest, probe())
-    refused = _path_refusals(manifest) + _owner_refusals(manifest)
+    refused = _path_refusals(manifest) + _owner_refusals(manifest) + _seed_refusals(manifest)
     if args.json:
         print(json.dumps({"ok": True, "file": args.manifest, **plan.as_dict(), "refused_here": refused},
                          ensure_ascii=False, indent=2))
@@ -81,6 +81,24 @@ def _owner_refusals(manifest: Manifest) -> list[dict[str, str]]:
 
     try:
         owners_to_avoid(manifest)
+    except PreflightError as refusal:
+        return [{"pointer": str(refusal.row), "message": refusal.message, "hint": refusal.hint}]
+    return []
+
+
+def _seed_refusals(manifest: Manifest) -> list[dict[str, str]]:
+    """What `run` would refuse about app.home_seed here (launcher/lifecycle/home_seed.py), read as this user."""
+    from launcher.lifecycle.home_seed import read_home_seed
+    from launcher.lifecycle.preflight import PreflightError
+    from launcher.policy.home_seed import seed_budget
+    from launcher.policy.layout import PLAN_PATHS
+    from launcher.policy.scratch import scratch_of
+
+    scratch = scratch_of(manifest, "app", PLAN_PATHS)
+    if manifest.app.home_seed is None or scratch is None:
+        return []
+    try:
+        read_home_seed(manifest.app.home_seed, seed_budget(scratch.size_bytes, scratch.inodes))
     except PreflightError as refusal:
         return [{"pointer": str(refusal.row), "message": refusal.message, "hint": refusal.hint}]
     return []

@@ -29,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--audit-dir", metavar="DIR", default=None,
                         help=f"where session audit logs go (default {AUDIT_ROOT})")
     parser.add_argument("--json", action="store_true", help="print the session summary as JSON on stdout")
+    parser.add_argument("--via-daemon", action="store_true",
+                        help="ask sharness-launchd even as root (as any other user, its socket's presence is enough)")
     parser.set_defaults(func=run)
 
 
@@ -40,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     """The gate, then the act: nothing is created unless the gate lets the manifest through."""
     from launcher.commands import CommandError, expected_hash, fail, read_manifest
 
-    if os.geteuid() != 0:
+    if args.via_daemon or os.geteuid() != 0:
+        from launcher.commands.daemon_client import daemon_present
+
+        if args.via_daemon or daemon_present():
+            return _through_daemon(args)
         _err("the launcher must run as root (it creates users, namespaces and cgroups): use sudo; nothing was created")
         return EXIT_NOT_ROOT
     try:
@@ -61,6 +67,23 @@ def run(args: argparse.Namespace) -> int:
             _err(line)
         return EXIT_HASH_MISMATCH if refusal.gate == "hash" else EXIT_UNHELD
     return _act(args, manifest, facts, unheld_rows(plan.rows))
+
+
+def _through_daemon(args: argparse.Namespace) -> int:
+    """Not root (or --via-daemon): the same session, created by sharness-launchd within its policy."""
+    from launcher.commands import CommandError, expected_hash, fail, read_manifest
+    from launcher.commands.daemon_client import run_through_daemon
+
+    try:
+        manifest = read_manifest(args.manifest)
+        if args.expect_hash is None:
+            raise CommandError(EXIT_HASH_MISMATCH, "sharness-launchd runs only a manifest whose hash you pass",
+                               f"approve it, then pass --expect-hash {manifest.sha256} (`sharness-launch hash FILE`);"
+                               " nothing was created", error="no_hash")
+        want = expected_hash(args.expect_hash)
+    except CommandError as error:
+        return fail(args, error)
+    return run_through_daemon(manifest.canonical, want, best_effort=args.best_effort, summary_json=args.json)
 
 
 def _gate(args: argparse.Namespace, manifest: Manifest, want: str | None, plan: Plan) -> Refusal | None:
@@ -94,7 +117,8 @@ def _act(args: argparse.Namespace, manifest: Manifest, facts: KernelFacts, unhel
     from launcher.lifecycle.session import RunOptions, Session
 
     sweep.collect(wait=False)  # a session being created now: its sweep is the next start's
-    options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err, summary_on_stdout=args.json)
+    options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err, summary_on_stdout=args.json,
+                         on_journaled=getattr(args, "on_journaled", None))  # set by sharness-launchd's runner
     try:
         result = Session(manifest, facts, options).run()
     except PreflightError as refusal:

@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    """Delegate to the shell door's CLI (imported here, so other commands do not load the door client)."""
+    """Delegate to the shell door's CLI. `sharness-launch sh ...` reaches it before this parser is built
+    (launcher/cli.py: no command module is imported on that path); this is the same hand-over for a parsed argv."""
     from doors.shell.cli import main
 
     return main(list(args.argv))

@@ -29,6 +29,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from launcher.kernel import fuse_mount
 from launcher.kernel._sys import libc
 from launcher.kernel.mountinfo import mount_id_of
 from launcher.kernel.overlay import OverlayMount, mount_overlay
@@ -71,6 +72,14 @@ class ScratchMount:
     inodes: int
     uid: int
     gid: int
+
+
+@dataclass(frozen=True)
+class FuseAttach:
+    """The workspace's FUSE mount (launcher/kernel/fuse_mount.py), detached, to attach at `path` in the new root."""
+
+    path: str
+    mount_fd: int
 
 
 def tmpfs_options(scratch: ScratchMount) -> str:
@@ -231,6 +240,26 @@ def _mount_scratch(new_root: str, scratch: ScratchMount) -> None:
     os.rmdir(stage)
 
 
+def _mount_workspace(new_root: str, fuse: FuseAttach, handles: dict[str, int]) -> None:
+    """Attach the FUSE mount at its path (a directory made in the tmpfs, or the one a bind already shows, reached
+    with no symlink); Landlock then grants the mount's root, not what it covers."""
+    where = new_root + fuse.path
+    try:
+        os.makedirs(where, mode=0o755, exist_ok=True)
+        target = libc.openat2(libc.AT_FDCWD, where, os.O_PATH | os.O_DIRECTORY,
+                              libc.RESOLVE_NO_SYMLINKS | libc.RESOLVE_NO_MAGICLINKS)
+    except OSError as exc:
+        raise MountError(f"no mount point for the workspace {fuse.path}: {os.strerror(exc.errno or 0)}") from exc
+    try:
+        fuse_mount.attach(fuse.mount_fd, target)
+    finally:
+        os.close(target)
+    covered = handles.pop(fuse.path, None)
+    if covered is not None:
+        os.close(covered)
+    handles[fuse.path] = os.open(where, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
 # A devpts of its own: its ptys are not the host's, and any uid in the namespace may open ptmx.
 DEVPTS_OPTIONS = "newinstance,ptmxmode=0666,mode=0620"
 
@@ -244,11 +273,12 @@ def _mount_devpts(new_root: str) -> None:
 
 def enter_private_root(
     keep: tuple[Bind, ...], proc_options: str | None = PROC_OPTIONS, scratch: ScratchMount | None = None,
-    devpts: bool = False, overlay: OverlayMount | None = None,
+    devpts: bool = False, workspace: FuseAttach | None = None, overlay: OverlayMount | None = None,
 ) -> dict[str, int]:
     """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc), and
-    `scratch`'s tmpfs on its dirs, and with `devpts` a devpts instance of its own at /dev/pts, and with
-    `overlay` the shell's overlay over the workspace's (kept, read-only) bind (kernel/overlay.py).
+    `scratch`'s tmpfs on its dirs, with `devpts` a devpts instance of its own at /dev/pts, with `workspace`
+    the fs door's FUSE mount at the workspace path, and with `overlay` the shell's overlay over the workspace's
+    (kept, read-only) bind (kernel/overlay.py).
 
     The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
     Returns the O_PATH fd each kept path was bound from, by path, for Landlock's rules; the caller closes them.
@@ -267,14 +297,16 @@ def enter_private_root(
             handles[path] = os.open(NEW_ROOT + path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     if overlay is not None:
         # Landlock must grant the overlay's root, not the workspace it covers (its lower layer).
-        workspace = os.path.normpath(overlay.workspace)
-        lower = handles.pop(workspace)
+        merged_at = os.path.normpath(overlay.workspace)
+        lower = handles.pop(merged_at)
         try:
-            handles[workspace] = mount_overlay(NEW_ROOT, overlay, lower, SCRATCH_FLAGS)
+            handles[merged_at] = mount_overlay(NEW_ROOT, overlay, lower, SCRATCH_FLAGS)
         finally:
             os.close(lower)
     if devpts:
         _mount_devpts(NEW_ROOT)
+    if workspace is not None:
+        _mount_workspace(NEW_ROOT, workspace, handles)
     _root_symlinks(NEW_ROOT)
     os.makedirs(NEW_ROOT + PROC, mode=0o555, exist_ok=True)
     libc.mount("proc", NEW_ROOT + PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_options)

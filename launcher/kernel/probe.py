@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import errno
+import importlib.util
 import os
 
-from launcher.kernel import cgroups
+from launcher.kernel import cgroups, fuse_mount
 from launcher.kernel._sys import libc, libseccomp
 from launcher.kernel.probe_facts import KernelFacts
 
@@ -33,6 +34,19 @@ def seccomp_filter_available() -> bool:
     return True
 
 
+FUSE_BINDING = "pyfuse3"  # what the fs door serves the mount with (the `mount` extra of pyproject.toml)
+
+
+def fuse_missing() -> str | None:
+    """Why the workspace cannot be mounted here: no FUSE device, or the fs door's binding is not installed."""
+    device = fuse_mount.fuse_available()
+    if device is not None:
+        return device
+    if importlib.util.find_spec(FUSE_BINDING) is None:
+        return f"{FUSE_BINDING} is not installed for this Python (make installs it, with libfuse3-dev)"
+    return None
+
+
 def probe_kernel() -> KernelFacts:
     """Read the kernel's facts; no side effect beyond a closed probe fd."""
     places = cgroups.controller_places()
@@ -45,4 +59,5 @@ def probe_kernel() -> KernelFacts:
         cgroup_memory=memory.version if memory else None,
         cgroup_pids=pids.version if pids else None,
         is_root=os.geteuid() == 0,
+        fuse_missing=fuse_missing(),
     )

@@ -20,6 +20,13 @@ class KernelFacts:
     cgroup_memory: str | None  # "v2", "v1" or None: where a memory limit can be set
     cgroup_pids: str | None  # "v2", "v1" or None
     is_root: bool
+    # Why the workspace can be no FUSE mount here (no /dev/fuse, no pyfuse3 for the fs door), or None when it can.
+    fuse_missing: str | None = None
+
+    @property
+    def fuse(self) -> bool:
+        """The launcher can mount the workspace with FUSE, and the fs door can serve it."""
+        return self.fuse_missing is None
 
     @property
     def landlock_fs(self) -> bool:

@@ -144,14 +144,21 @@ FS_DOOR_EXTRA = (
     "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
     "utime", "utimes", "futimesat", "utimensat",
 )
+# Of these, the calls denied only when they name a path (argument index of the path): futimens(fd), which is
+# utimensat(fd, NULL, ...), stays allowed, so the fs door can set the times of a file it opened in the workspace
+# (the mount's touch); utimensat with a path, even "" with AT_EMPTY_PATH, is refused.
+BY_PATH_ONLY = {"utimensat": 1}
 
 
 def deny_rules(deny_inet: bool, allow_udp: bool = False, extra: tuple[str, ...] = (),
                deny_listen: bool = False) -> tuple[Rule, ...]:
     """Every rule of the filter (pure): the deny list, namespace-making clone, clone3, sockets, Fast Open,
     `extra`, and listen() when `deny_listen`."""
-    outright = (*DENIED_SYSCALLS, *extra, *(("listen",) if deny_listen and "listen" not in extra else ()))
+    by_path = [name for name in extra if name in BY_PATH_ONLY]
+    outright = (*DENIED_SYSCALLS, *(name for name in extra if name not in BY_PATH_ONLY),
+                *(("listen",) if deny_listen and "listen" not in extra else ()))
     rules = [Rule(name, errno.EPERM) for name in outright]
+    rules += [Rule(name, errno.EPERM, ((BY_PATH_ONLY[name], scmp.CMP_NE, 0, 0),)) for name in by_path]
     rules += [Rule("clone", errno.EPERM, ((0, scmp.CMP_MASKED_EQ, f, f),)) for f in _NS_FLAGS.values()]
     # clone3 passes its flags in memory seccomp cannot read: ENOSYS makes libc fall back to clone().
     rules.append(Rule("clone3", errno.ENOSYS))

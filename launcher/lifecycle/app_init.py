@@ -44,7 +44,7 @@ def init_spec(app: ConfinementSpec, launcher_pidfd: int, report_fd: int,
     return replace(
         app, groups=(), cgroup=None, landlock=nothing, seccomp_deny_inet=True, seccomp_allow_udp=False,
         seccomp_extra=(), keep_fds=(report_fd,), env={}, cwd="/", mount_keep=tuple(Bind(path) for path in execs),
-        scratch=None, parent_pid=None, parent_pidfd=launcher_pidfd,
+        scratch=None, parent_pid=None, parent_pidfd=launcher_pidfd, workspace_mount=None,
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
-from launcher.kernel.mountns import Bind, ScratchMount
+from launcher.kernel.mountns import Bind, FuseAttach, ScratchMount
 from launcher.kernel.overlay import OverlayMount
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle.create import Resources
@@ -35,21 +35,24 @@ def landlock_rules(allowance: Allowance) -> LandlockRules:
     )
 
 
-def private_root_binds(confinement: Confinement, pins: Pins) -> tuple[Bind, ...]:
-    """Its private root's paths: writable where Landlock grants writing, pinned where the manifest names them."""
+def private_root_binds(confinement: Confinement, pins: Pins, mounted: str | None = None) -> tuple[Bind, ...]:
+    """Its private root's paths: writable where Landlock grants writing, pinned where the manifest names them;
+    never `mounted` (the workspace the fs door's FUSE mount shows: the host's directory is not bound there)."""
     writable = set(confinement.allowance.write)
     if confinement.overlay is not None:  # the workspace's bind is the overlay's lower layer: read-only
         writable.discard(confinement.overlay.workspace)
     # The scratch dirs are mount points inside the private dir's bind: their tmpfs covers them, nothing of the
-    # host's is bound there.
-    scratch = set(confinement.scratch.dirs) if confinement.scratch is not None else set()
+    # host's is bound there; the same for the workspace's FUSE mount.
+    covered = set(confinement.scratch.dirs) if confinement.scratch is not None else set()
+    if mounted is not None:
+        covered.add(mounted)
     return tuple(Bind(path, path in writable, pins.get(path)) for path in dict.fromkeys(confinement.mount_keep)
-                 if path not in scratch)
+                 if path not in covered)
 
 
 def spec_of(
     confinement: Confinement, resources: Resources, landlock_abi: int, env: dict[str, str], keep_fds: tuple[int, ...],
-    pins: Pins,
+    pins: Pins, workspace_mount: FuseAttach | None = None,
 ) -> ConfinementSpec:
     """Everything the kernel steps of launcher/kernel/confine.py need to confine `confinement.role` this session."""
     role, allowance = confinement.role, confinement.allowance
@@ -72,9 +75,11 @@ def spec_of(
         cwd=confinement.cwd,
         parent_pid=os.getpid(),
         seccomp_extra=FS_DOOR_EXTRA if confinement.owner_fenced else (),
-        mount_keep=(*private_root_binds(confinement, pins), *(Bind(path, True) for path in delegated)),
+        mount_keep=(*private_root_binds(confinement, pins, workspace_mount.path if workspace_mount else None),
+                    *(Bind(path, True) for path in delegated)),
         scratch=scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
         devpts=DEVPTS in allowance.write,  # its own devpts (the shell's ttys), mounted in its private root
+        workspace_mount=workspace_mount,
         overlay=overlay_mount(confinement.overlay, resources, role),
     )
 

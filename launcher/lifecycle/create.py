@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 from dataclasses import dataclass, field
 
 from launcher.kernel import cgroups, netns, users
@@ -13,6 +14,7 @@ from launcher.lifecycle.preflight import WorkspaceOwner
 from launcher.manifest import Manifest
 from launcher.policy.layout import (
     APP_BUNDLE,
+    APP_EGRESS_BUNDLE,
     APP_SVID,
     LOOPBACK_ONLY,
     MODEL_HOST,
@@ -24,7 +26,7 @@ from launcher.policy.layout import (
 )
 from launcher.policy.overlay import overlay_of
 from launcher.policy.scratch import scratch_of
-from pki.ca import FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
+from pki.ca import EgressDelivery, FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
 
 
 @dataclass
@@ -37,6 +39,7 @@ class Resources:
     netns_fds: dict[str, int] = field(default_factory=dict)
     cgroups: dict[str, cgroups.CgroupHandle] = field(default_factory=dict)
     svid_memfds: dict[str, int] = field(default_factory=dict)
+    egress_memfd: int | None = None  # the net door's egress leaves (keys and certificates), when hosts are bound
     listeners: dict[str, socket.socket] = field(default_factory=dict)
     proxy_listeners: dict[str, socket.socket] = field(default_factory=dict)
     model_listeners: dict[str, socket.socket] = field(default_factory=dict)  # client role → inside its netns
@@ -46,6 +49,9 @@ class Resources:
         """Once the doors hold their listeners and key memfds, the launcher lets go of its copies."""
         for fd in self.svid_memfds.values():
             os.close(fd)
+        if self.egress_memfd is not None:
+            os.close(self.egress_memfd)
+            self.egress_memfd = None
         for sock in (*self.listeners.values(), *self.proxy_listeners.values(), *self.model_listeners.values()):
             sock.close()
         self.svid_memfds.clear()
@@ -79,6 +85,17 @@ def remove_empty_roots(sessions_root: str, run_root: str) -> None:
 
 
 Dir = tuple[str, int, int, int]  # path, mode, uid, gid
+
+
+def system_store() -> bytes:
+    """This machine's trust anchors (OpenSSL's default CA file), ending in a newline; empty when it has none."""
+    paths = ssl.get_default_verify_paths()
+    for path in (paths.cafile, paths.openssl_cafile):
+        if path and os.path.isfile(path):
+            with open(path, "rb") as store:
+                content = store.read()
+            return content if content.endswith(b"\n") or not content else content + b"\n"
+    return b""
 
 
 def _mkdirs(journal: Journal, dirs: list[Dir]) -> None:
@@ -187,13 +204,23 @@ class SessionBuilder:
         app_ids = self.resources.uids["app"], self.resources.gids["app"]
         self.journal.record("svid", f"{app_dir}/{APP_SVID}")  # removed first at teardown, before any tree
         deliveries["app"] = FileDelivery(f"{app_dir}/{APP_SVID}", *app_ids)
+        egress_to = None
+        if self.manifest.bound_hosts:  # the net door terminates their TLS: its leaves come from the CA child too
+            self.resources.egress_memfd = new_svid_memfd("egress")
+            egress_to = EgressDelivery(self.manifest.bound_hosts, self.resources.egress_memfd)
         session = self.manifest.session
-        minted = mint_session(session.trust_domain, self.layout.sid, self.manifest.roles, session.ttl_s, deliveries)
+        minted = mint_session(session.trust_domain, self.layout.sid, self.manifest.roles, session.ttl_s, deliveries,
+                              egress_to)
         self.resources.minted = minted
-        bundle_path = f"{app_dir}/{APP_BUNDLE}"
-        fd = os.open(bundle_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        self._give_app(f"{app_dir}/{APP_BUNDLE}", minted.bundle_pem)
+        if minted.egress_ca_pem is not None:
+            self._give_app(f"{app_dir}/{APP_EGRESS_BUNDLE}", system_store() + minted.egress_ca_pem)
+
+    def _give_app(self, path: str, content: bytes) -> None:
+        """A public file (0444) the app owns in its private directory: a trust bundle."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
         try:
-            os.write(fd, minted.bundle_pem)
+            os.write(fd, content)
             os.fchown(fd, self.resources.uids["app"], self.resources.gids["app"])
         finally:
             os.close(fd)

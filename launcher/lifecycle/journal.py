@@ -322,7 +322,9 @@ class Journal:
             for leftover in (self.path, self.path + ".tmp"):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(leftover)
-            os.rmdir(self.directory)
+            # A sweep starting now may find this dir without its journal and remove it first (_collect_ownerless).
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(self.directory)
             _fsync_dir(os.path.dirname(self.directory))
             return
         lines = [encode_entry("launcher", owner)] if owner else []

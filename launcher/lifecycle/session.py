@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 import doors.serve
 from doors import SecretFingerprint
 from launcher.kernel.confine import ConfinementSpec
+from launcher.kernel.fuse_mount import WorkspaceMount, make_workspace_mount
+from launcher.kernel.mountns import FuseAttach
 from launcher.kernel.probe_facts import KernelFacts
 from launcher.lifecycle import audit as audit_mod
 from launcher.lifecycle import audit_keys
 from launcher.lifecycle.app_stdio import AppStdio
 from launcher.lifecycle.component_spec import spec_of
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
+from launcher.lifecycle.home_seed import read_home_seed, write_home_seed
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.model_spend import ModelSpend
 from launcher.lifecycle.path_owners import owners_to_avoid
@@ -37,7 +40,9 @@ from launcher.policy.confine_plan import python_paths
 from launcher.policy.confinement import confinement_of
 from launcher.policy.contracts import door_contract, door_fds, secret_names
 from launcher.policy.environment import app_env, door_env
+from launcher.policy.home_seed import HomeSeed, seed_budget
 from launcher.policy.layout import SessionLayout
+from launcher.policy.scratch import scratch_of
 from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
 
@@ -58,6 +63,8 @@ class RunOptions:
     summary_on_stdout: bool = False
     app_env_extra: Callable[[SessionInfo], dict[str, str]] | None = None
     progress: Callable[[str], None] | None = None
+    # Told the sid once the session's journal exists (sharness-launchd: who owns which session).
+    on_journaled: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,9 @@ class Session:
         self._pins: Pins = {}  # what each path the manifest names resolved to before anything was created
         self._secret_fds = SecretSources()  # the keys door's sources, opened as root, never read here
         self._kept_secrets: SecretFingerprint | None = None  # the keys door's fingerprint of them (no value)
+        self._home_seed = HomeSeed()  # app.home_seed as read before anything was created
+        # The workspace's FUSE mount (app.workspace "mount"): its device goes to the fs door, its mount to the app.
+        self._workspace_mount: WorkspaceMount | None = None
         model_rows = manifest.door_rows("model")
         self._model_spend = ModelSpend(int(model_rows["budget_microusd"])) if model_rows else None
 
@@ -152,6 +162,7 @@ class Session:
         if scan is not None and not scan.complete:
             self._progress(f"app.files.read holds more than {SOCKET_SCAN_LIMIT} entries: sockets past them were not "
                            "checked (a world-writable socket there would be reachable)")
+        self._read_home_seed()
         if "keys" in self.manifest.roles:
             self._secret_fds = open_secret_sources(self.manifest.door_rows("keys").get("secrets", {}))
         # Everything is imported by now: keep the collector off these objects, so forked doors share their
@@ -159,6 +170,8 @@ class Session:
         gc.freeze()
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
+        if self.options.on_journaled is not None:
+            self.options.on_journaled(self.layout.sid)
         result = SessionResult(sid=self.layout.sid, exit_code=EXIT_FAIL_CLOSED, reason="")
         resources: Resources | None = None
         supervisor: Supervisor | None = None
@@ -179,6 +192,8 @@ class Session:
                 self._finish(result, ending, supervisor, resources, journal)
             finally:
                 self._close_secret_fds()
+                if self._workspace_mount is not None:
+                    self._workspace_mount.close()
                 if self._stdio is not None:  # after teardown: the app's last output, then the person's terminal back
                     self._stdio.close(frozenset({1, 2}) if self.options.summary_on_stdout else frozenset({2}))
         return result
@@ -216,10 +231,17 @@ class Session:
     def _spawn_doors(self, doors: tuple[str, ...], resources: Resources, supervisor: Supervisor,
                      journal: Journal) -> Ending | None:
         for door in doors:
+            self._progress(f"session {self.layout.sid}: starting the {door} door")
             spawned = self._spawn_door(door, resources)
             journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
             supervisor.watch(spawned)
         return supervisor.wait_ready(doors, self.options.ready_timeout_s)
+
+    def _read_home_seed(self) -> None:
+        scratch = scratch_of(self.manifest, "app", self.layout)
+        if self.manifest.app.home_seed is not None and scratch is not None:
+            budget = seed_budget(scratch.size_bytes, scratch.inodes)
+            self._home_seed = read_home_seed(self.manifest.app.home_seed, budget)
 
     def _close_secret_fds(self) -> None:
         self._secret_fds.close()
@@ -297,27 +319,46 @@ class Session:
             self._exec_witness = None
 
     # -- spawning --
-    def spec(self, role: str, resources: Resources, env: dict[str, str], keep_fds: tuple[int, ...]) -> ConfinementSpec:
+    def spec(self, role: str, resources: Resources, env: dict[str, str], keep_fds: tuple[int, ...],
+             workspace_mount: FuseAttach | None = None) -> ConfinementSpec:
         """What the kernel is given for `role`: its confinement (policy) plus the session's ids, netns and cgroup."""
         resolv_conf = os.path.realpath("/etc/resolv.conf")
         confinement = confinement_of(self.manifest, role, self.layout, python_paths(), resolv_conf)
-        return spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds, self._pins)
+        return spec_of(confinement, resources, self.facts.landlock_abi, env, keep_fds, self._pins, workspace_mount)
+
+    def _mount_for_fs(self, door: str, resources: Resources) -> WorkspaceMount | None:
+        """The workspace's FUSE mount, made as the fs door is spawned (app.workspace "mount", where FUSE is)."""
+        if door != "fs" or not self.manifest.app.mounts_workspace or not self.facts.fuse:
+            return None
+        self._workspace_mount = make_workspace_mount(resources.uids["fs"], resources.gids["fs"])
+        return self._workspace_mount
 
     def _spawn_door(self, door: str, resources: Resources) -> Spawned:
         assert resources.minted is not None
+        mount = self._mount_for_fs(door, resources)
         fds = door_fds(door, resources.proxy_listeners, secret_names(self.manifest), resources.model_listeners,
-                       sealed=self._secret_fds.machine_key is not None)
+                       sealed=self._secret_fds.machine_key is not None, mount=mount is not None,
+                       egress=resources.egress_memfd is not None)
         handles = {fds.svid: resources.svid_memfds[door], fds.door: resources.listeners[door].fileno()}
+        if fds.mount is not None and mount is not None:
+            handles[fds.mount] = mount.device_fd
+        if fds.egress is not None and resources.egress_memfd is not None:
+            handles[fds.egress] = resources.egress_memfd
         handles.update({fd: resources.proxy_listeners[client].fileno() for client, fd in fds.proxies.items()})
         handles.update({fd: resources.model_listeners[client].fileno() for client, fd in fds.models.items()})
         handles.update({fd: self._secret_fds.fds[name] for name, fd in fds.secrets.items()})
         if fds.machine_key is not None and self._secret_fds.machine_key is not None:
             handles[fds.machine_key] = self._secret_fds.machine_key
         kept = self._kept_secrets.to_json() if self._kept_secrets is not None else None
+        owner = (resources.uids["app"], resources.gids["app"]) if mount is not None else None
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
-                                 resources.minted.not_after, kept)
+                                 resources.minted.not_after, kept, owner)
         spec = self.spec(door, resources, door_env(), fds.keep)
-        return spawn_door(door, spec, handles, lambda: doors.serve.serve(contract))
+        try:
+            return spawn_door(door, spec, handles, lambda: doors.serve.serve(contract))
+        finally:
+            if mount is not None:  # the door holds the device now: its death must end the FUSE connection
+                mount.close_device()
 
     def _app_env(self, info: SessionInfo) -> dict[str, str]:
         env = app_env(self.manifest, self.layout, sys.prefix)
@@ -330,21 +371,28 @@ class Session:
         # app's own exit codes from its confinement's, whatever code the app picks.
         self._exec_witness, witness = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         try:
-            spec = self.spec("app", resources, self._app_env(info), (0, 1, 2, witness))
+            mount = self._workspace_mount
+            attach = FuseAttach(self.manifest.workspace, mount.mount_fd) if mount is not None else None
+            spec = self.spec("app", resources, self._app_env(info), (0, 1, 2, witness), attach)
             stdio = self.options.app_stdio
             if stdio is None:
                 self._stdio = AppStdio.open()
                 stdio = self._stdio.app_stdio()
             relay_setup = self._stdio.child_setup if self._stdio is not None else None
+            seed, home = self._home_seed, self.layout.home_dir("app")
 
             def at_execve() -> None:
                 if relay_setup is not None:
                     relay_setup()
+                if seed.entries:  # as the app's user, confined: the copy is its own, in its scratch
+                    write_home_seed(seed, home)
                 os.write(witness, b"x")
 
             spawned = spawn_app(self.manifest.app.argv, spec, dict(stdio), at_execve)
         finally:
             os.close(witness)
+            if self._workspace_mount is not None:  # attached in the app's mount namespace, or never
+                self._workspace_mount.close_mount()
         if self._stdio is not None:
             self._stdio.app_started()
         return spawned

@@ -85,6 +85,12 @@ def spawn_door(
             _child_fail(role, EXIT_CONFINEMENT_FAILED, f"confinement failed: {exc!r}", False)
         try:
             run()
+        except SystemExit as exc:
+            # A door's run_reporting has sent its reason as `fatal` on the status fd; repeating
+            # "SystemExit: 1" here would only hide it.
+            if isinstance(exc.code, int) or exc.code is None:
+                os._exit(EXIT_DOOR_CRASHED if exc.code else 0)
+            _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {exc.code}", False)
         except BaseException as exc:
             _child_fail(role, EXIT_DOOR_CRASHED, f"door crashed: {type(exc).__name__}: {exc}", False)
         os._exit(0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from launcher.manifest import _rules
+from launcher.manifest._checks_inject import check_inject
 from launcher.manifest._errors import ManifestError, child
 from launcher.manifest._model import (
     SHELL_APPLY_EDGE,
@@ -17,7 +18,7 @@ from launcher.manifest._model import (
     scratch_limits_of,
     started_roles,
 )
-from pki.vocabulary import SEALED_PREFIX, valid_secret_name
+from pki.vocabulary import SEALED_PREFIX, internal_range_problem, valid_secret_name
 
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
 _ABS_HINT = "write an absolute, normalised path: no '.', '..', '//', trailing '/' or control characters"
@@ -31,10 +32,14 @@ def check_document(doc: dict[str, Any]) -> None:
     _check_workspace(doc["workspace"])
     _check_app(doc["app"])
     doors = doc.get("doors", {})
+    if doc["app"].get("workspace") == "mount" and "fs" not in doors:
+        raise ManifestError("/app/workspace", "the workspace mount is served by the fs door, which this manifest "
+                            "does not start", 'add "doors": {"fs": {...}}, or remove app.workspace')
     if "fs" in doors:
         _check_fs(doc, doors["fs"])
     if "net" in doors:
         _check_net(doc, doors["net"])
+        check_inject(doc, doors["net"])
     if "keys" in doors:
         _check_keys(doc, doors["keys"])
     if "model" in doors:
@@ -119,6 +124,31 @@ def _check_app(app: dict[str, Any]) -> None:
     if "/" in argv0:  # a bare name is looked up by the launcher on its fixed PATH
         _refuse_abs("/app/argv/0", argv0)
     _check_scratch("/app/process", app["process"])
+    _check_env(app.get("env", {}))
+    if "home_seed" in app:
+        _refuse_reserved("/app/home_seed", app["home_seed"])
+
+
+def _check_env(env: dict[str, str]) -> None:
+    """app.env holds settings, never a secret, and never a variable the launcher sets itself."""
+    from launcher.policy.audit_guard import secret_key_rule
+    from launcher.policy.environment import launcher_sets  # here: it imports this package's model
+    from pki.secret_shapes import secret_shape
+
+    for name, value in env.items():
+        ptr = child("/app/env", name)
+        if launcher_sets(name):
+            raise ManifestError(ptr, f"the launcher sets {name} itself (the app's HOME, scratch, identity, doors "
+                                "and their proxy and model variables)", f"remove {name} from app.env")
+        if secret_key_rule(name) is not None:
+            raise ManifestError(ptr, f"{name} is named like a secret, and app.env is not for secrets: the app "
+                                "could send it anywhere it reaches", "remove it from app.env; a provider key goes "
+                                "in doors.keys.secrets, used by the model or net door, never given to the app")
+        rule = secret_shape(value)
+        if rule is not None:
+            raise ManifestError(ptr, f"the value of {name} looks like a secret ({rule}), and app.env is not for "
+                                "secrets", "remove it from app.env; a provider key goes in doors.keys.secrets, "
+                                "used by the model or net door, never given to the app")
 
 
 def _check_scratch(ptr: str, process: dict[str, Any]) -> None:
@@ -191,6 +221,58 @@ def _check_net(doc: dict[str, Any], net: dict[str, Any]) -> None:
                                     f"add {role!r} to doors.net.allow_ip_literals or name the host")
     for index, role in enumerate(net.get("allow_ip_literals", [])):
         _require_started(started, role, f"/doors/net/allow_ip_literals/{index}")
+    for role, entries in net.get("internal", {}).items():
+        _check_internal(child("/doors/net/internal", role), net.get("allow", {}).get(role, []), role, entries)
+    if "upstream_proxy" in net:
+        _check_upstream_proxy(doc, net["upstream_proxy"])
+
+
+def _check_internal(ptr: str, allowed: list[str], role: str, entries: dict[str, list[str]]) -> None:
+    """Each internal row names one host of the role's allow list, and ranges that never reach this host."""
+    for entry, ranges in entries.items():
+        where = child(ptr, entry)
+        if entry not in allowed:
+            raise ManifestError(where, f"{entry!r} is not in doors.net.allow.{role}",
+                                f"add {entry!r} to doors.net.allow.{role}, or drop this row")
+        host = entry.removeprefix(_rules.RAW_TCP_PREFIX).rpartition(":")[0]
+        if host.startswith("*.") or _rules.ip_literal(host) is not None:
+            raise ManifestError(where, f"{entry!r} is a wildcard or an IP literal: an internal row names one host",
+                                "name the host, e.g. \"pypi.corp.example:443\": [\"10.20.0.0/16\"]")
+        for index, text in enumerate(ranges):
+            problem = internal_range_problem(text)
+            if problem:
+                raise ManifestError(child(where, index), problem,
+                                    "name the private range the host lives in, e.g. 10.20.0.0/16")
+
+
+def _check_upstream_proxy(doc: dict[str, Any], proxy: dict[str, Any]) -> None:
+    ptr = "/doors/net/upstream_proxy"
+    problem, _ = _rules.allow_entry_problem(proxy["address"])
+    if problem is None and proxy["address"].startswith(("*.", _rules.RAW_TCP_PREFIX)):
+        problem = "is a pattern, not one host:port"
+    if problem:
+        raise ManifestError(f"{ptr}/address", f"{proxy['address']!r}: {problem}",
+                            "write the proxy's host:port, e.g. 'proxy.corp.example:3128'")
+    host = proxy["address"].rpartition(":")[0]
+    literal = _rules.ip_literal(host)
+    if literal is not None and internal_range_problem(literal.strip("[]")) is not None:
+        raise ManifestError(f"{ptr}/address", f"the proxy's address {literal} is "
+                            f"{internal_range_problem(literal.strip('[]'))}", "name the proxy's own address")
+    if "secret" in proxy:
+        _check_proxy_secret(doc, f"{ptr}/secret", proxy["secret"], host.strip("[]"))
+
+
+def _check_proxy_secret(doc: dict[str, Any], ptr: str, name: str, host: str) -> None:
+    secret = doc.get("doors", {}).get("keys", {}).get("secrets", {}).get(name)
+    if secret is None:
+        raise ManifestError(ptr, f"no secret {name!r} in doors.keys.secrets",
+                            "add it under doors.keys.secrets (the net door fetches the proxy's credential from keys)")
+    if "net" not in secret["roles"]:
+        raise ManifestError(ptr, f"secret {name!r} is not given to role 'net'",
+                            f"add \"net\" to doors.keys.secrets.{name}.roles")
+    if host not in secret["hosts"]:
+        raise ManifestError(ptr, f"secret {name!r} is not bound to the proxy's host {host!r}",
+                            f"add {host!r} to doors.keys.secrets.{name}.hosts")
 
 
 def _require_started(started: tuple[str, ...], role: str, ptr: str) -> None:
@@ -205,6 +287,7 @@ def _check_keys(doc: dict[str, Any], keys: dict[str, Any]) -> None:
     edges = effective_edges(doc)
     shell_files = doc.get("doors", {}).get("shell", {}).get("files", {})
     readers = [*doc["app"].get("files", {}).get("read", []), *doc["app"].get("files", {}).get("exec", []),
+               *([doc["app"]["home_seed"]] if "home_seed" in doc["app"] else []),
                *shell_files.get("read", []), *shell_files.get("exec", [])]
     for name, secret in keys.get("secrets", {}).items():
         ptr = child("/doors/keys/secrets", name)
@@ -237,10 +320,12 @@ def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
     if "ca_bundle" in model:
         _refuse_abs("/doors/model/ca_bundle", model["ca_bundle"])
     for index, entry in enumerate(model.get("internal_ranges", [])):
-        problem = _rules.internal_range_problem(entry)
+        problem = internal_range_problem(entry)
         if problem:
             raise ManifestError(f"/doors/model/internal_ranges/{index}", problem,
                                 "name a private range such as 10.20.0.0/16 (never loopback or link-local)")
+    if "twin_script" in model:
+        _check_twin_script(model)
     if model["upstream"] == "twin":
         return  # the built-in twin needs no key and reaches nothing
     host, _, port = model["upstream"][len("https://"):].partition(":")
@@ -261,6 +346,20 @@ def _check_model(doc: dict[str, Any], model: dict[str, Any]) -> None:
     if host not in secret["hosts"]:
         raise ManifestError("/doors/model/secret", f"secret {model['secret']!r} is not bound to {host!r}",
                             f"add {host!r} to doors.keys.secrets.{model['secret']}.hosts")
+
+
+def _check_twin_script(model: dict[str, Any]) -> None:
+    from doors.model.twin import TwinScript, TwinScriptError  # the twin's own check: one reader of its format
+
+    ptr = "/doors/model/twin_script"
+    if model["upstream"] != "twin":
+        raise ManifestError(ptr, "a twin script with an upstream that is not the twin",
+                            "set doors.model.upstream to \"twin\" or drop twin_script")
+    try:
+        TwinScript.parse(model["twin_script"])
+    except TwinScriptError as exc:
+        where, _, why = str(exc).partition(": ")
+        raise ManifestError(ptr + where, why or str(exc), "see doors/model/twin/README.md (The script)") from exc
 
 
 def _check_edges(doc: dict[str, Any]) -> None:

@@ -41,6 +41,13 @@ class App:
     max_pids: int
     scratch_mb: int
     scratch_inodes: int
+    env: tuple[tuple[str, str], ...] = ()  # app.env, in the manifest's order
+    home_seed: str | None = None  # app.home_seed: the directory copied into its HOME at start
+    workspace: str = "api"  # "mount": the fs door's FUSE mount at the workspace path (launcher/kernel/fuse_mount.py)
+
+    @property
+    def mounts_workspace(self) -> bool:
+        return self.workspace == "mount"
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,6 +82,14 @@ class Manifest:
             return self.app.scratch_mb, self.app.scratch_inodes
         process = self.door_rows(role).get("process") or {}
         return scratch_limits_of(process, self.process_limits(role)[0])
+
+    @property
+    def bound_hosts(self) -> tuple[str, ...]:
+        """The hosts with a bound credential (doors.net.inject), sorted: what the egress CA is minted for."""
+        if "net" not in self.roles:
+            return ()
+        inject = self.document.get("doors", {}).get("net", {}).get("inject", [])
+        return tuple(sorted({str(row["host"]).rpartition(":")[0] for row in inject}))
 
     def overlay_limits(self) -> tuple[int, int] | None:
         """(overlay_mb, inodes) of the shell's overlay upper layer; None unless doors.shell.workspace is "overlay"."""
@@ -140,6 +155,9 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
             max_pids=app["process"]["max_pids"],
             scratch_mb=scratch_mb,
             scratch_inodes=scratch_inodes,
+            env=tuple(app.get("env", {}).items()),
+            home_seed=app.get("home_seed"),
+            workspace=app.get("workspace", "api"),
         ),
         roles=started_roles(document),
         edges=effective_edges(document),

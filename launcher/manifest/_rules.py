@@ -147,19 +147,3 @@ def allow_entry_problem(entry: str) -> tuple[str | None, bool]:
             return f"wildcard {host!r} would match a whole top-level domain", False
         return hostname_problem(suffix), False
     return hostname_problem(host), False
-
-
-# Never an upstream's address, whatever a manifest's doors.model.internal_ranges says (the door checks again).
-_NEVER_INTERNAL = tuple(ipaddress.ip_network(net) for net in
-                        ("0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "::/128", "::1/128", "fe80::/10"))
-
-
-def internal_range_problem(entry: str) -> str | None:
-    """Why `entry` cannot be a model upstream's internal range (a CIDR network, no host bits), or None."""
-    try:
-        network = ipaddress.ip_network(entry)
-    except ValueError as exc:
-        return f"{entry!r} is not a network: {exc}"
-    if any(network.version == never.version and network.overlaps(never) for never in _NEVER_INTERNAL):
-        return f"{entry} reaches loopback, link-local or unspecified addresses"
-    return None

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pki.secret_shapes import SECRET_VALUE
+
 RESERVED_KEYS = frozenset({"seq", "ts", "prev"})
 KEPT_RULE = "kept"  # an exact value the session keeps (the keys door's secrets, the launcher's literals)
 NAMED_RULE = "named"  # the value of a field named like a secret
@@ -41,33 +43,6 @@ _SECRET_PAIRS = frozenset({
 })
 _METADATA = frozenset({"name", "names", "id", "ids", "ref", "fingerprint", "len", "length", "bytes", "count",
                        "kind", "type", "host", "hosts", "role", "roles", "path", "label", "source"})
-# A token starts where no letter or digit comes before it: `backup_ghp_…` and `x-sk-ant-…` are found, while
-# `risk-assessment-…` is not an OpenAI key. (`\b` would miss the first two: `_` is a word character.)
-_START = "(?<![A-Za-z0-9])"
-# rule → what is replaced. The rule is what a placeholder names: a PEM private key, an Anthropic, OpenAI or
-# Google API key, an AWS access key id, a GitHub, Slack or Stripe live token, a JSON web token, a bearer
-# credential, a password in a URL.
-_SECRET_VALUES = {
-    # the header through its END line (or to the end of the text when cut short): the body is the key
-    "pem": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*)",
-    "anthropic": r"sk-ant-[A-Za-z0-9_-]{16,}",
-    "openai": r"sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{32,}",
-    "aws": r"(?:AKIA|ASIA)[0-9A-Z]{16}\b",
-    "github": r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})",
-    "slack": r"xox[abprs]-[A-Za-z0-9-]{10,}",
-    "google": r"AIza[0-9A-Za-z_-]{35}",
-    "stripe": r"[rs]k_live_[0-9A-Za-z]{20,}",
-    "jwt": r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    "bearer": r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,}",
-    # a scheme is short: bounded, so `a.a.a.…` (each letter a start) costs linear, not quadratic, time
-    "url_password": r"[a-z][a-z0-9+.-]{0,31}://[^/\s:@]+:[^/\s@]+@",
-}
-# One alternation: a single scan per string, whatever the number of patterns; a PEM header starts anywhere.
-# A JWT starts where no base64url character precedes it: its segments may be long, and a start inside
-# another's run (`-eyJ-eyJ…`) would rescan that run from each start (quadratic time on a 64 KiB value).
-_STARTS = {"pem": "", "jwt": "(?<![A-Za-z0-9_-])"}
-_SECRET_VALUE = re.compile("|".join(f"(?P<{rule}>{_STARTS.get(rule, _START)}{pattern})"
-                                    for rule, pattern in _SECRET_VALUES.items()), re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -112,9 +87,9 @@ def redact_text(text: str, fingerprint: Fingerprint, kept: Kept | None = None) -
     """`text` with each kept value, then each secret-shaped substring, replaced by its placeholder."""
     if kept is not None:
         text = kept.sub(lambda found: placeholder(KEPT_RULE, fingerprint(found.group())), text)
-    if _SECRET_VALUE.search(text) is None:
+    if SECRET_VALUE.search(text) is None:
         return text
-    return _SECRET_VALUE.sub(lambda found: placeholder(str(found.lastgroup), fingerprint(found.group())), text)
+    return SECRET_VALUE.sub(lambda found: placeholder(str(found.lastgroup), fingerprint(found.group())), text)
 
 
 class _Redactor:

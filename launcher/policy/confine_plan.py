@@ -11,7 +11,7 @@ import os
 import sys
 import sysconfig
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import launcher
 from launcher.manifest import Manifest
@@ -51,6 +51,9 @@ SYSTEM_BASE = ("/usr", "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", 
 SYSTEM_READ = (*SYSTEM_BASE[:1], *ETC_READ, *SYSTEM_BASE[1:])
 SYSTEM_EXEC = ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/libexec", "/usr/local/bin")
 WRITE_DEVICES = ("/dev/null",)
+# The shell's commands open their controlling terminal by this name (ssh, sudo-like prompts, `tty` programs):
+# the generic device, which reaches only the opener's own ctty (a command's pty, or ENXIO without one).
+CONTROLLING_TTY = "/dev/tty"
 DNS_PORT = 53
 
 
@@ -98,8 +101,9 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
     may_use_proxy = (role, "net") in manifest.edges
     if role == "app":
         app = manifest.app
-        return app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
-                             may_use_model=(role, "model") in manifest.edges)
+        allowance = app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
+                                  may_use_model=(role, "model") in manifest.edges)
+        return with_workspace_mount(allowance, manifest) if app.mounts_workspace else allowance
     if role == "shell":
         return shell_allowance(layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy,
                                may_use_model=(role, "model") in manifest.edges)
@@ -109,7 +113,10 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
 def egress_ports(manifest_rows: Mapping[str, object], role: str) -> tuple[int, ...]:
     """The TCP ports a host-network door dials, from its manifest rows."""
     ports: set[int] = set()
-    if role == "net":
+    proxy = manifest_rows.get("upstream_proxy")
+    if role == "net" and isinstance(proxy, dict):  # the upstream proxy is the only address it dials
+        ports.add(int(str(proxy.get("address", "")).rpartition(":")[2]))
+    elif role == "net":
         allow = manifest_rows.get("allow", {})
         if isinstance(allow, dict):
             for entries in allow.values():
@@ -135,7 +142,8 @@ def door_allowance(
         write = (str(rows["workspace"]),)
     # The model door with the twin reaches nothing: no internet socket at all, like fs and keys.
     host = role in HOST_NETWORK and not (role == "model" and rows.get("upstream") == "twin")
-    extra_read = (str(rows["ca_bundle"]),) if role == "model" and isinstance(rows.get("ca_bundle"), str) else ()
+    extra_read = (str(rows["ca_bundle"]),) if role in ("model", "net") and isinstance(rows.get("ca_bundle"), str) \
+        else ()
     # The egress doors resolve names: UDP and TCP to port 53 for their resolver.
     tcp_connect = tuple(sorted({*egress_ports(rows, role), DNS_PORT})) if host else ()
     return Allowance(
@@ -172,6 +180,16 @@ def app_allowance(
     )
 
 
+def with_workspace_mount(allowance: Allowance, manifest: Manifest) -> Allowance:
+    """The app with the fs door's FUSE mount at the workspace path: Landlock lets it read and write there (the fs
+    door judges each request; the mount is no host directory), and execute there only when doors.fs.exec names
+    prefixes (the door makes files 0755 only inside them)."""
+    workspace = manifest.workspace
+    executes = (workspace,) if manifest.door_rows("fs").get("exec") else ()
+    return replace(allowance, read=(*allowance.read, workspace), write=(*allowance.write, workspace),
+                   exec=(*allowance.exec, *executes))
+
+
 def shell_allowance(
     layout: SessionPaths, python: tuple[str, ...], rows: Mapping[str, object], may_use_proxy: bool,
     may_use_model: bool = False,
@@ -192,7 +210,7 @@ def shell_allowance(
     files_read, files_exec = tuple(listed.get("read", ())), tuple(listed.get("exec", ()))
     return Allowance(
         read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read, *files_read, *files_exec),
-        write=(*WRITE_DEVICES, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS, *overlay),
+        write=(*WRITE_DEVICES, CONTROLLING_TTY, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS, *overlay),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
         tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),

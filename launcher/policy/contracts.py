@@ -10,7 +10,7 @@ from doors import DoorContract
 from launcher.manifest import Manifest
 from launcher.policy.environment import model_env
 from launcher.policy.layout import PROXY_HOST, PROXY_PORT, SessionPaths
-from pki.vocabulary import MODEL_LISTENER_PREFIX, PROXY_LISTENER_PREFIX, SEALED_PREFIX
+from pki.vocabulary import MODEL_LISTENER_PREFIX, MOUNT_FD_ROW, MOUNT_OWNER_ROW, PROXY_LISTENER_PREFIX, SEALED_PREFIX
 
 # The doors that refuse content holding a kept secret, so the keys door's fingerprint is in their contracts.
 FINGERPRINT_ROLES = frozenset({"fs", "net"})
@@ -61,6 +61,8 @@ class DoorFds:
     secrets: Mapping[str, int] = field(default_factory=dict)  # secret name → its source, opened by the launcher
     machine_key: int | None = None  # the sealed store's key, when a secret is sealed at rest
     models: Mapping[str, int] = field(default_factory=dict)  # client role → the model door's listener in its netns
+    mount: int | None = None  # the fs door's FUSE device (app.workspace "mount"), after its listener
+    egress: int | None = None  # the net door's egress leaves (memfd), when a host has a bound credential
 
     @property
     def listen_fds(self) -> dict[str, int]:
@@ -72,30 +74,38 @@ class DoorFds:
     def keep(self) -> tuple[int, ...]:
         """Every fd the door keeps open: 0–2, the status fd, the SVID memfd, its listeners and secrets."""
         key = () if self.machine_key is None else (self.machine_key,)
+        mount = () if self.mount is None else (self.mount,)
+        egress = () if self.egress is None else (self.egress,)
         return tuple(range(max((self.door, *self.proxies.values(), *self.secrets.values(), *key,
-                                *self.models.values())) + 1))
+                                *self.models.values(), *mount, *egress)) + 1))
 
 
 def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = (),
-             model_clients: Iterable[str] = (), *, sealed: bool = False) -> DoorFds:
+             model_clients: Iterable[str] = (), *, sealed: bool = False, mount: bool = False,
+             egress: bool = False) -> DoorFds:
     """The fd contract of door `role`, each after its listener: only the net door holds proxy listeners, one per
-    client, in role order; only the keys door holds secret sources, one per secret, in name order, then the
-    machine key when a secret is `sealed`; only the model door holds plain-HTTP listeners, one per client."""
+    client, in role order, then its egress leaves when hosts are bound (`egress`); only the keys door holds secret
+    sources, one per secret, in name order, then the machine key when a secret is `sealed`; only the model door
+    holds plain-HTTP listeners, one per client; only the fs door holds the FUSE device, when the app `mount`s the
+    workspace."""
     clients = sorted(proxy_clients) if role == "net" else []
     names = sorted(secrets) if role == "keys" else []
     model = sorted(model_clients) if role == "model" else []
     key = 6 + len(names) if role == "keys" and sealed else None
     return DoorFds(svid=4, door=5, proxies={client: 6 + index for index, client in enumerate(clients)},
                    secrets={name: 6 + index for index, name in enumerate(names)}, machine_key=key,
-                   models={client: 6 + index for index, client in enumerate(model)})
+                   models={client: 6 + index for index, client in enumerate(model)},
+                   mount=6 if role == "fs" and mount else None,
+                   egress=6 + len(clients) if role == "net" and egress else None)
 
 
 def door_contract(
     manifest: Manifest, role: str, sid: str, bundle_pem: str, fds: DoorFds, not_after: int,
-    kept_secrets: Mapping[str, Any] | None = None,
+    kept_secrets: Mapping[str, Any] | None = None, mount_owner: tuple[int, int] | None = None,
 ) -> DoorContract:
-    """The one description door `role` gets: who it is, its edges, its rows and its listeners, and for the fs and
-    net doors the keys door's fingerprint `kept_secrets` (its wire form). Holds no secret."""
+    """The one description door `role` gets: who it is, its edges, its rows and its listeners, for the fs and
+    net doors the keys door's fingerprint `kept_secrets` (its wire form), and for the fs door serving the
+    workspace mount the app's uid and gid (`mount_owner`). Holds no secret."""
     rows = door_rows(manifest, role)
     if role == "shell":
         rows.update(shell_places(manifest, sid))
@@ -103,8 +113,17 @@ def door_contract(
         rows["secret_fds"] = dict(fds.secrets)
     if fds.machine_key is not None:
         rows["machine_key_fd"] = fds.machine_key
-    if role == "model" and ("model", "keys") in manifest.edges:
-        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")  # where it asks for the provider key
+    if fds.mount is not None and mount_owner is not None:
+        rows[MOUNT_FD_ROW] = fds.mount
+        rows[MOUNT_OWNER_ROW] = list(mount_owner)
+    if role == "net" and fds.egress is not None:
+        rows["egress_fd"] = fds.egress  # the leaves it terminates bound hosts' TLS with
+    # Where it asks for a key it sends upstream: the model door's provider key; the net door's bound credentials
+    # and its upstream proxy's credential.
+    asks_keys = role == "model" or (role == "net" and (fds.egress is not None
+                                                       or "secret" in rows.get("upstream_proxy", {})))
+    if asks_keys and (role, "keys") in manifest.edges:
+        rows["keys_socket"] = SessionPaths(sid).socket_path("keys")
     return DoorContract(
         role=role,
         session_id=sid,

@@ -6,8 +6,17 @@ Nothing of the launcher's own environment reaches a component, so no secret a pe
 from __future__ import annotations
 
 from launcher.manifest import Manifest
-from launcher.policy.layout import APP_BUNDLE, APP_SVID, MODEL_HOST, MODEL_PORT, PROXY_HOST, PROXY_PORT, SessionPaths
-from pki.vocabulary import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from launcher.policy.layout import (
+    APP_BUNDLE,
+    APP_EGRESS_BUNDLE,
+    APP_SVID,
+    MODEL_HOST,
+    MODEL_PORT,
+    PROXY_HOST,
+    PROXY_PORT,
+    SessionPaths,
+)
+from pki.vocabulary import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES, TRUST_VARIABLES
 
 DOOR_ENV = (("PATH", "/usr/bin:/bin"), ("LANG", "C.UTF-8"))
 # The XDG base directories, spelled out under the writable HOME (their spec's defaults, which some tools do not
@@ -19,6 +28,17 @@ XDG_DIRS = (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_
             ("XDG_STATE_HOME", ".local/state"))
 
 
+# What the launcher sets in the app's environment itself: app.env may not name it (launcher/manifest refuses it).
+LAUNCHER_SET_PREFIX = "SHARNESS_"
+LAUNCHER_SET_NAMES = frozenset({"HOME", "TMPDIR", *(name for name, _ in XDG_DIRS), *PROXY_VARIABLES,
+                                *NO_PROXY_VARIABLES, *MODEL_VARIABLES})
+
+
+def launcher_sets(name: str) -> bool:
+    """Whether the launcher sets variable `name` in the app's environment (so app.env may not)."""
+    return name in LAUNCHER_SET_NAMES or name.startswith(LAUNCHER_SET_PREFIX)
+
+
 def door_env() -> dict[str, str]:
     """A door's environment: a fixed PATH and locale (its contract arrives as an object, not a variable)."""
     return dict(DOOR_ENV)
@@ -26,7 +46,8 @@ def door_env() -> dict[str, str]:
 
 def app_env(manifest: Manifest, layout: SessionPaths, python_prefix: str) -> dict[str, str]:
     """The app's environment: its HOME and TMPDIR (its scratch tmpfs), its identity files, its doors' sockets
-    and, with the edge app→net, the proxy variables pointing at the net door."""
+    and, with the edge app→net, the proxy variables pointing at the net door (and, when hosts have a bound
+    credential, the trust variables pointing at the system store plus the egress CA)."""
     private, home = layout.private_dir("app"), layout.home_dir("app")
     env = {
         "PATH": f"{python_prefix}/bin:/usr/local/bin:/usr/bin:/bin",
@@ -45,8 +66,12 @@ def app_env(manifest: Manifest, layout: SessionPaths, python_prefix: str) -> dic
     if ("app", "net") in manifest.edges:
         proxy = f"http://{PROXY_HOST}:{PROXY_PORT}"
         env.update(dict.fromkeys(PROXY_VARIABLES, proxy))
+        if manifest.bound_hosts:  # the net door answers for them with egress leaves: trust its CA too
+            env.update(dict.fromkeys(TRUST_VARIABLES, f"{private}/{APP_EGRESS_BUNDLE}"))
     if ("app", "model") in manifest.edges:
         env.update(model_env())
+    # The manifest's own variables (app.env) never replace one of the above: the manifest refuses such a name.
+    env.update({name: value for name, value in manifest.app.env if not launcher_sets(name)})
     return env
 
 

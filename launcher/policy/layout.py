@@ -15,6 +15,8 @@ MODEL_HOST = "127.0.0.1"
 # The app's identity files in its private directory (SPIFFE Filesystem Delivery names).
 APP_SVID = "svid.pem"
 APP_BUNDLE = "bundle.pem"
+# What the app trusts for TLS when a host has a bound credential: the system store plus the egress CA (TRUST_VARIABLES).
+APP_EGRESS_BUNDLE = "egress-bundle.pem"
 # The session id a plan shows: a person approves the manifest before any id is drawn.
 SID_PLACEHOLDER = "<sid>"
 # Components whose network namespace holds only loopback (and the net door's proxy listener).

@@ -17,11 +17,13 @@ from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
 from launcher.policy.overlay import overlay_meaning, overlay_of
+from launcher.policy.plan_app import app_rows
+from launcher.policy.plan_inject import NOT_REDACTED
 from launcher.policy.plan_kernel import (
-    KernelCheck,
     always,
     cgroup,
     fs_fence,
+    fuse,
     landlock_fs,
     landlock_scoping,
     landlock_tcp,
@@ -30,7 +32,10 @@ from launcher.policy.plan_kernel import (
     root,
     seccomp,
 )
+from launcher.policy.plan_net import NET_DEFAULT_MAX_WILDCARD_NAMES, net_rows
+from launcher.policy.plan_spec import RowSpec as _Spec
 from launcher.policy.scratch import scratch_meaning, scratch_of
+from launcher.policy.wildcard_names import wildcard_notes
 from pki.vocabulary import BOUNDARY, SETTING
 
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
@@ -39,6 +44,11 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
     "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
     "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
+    # What an unmodified agent needs (tests/launcher/test_manifest_env.py, tests/launcher/lifecycle/
+    # test_home_seed_copy.py, tests/integration/test_demo.py).
+    "app:env", "app:home_seed", "app:children",
+    # The workspace as a FUSE mount the fs door serves (tests/integration/test_fs_mount*.py).
+    "app:workspace.mount", "app:workspace.unmount",
     # Socket file groups (kernel) and the doors' mTLS edge check (tests/doors/test_transport*).
     "edges",
     # The fs door, running as the workspace owner (tests/doors/fs, tests/integration/test_fs_session.py).
@@ -47,7 +57,10 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # Bodies in flight count (tests/doors/fs/test_uploads.py, tests/attacks/test_fs_uploads.py).
     "fs.max_concurrent_uploads",
     # The net door (tests/doors/net, tests/integration/test_net_session.py).
-    "net.allow", "net.sni", "net.addresses", "net.ip_literals",
+    "net.allow", "net.sni", "net.addresses", "net.ip_literals", "net.internal", "net.wildcard_names",
+    "net.upstream_proxy",
+    # Bound credentials (tests/doors/net/test_proxy_inject.py, tests/integration/test_inject_session.py).
+    "net.inject",
     # The keys door (tests/doors/keys, tests/launcher/lifecycle/test_secret_sources.py,
     # tests/integration/test_keys_session.py).
     "keys.secrets",
@@ -63,7 +76,6 @@ SHELL_DEFAULT_MAX_LIVE = 8  # the shell door's default when doors.shell.max_live
 _MISSING_HOLDER = {"keys": "the keys door", "shell": "the shell door", "model": "the model door"}
 _NO_EGRESS = ("fs", "keys")  # network namespace with nothing in it
 _OWN_NETNS = ("app", "fs", "keys", "shell")
-
 
 
 @dataclass(frozen=True)
@@ -139,15 +151,6 @@ class Plan:
 # --- rows -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Spec:
-    row_id: str
-    meaning: str
-    kind: str
-    held_by: str
-    kernel: KernelCheck
-
-
 def _judge(component: str, spec: _Spec, facts: KernelFacts) -> PlanRow:
     kernel_problem = spec.kernel(facts)
     built = spec.row_id in IMPLEMENTED_ROWS or f"{component}:{spec.row_id}" in IMPLEMENTED_ROWS
@@ -200,9 +203,23 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
     callers = ", ".join(manifest.edges_in(role)) or "nobody"
     yield _Spec("edges", f"may call {calls}; may be called by {callers}", BOUNDARY,
                 "the kernel (socket owner and mode) and the called door (mTLS edge check)", root)
+    if role == "app" and manifest.app.mounts_workspace:
+        yield from _mount_rows(manifest.workspace)
     if role == "app" and ("app", "net") in manifest.edges:
         yield _Spec("proxy_env", "HTTP(S)_PROXY point at the net door; ignoring them leaves no way out",
                     SETTING, "the app's environment (it could unset it)", always)
+    if role == "app":
+        yield from (_Spec(*row) for row in app_rows(manifest))
+
+
+def _mount_rows(workspace: str) -> Iterator[_Spec]:
+    yield _Spec("workspace.mount", f"{workspace} is a FUSE mount in its own mount namespace only: every open, "
+                "write, rename and delete goes to the fs door, which holds every doors.fs row (refusals are errnos: "
+                "EACCES, EPERM, EFBIG, EDQUOT, ENOSPC); writes are staged and checked on close", BOUNDARY,
+                "the fs door (its own user) behind the kernel's FUSE mount (nosuid, nodev)", fuse)
+    yield _Spec("workspace.unmount", "cannot unmount it or mount over it (no CAP_SYS_ADMIN); a dead fs door ends "
+                "the session and fails the app's calls (ENOTCONN), never hangs them", BOUNDARY,
+                "the kernel (capabilities, FUSE connection abort)", fuse)
 
 
 def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
@@ -230,17 +247,6 @@ def _fs_rows(rows: dict[str, Any], workspace: str) -> Iterator[_Spec]:
     uploads = rows.get("max_concurrent_uploads", FS_DEFAULT_MAX_CONCURRENT_UPLOADS)
     yield _Spec("fs.max_concurrent_uploads", f"at most {uploads} bodies in flight at once per client",
                 BOUNDARY, door, fs_fence)
-
-
-def _net_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
-    door = "the net door (its own user); the kernel gives the caller no other route"
-    for role, entries in rows.get("allow", {}).items():
-        yield _Spec("net.allow", f"{role} may reach {', '.join(entries) or 'nothing'}", BOUNDARY, door, netns)
-    yield _Spec("net.sni", "a CONNECT tunnel's TLS SNI must equal its host", BOUNDARY, door, netns)
-    yield _Spec("net.addresses", "refuses private, loopback, link-local, CGNAT and embedded-v4 addresses; "
-                "dials exactly the address it checked", BOUNDARY, door, netns)
-    literal_roles = ", ".join(rows.get("allow_ip_literals", [])) or "no role"
-    yield _Spec("net.ip_literals", f"IP literals allowed for {literal_roles}", BOUNDARY, door, netns)
 
 
 def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
@@ -280,8 +286,11 @@ def _model_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
     door = "the model door (its own user)"
     twin = rows["upstream"] == "twin"
     if twin:
+        script = f", scripted by {len(rows['twin_script'].get('rules', []))} rule(s) of the manifest" \
+            if "twin_script" in rows else ""
         yield _Spec("model.upstream", "answers from the built-in twin of the Messages API "
-                    "(sharness.model.anthropic.twin): no call leaves the machine, no internet socket", BOUNDARY,
+                    f"(sharness.model.anthropic.twin{script}): no call leaves the machine, no internet socket",
+                    BOUNDARY,
                     f"{door}; the kernel (seccomp: no internet socket)", root)
     else:
         ranges = ", ".join(rows.get("internal_ranges", [])) or "none"
@@ -309,7 +318,7 @@ def _door_rows(manifest: Manifest, role: str) -> Iterator[_Spec]:
     if role == "fs":
         yield from _fs_rows(rows, manifest.workspace)
     elif role == "net":
-        yield from _net_rows(rows)
+        yield from net_rows(rows)
     elif role == "keys":
         yield from _keys_rows(rows)
     elif role == "shell":
@@ -332,6 +341,8 @@ def _connects(manifest: Manifest, role: str) -> tuple[str, ...]:
         if (role, "model") in manifest.edges:
             connects = (*connects, f"model door (plain HTTP, 127.0.0.1:{MODEL_PORT} in its netns)")
         return (*connects, *(f"{entry} via the net door" for entry in net_allow.get(role, [])))
+    if role == "net" and (proxy := manifest.door_rows("net").get("upstream_proxy")):
+        return (*connects, f"the upstream proxy {proxy['address']} only")
     if role == "net":
         return (*connects, *sorted({entry for entries in net_allow.values() for entry in entries}))
     if role == "model":
@@ -380,5 +391,8 @@ def _not_covered(manifest: Manifest, facts: KernelFacts) -> tuple[str, ...]:
                     f"reachable: Landlock ABI {facts.landlock_abi} does not govern connect() (ABI {since}'s "
                     "RESOLVE_UNIX does); one present at start refuses the session")
     if "net" in manifest.roles:
-        gaps += fronting_notes(manifest.door_rows("net").get("allow", {}))
+        rows = manifest.door_rows("net")
+        gaps += fronting_notes(rows.get("allow", {}))
+        gaps += wildcard_notes(rows.get("allow", {}), rows.get("max_wildcard_names", NET_DEFAULT_MAX_WILDCARD_NAMES))
+    gaps += [NOT_REDACTED] if manifest.bound_hosts else []
     return tuple(gaps)

@@ -57,3 +57,7 @@ def fs_fence(facts: KernelFacts) -> str | None:
 
 def always(facts: KernelFacts) -> str | None:
     return None
+
+
+def fuse(facts: KernelFacts) -> str | None:
+    return root(facts) or facts.fuse_missing

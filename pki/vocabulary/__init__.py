@@ -4,8 +4,15 @@ imports nothing of the project (tests/test_fence.py), so the launcher, every doo
 importing each other.
 """
 
+from pki.vocabulary.addresses import EMBEDDED_V4, NEVER_INTERNAL, internal_range_problem
 from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
-from pki.vocabulary.client_env import MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from pki.vocabulary.client_env import (
+    COMMAND_PROXY_USER_PREFIX,
+    MODEL_VARIABLES,
+    NO_PROXY_VARIABLES,
+    PROXY_VARIABLES,
+    TRUST_VARIABLES,
+)
 from pki.vocabulary.exits import (
     CHILD_EXITS,
     EXIT_BAD_MANIFEST,
@@ -34,15 +41,21 @@ from pki.vocabulary.fds import (
     DOOR_LISTENER,
     FIRST_LISTENER_FD,
     MODEL_LISTENER_PREFIX,
+    MOUNT_FD_ROW,
+    MOUNT_OWNER_ROW,
     PROXY_LISTENER_PREFIX,
     STATUS_FD,
     SVID_FD,
 )
 from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
-from pki.vocabulary.names import SECRET_NAME_PATTERN, valid_secret_name
+from pki.vocabulary.names import INJECT_FORMATS, SECRET_NAME_PATTERN, valid_secret_name
 from pki.vocabulary.paths import (
     AUDIT_ROOT,
+    DEMO_ROOT,
     HELLO_ROOT,
+    LAUNCHD_POLICY,
+    LAUNCHD_SOCKET,
+    LAUNCHD_STATE_ROOT,
     MACHINE_KEY_NAME,
     NETNS_ROOT,
     REMOVABLE_ROOTS,
@@ -82,10 +95,13 @@ __all__ = [
     "BARRIER_KINDS",
     "BOUNDARY",
     "CHILD_EXITS",
+    "COMMAND_PROXY_USER_PREFIX",
     "DEFAULT_EDGES",
+    "DEMO_ROOT",
     "DOOR_LISTENER",
     "DOOR_ORDER",
     "DROPPED_BEFORE",
+    "EMBEDDED_V4",
     "EXIT_BAD_MANIFEST",
     "EXIT_CONFINEMENT_FAILED",
     "EXIT_DOOR_CRASHED",
@@ -109,6 +125,10 @@ __all__ = [
     "FIRST_LISTENER_FD",
     "FORBID",
     "HELLO_ROOT",
+    "INJECT_FORMATS",
+    "LAUNCHD_POLICY",
+    "LAUNCHD_SOCKET",
+    "LAUNCHD_STATE_ROOT",
     "LAUNCHER_EXITS",
     "LOST",
     "MACHINE_KEY_NAME",
@@ -116,7 +136,10 @@ __all__ = [
     "MAX_STATUS_BYTES",
     "MODEL_LISTENER_PREFIX",
     "MODEL_VARIABLES",
+    "MOUNT_FD_ROW",
+    "MOUNT_OWNER_ROW",
     "NETNS_ROOT",
+    "NEVER_INTERNAL",
     "NO_PROXY_VARIABLES",
     "PROXY_LISTENER_PREFIX",
     "PROXY_VARIABLES",
@@ -137,6 +160,7 @@ __all__ = [
     "STATUS_FD",
     "STATUS_TYPES",
     "SVID_FD",
+    "TRUST_VARIABLES",
     "UNHELD",
     "ExitMeaning",
     "Unreadable",
@@ -149,6 +173,7 @@ __all__ = [
     "fatal_message",
     "fingerprint_message",
     "forbid_message",
+    "internal_range_problem",
     "lost_message",
     "new_sid",
     "ready_message",

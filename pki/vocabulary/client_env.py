@@ -8,3 +8,9 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "http
 NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 # Where the official SDKs and agent CLIs find their model (the model door's plain-HTTP listener) and key.
 MODEL_VARIABLES = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+# The shell door gives each command its own proxy URL, `http://cmd-<id>@127.0.0.1:3128`; clients send the user as
+# Proxy-Authorization, and the net door writes the id into its events (docs/decisions/net.md, "Command label").
+COMMAND_PROXY_USER_PREFIX = "cmd-"
+# Where unmodified clients look for the CA bundle they trust (OpenSSL and Python's ssl, requests, curl, Node, git):
+# the launcher points them at the system store plus the egress CA, only when a host has a bound credential.
+TRUST_VARIABLES = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO")

@@ -6,7 +6,7 @@ The sysexits.h names are noted where a code follows them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command's answer is no (gc left something, the log is broken, fs refused, hello unheld)
@@ -29,8 +29,7 @@ EXIT_STEP_BASE = 200  # + the index of the confinement step that failed (launche
 EXIT_CONFINEMENT_FAILED = 240  # past the step codes (room for 40 steps): a failure outside any named step
 
 
-@dataclass(frozen=True)
-class ExitMeaning:
+class ExitMeaning(NamedTuple):
     """One code (or the first of a range, shown as `label`) and what it tells a person."""
 
     code: int
@@ -48,9 +47,10 @@ LAUNCHER_EXITS: tuple[ExitMeaning, ...] = (
     ExitMeaning(EXIT_BAD_MANIFEST, "65", "the manifest is invalid (the message names the JSON pointer)"),
     ExitMeaning(EXIT_NO_INPUT, "66", "a file (the manifest, the audit log, the key, a sealed secret or the sealed "
                 "store) cannot be read"),
-    ExitMeaning(EXIT_UNAVAILABLE, "69", "`fs`: no fs door answered"),
+    ExitMeaning(EXIT_UNAVAILABLE, "69", "`fs`: no fs door answered; the client: sharness-launchd did not answer"),
     ExitMeaning(EXIT_FAIL_CLOSED, "70", "a door died or the launcher failed: the app was stopped (fail closed)"),
-    ExitMeaning(EXIT_NOT_ROOT, "77", "not root: nothing was created"),
+    ExitMeaning(EXIT_NOT_ROOT, "77", "not root, or sharness-launchd's policy does not let the caller ask for this: "
+                "nothing was created"),
     ExitMeaning(EXIT_UNHELD, "78", "a row this machine or build cannot hold, or a preflight refusal (a root-owned "
                 "workspace, a reachable socket): nothing was created"),
     ExitMeaning(EXIT_TTL, "124", "the session TTL (session.ttl_s) ran out"),

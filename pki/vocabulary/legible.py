@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # General categories that are never visible text: controls, format characters (bidi, zero-width, tags),
 # surrogates, line and paragraph separators.
@@ -36,9 +36,9 @@ _BIDI = frozenset({0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066
 _ZERO_WIDTH = frozenset({0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF})
 
 
-@dataclass(frozen=True)
-class Unreadable:
-    """One character a person cannot read for what it is, and why in words."""
+class Unreadable(NamedTuple):
+    """One character a person cannot read for what it is, and why in words (a NamedTuple, not a dataclass:
+    the vocabulary loads in every process, and dataclasses costs 6 ms of imports)."""
 
     char: str
     why: str  # "a bidi control", "a zero-width character", ...

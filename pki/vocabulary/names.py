@@ -11,3 +11,7 @@ _SECRET_NAME = re.compile(SECRET_NAME_PATTERN)
 def valid_secret_name(text: object) -> bool:
     """Whether `text` is exactly a secret name (nothing before or after, no newline)."""
     return isinstance(text, str) and _SECRET_NAME.fullmatch(text) is not None
+
+
+# How the net door writes a bound credential into a request (doors.net.inject[i].format; the schema's enum).
+INJECT_FORMATS = ("bearer", "token", "basic", "raw")

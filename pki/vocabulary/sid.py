@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import secrets
 
 SID_BYTES = 4
 SID_LENGTH = 2 * SID_BYTES
@@ -18,4 +17,6 @@ def valid_sid(text: str) -> bool:
 
 def new_sid() -> str:
     """A fresh random session id."""
+    import secrets  # here: only the launcher makes one, and every process imports the vocabulary
+
     return secrets.token_hex(SID_BYTES)

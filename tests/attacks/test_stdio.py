@@ -90,7 +90,8 @@ def test_the_launchers_lines_are_intact_and_after_the_apps(forger: StdioRun) -> 
     """The launcher's first line (written before the app started) is still the file's first; both forged
     verdicts come before the real one, which starts a line of its own after the app's unfinished one."""
     sid = forger.sid
-    assert forger.lines[0] == f"sharness-launch: session {sid}: 2 doors ready", forger.output
+    assert forger.lines[0] == f"sharness-launch: session {sid}: starting the fs door", forger.output
+    assert forger.lines[2] == f"sharness-launch: session {sid}: 2 doors ready", forger.output
     ended = [index for index, line in enumerate(forger.lines) if f"session {sid} ended:" in line]
     assert len(ended) == 3, forger.output  # two forged (stdout, stderr), then the launcher's
     real = forger.lines[ended[-1]]

@@ -20,6 +20,9 @@ LAUNCHER_OWN = {
     "launcher/lifecycle/preflight.py:PreflightError": "becomes exit 78 in `run` before anything exists",
     "launcher/policy/path_rules.py:PathRefusal": "a pure preflight verdict on a path: `run` raises it as a "
                                                  "PreflightError, `check` lists it",
+    "launcher/daemon/deputy.py:Refusal": "sharness-launchd's verdict on a request: a manifest row and a policy row "
+                                         "to change, and the exit code its client ends with",
+    "launcher/daemon/policy.py:PolicyError": "names a JSON pointer into the daemon's policy file, not a row",
 }
 
 

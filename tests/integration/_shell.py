@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from doors.shell._output import decode_chunk
+from doors.shell._wire import decode_chunk
 from tests.integration._session import (
     LAUNCHER,
     basic_manifest,

@@ -38,7 +38,7 @@ pytestmark = pytest.mark.root
 
 PROBE = str(Path(__file__).with_name("net_probe.py"))
 EVENT_FIELDS = {"event", "seq", "ts", "prev", "t_ms", "door", "kind", "role", "client_role", "method", "requested",
-                "host", "port", "answers", "address", "decision", "reason", "row", "status", "bytes_up",
+                "host", "port", "answers", "address", "proxy", "sni", "decision", "reason", "row", "status", "bytes_up",
                 "bytes_down", "duration_ms"}
 
 

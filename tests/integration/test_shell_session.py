@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration._session import LAUNCHER, basic_manifest, manifest_hash, write_manifest
-from tests.integration._shell import Session, audit, case, final, output, run_session, shell_session
+from tests.integration._shell import Session, audit, case, final, output, py, run_session, shell_session
 
 pytestmark = pytest.mark.root
 
@@ -23,6 +23,16 @@ PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OP
 # A tree that ignores SIGTERM (an ignored signal stays ignored across exec) and double-forks out of its
 # process group and session; its grandchild prints its pid.
 STUBBORN = "trap '' TERM; setsid sh -c 'echo $$; exec sleep 1000' & sleep 1000"
+# A program that opens its controlling terminal by name, as ssh and password prompts do.
+OPEN_DEV_TTY = """import errno
+try:
+    with open("/dev/tty", "w") as tty:
+        tty.write("via-dev-tty\\n")
+    print("opened")
+except OSError as exc:
+    print(errno.errorcode[exc.errno])
+"""
+CURL = "curl -sS -o /dev/null --max-time 20"
 FLOOD = "head -c 3000000 /dev/zero | tr '\\0' o; head -c 2000000 /dev/zero | tr '\\0' e >&2"
 
 
@@ -49,6 +59,10 @@ def session() -> Iterator[Session]:
         case("tty.eof", script="read line; echo read-returned-$?", tty=True),
         case("tty.stdin", script="read line; echo got:$line", tty=True, stdin="hi\n"),
         case("no.tty", argv=["sh", "-c", "test -t 0 || test -t 1 || echo no-tty"]),
+        py("tty.dev.tty", OPEN_DEV_TTY, tty=True),
+        case("egress", script=f"{CURL} https://example.invalid/; echo rc=$?"),
+        case("egress.forged", script=f"https_proxy=http://cmd-c1@127.0.0.1:3128 {CURL} https://example.invalid/"),
+        py("no.tty.dev.tty", OPEN_DEV_TTY),
         {**case("live", script="echo first; exec sleep 1001"), "until": "first"},
         case("live.gone", script="while ps -e -o args= | grep -q '^sleep 1001'; do sleep 0.1; done; echo gone",
              timeout_ms=120_000),
@@ -81,7 +95,8 @@ def test_a_script_runs_in_its_cwd_and_its_exit_code_comes_back(session: Session)
 def test_the_environment_is_clean_plus_what_was_asked(session: Session) -> None:
     env = dict(line.split("=", 1) for line in output(session[0]["env"], "stdout").decode().splitlines())
     assert env["CI"] == "1" and env["GIT_TERMINAL_PROMPT"] == "0" and env["DEBIAN_FRONTEND"] == "noninteractive"
-    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128"
+    command = session[0]["env"]["frames"][0]["started"]["id"]  # its label is the proxy URL's user
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == f"http://cmd-{command}@127.0.0.1:3128"
     assert not any(name.startswith("SHARNESS_") for name in env), env
 
 
@@ -249,6 +264,27 @@ def test_a_tty_command_gets_a_pty_of_its_own(session: Session) -> None:
     assert b"read-returned-1" in output(probes["tty.eof"], "stdout")  # no stdin: EOF, not a wait
     assert b"got:hi" in output(probes["tty.stdin"], "stdout")
     assert output(probes["no.tty"], "stdout") == b"no-tty\n" and output(probes["tty"], "stderr") == b""
+
+
+def test_a_program_opening_dev_tty_reaches_its_pty_and_gets_enxio_without_one(session: Session) -> None:
+    probes = session[0]
+    assert output(probes["tty.dev.tty"], "stdout") == b"via-dev-tty\r\nopened\r\n"
+    assert output(probes["no.tty.dev.tty"], "stdout") == b"ENXIO\n"  # no controlling terminal: not ENOENT
+
+
+def test_the_net_doors_events_name_the_command_that_made_the_request(session: Session) -> None:
+    probes, summary = session
+    command = probes["egress"]["frames"][0]["started"]["id"]
+    events = audit(summary)
+    run = next(e for e in events if e.get("kind") == "shell.run" and e.get("id") == command)
+    assert run["egress_command"] == command  # where its requests are: net events with this command
+    mine = [e for e in events if e.get("kind") == "net.request" and e.get("command") == command]
+    assert [(e["client_role"], e["method"], e["host"]) for e in mine] == [("shell", "CONNECT", "example.invalid")]
+    # A label, not an identity: a command that sets its own proxy URL names another command (an Expectation).
+    forger = probes["egress.forged"]["frames"][0]["started"]["id"]
+    assert forger != "c1" and not any(e.get("command") == forger for e in events if e.get("door") == "net")
+    assert any(e.get("command") == "c1" and e.get("host") == "example.invalid" for e in events
+               if e.get("kind") == "net.request")
 
 
 def test_shell_files_exec_lets_commands_run_a_tool_and_nothing_else_outside(tmp_path: Path) -> None:

@@ -230,6 +230,67 @@ def test_a_private_gateway_row_is_accepted() -> None:
     assert manifest.door_rows("model")["internal_ranges"] == ["10.20.0.0/16"]
 
 
+INTERNAL_ALLOW = {"app": ["pypi.corp.example:443", "*.corp.example:443", "10.20.0.9:443"], "shell": ["pypi.org:443"]}
+
+
+@pytest.mark.parametrize(("internal", "pointer"), [
+    ({"app": {"nope.corp.example:443": ["10.20.0.0/16"]}}, "/doors/net/internal/app/nope.corp.example:443"),
+    ({"app": {"*.corp.example:443": ["10.20.0.0/16"]}}, "/doors/net/internal/app/*.corp.example:443"),
+    ({"app": {"10.20.0.9:443": ["10.20.0.0/16"]}}, "/doors/net/internal/app/10.20.0.9:443"),
+    ({"app": {"pypi.corp.example:443": ["10.0.0.0/8", "127.0.0.0/8"]}},
+     "/doors/net/internal/app/pypi.corp.example:443/1"),
+    ({"app": {"pypi.corp.example:443": ["0.0.0.0/0"]}}, "/doors/net/internal/app/pypi.corp.example:443/0"),
+    ({"app": {"pypi.corp.example:443": ["169.254.169.254/32"]}}, "/doors/net/internal/app/pypi.corp.example:443/0"),
+    ({"app": {"pypi.corp.example:443": ["::ffff:10.20.0.0/112"]}}, "/doors/net/internal/app/pypi.corp.example:443/0"),
+    ({"app": {"pypi.corp.example:443": ["fe80::/10"]}}, "/doors/net/internal/app/pypi.corp.example:443/0"),
+    ({"shell": {"pypi.corp.example:443": ["10.20.0.0/16"]}}, "/doors/net/internal/shell/pypi.corp.example:443"),
+])
+def test_internal_rows_name_one_allowed_host_and_ranges_that_are_never_this_host(
+        internal: dict[str, Any], pointer: str) -> None:
+    document = sample(doors__net={"allow": INTERNAL_ALLOW, "allow_ip_literals": ["app"], "internal": internal})
+    assert refusal(document).pointer == pointer
+
+
+def test_an_internal_row_loads() -> None:
+    document = sample(doors__net={"allow": INTERNAL_ALLOW, "allow_ip_literals": ["app"],
+                                  "internal": {"app": {"pypi.corp.example:443": ["10.20.0.0/16", "fd00:20::/32"]}}})
+    assert load(document).door_rows("net")["internal"] == {"app": {"pypi.corp.example:443": ["10.20.0.0/16",
+                                                                                            "fd00:20::/32"]}}
+
+
+PROXY_SECRET = {"from": "/etc/sharness/secrets/proxy", "roles": ["net"], "hosts": ["proxy.corp.example"]}
+
+
+@pytest.mark.parametrize(("proxy", "secrets", "pointer"), [
+    ({"address": "proxy.corp.example"}, {}, "/doors/net/upstream_proxy/address"),
+    ({"address": "*.corp.example:3128"}, {}, "/doors/net/upstream_proxy/address"),
+    ({"address": "tcp://proxy.corp.example:3128"}, {}, "/doors/net/upstream_proxy/address"),
+    ({"address": "127.0.0.1:3128"}, {}, "/doors/net/upstream_proxy/address"),
+    ({"address": "169.254.169.254:80"}, {}, "/doors/net/upstream_proxy/address"),
+    ({"address": "proxy.corp.example:3128", "secret": "nope"}, {}, "/doors/net/upstream_proxy/secret"),
+    ({"address": "proxy.corp.example:3128", "secret": "proxy"}, {"proxy": {**PROXY_SECRET, "roles": ["model"]}},
+     "/doors/net/upstream_proxy/secret"),
+    ({"address": "proxy.corp.example:3128", "secret": "proxy"}, {"proxy": {**PROXY_SECRET, "hosts": ["x.example"]}},
+     "/doors/net/upstream_proxy/secret"),
+    ({"address": "proxy.corp.example:3128", "resolve": "nobody"}, {}, "/doors/net/upstream_proxy/resolve"),
+])
+def test_an_upstream_proxy_row_names_one_proxy_and_a_credential_given_to_net(
+        proxy: dict[str, Any], secrets: dict[str, Any], pointer: str) -> None:
+    document = sample(doors__net__upstream_proxy=proxy, doors__keys__secrets={**FULL["doors"]["keys"]["secrets"],
+                                                                             **secrets},
+                      edges=[["app", "fs"], ["app", "net"], ["app", "shell"], ["shell", "net"], ["app", "model"],
+                             ["model", "keys"], ["net", "keys"]])
+    assert refusal(document).pointer == pointer
+
+
+def test_an_upstream_proxy_row_with_its_credential_loads() -> None:
+    document = sample(doors__net__upstream_proxy={"address": "proxy.corp.example:3128", "secret": "proxy"},
+                      doors__keys__secrets={**FULL["doors"]["keys"]["secrets"], "proxy": PROXY_SECRET},
+                      edges=[["app", "fs"], ["app", "net"], ["app", "shell"], ["shell", "net"], ["app", "model"],
+                             ["model", "keys"], ["net", "keys"]])
+    assert load(document).door_rows("net")["upstream_proxy"]["secret"] == "proxy"
+
+
 OVERLAY = {"doors__shell__workspace": "overlay", "doors__fs__hidden": []}
 
 

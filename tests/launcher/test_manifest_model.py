@@ -100,7 +100,8 @@ def test_hash_is_sha256_of_the_canonical_bytes() -> None:
 
 
 @pytest.mark.parametrize("path", ["manifests/demo.json", "manifests/examples/coding-agent.json",
-                                  "manifests/examples/research-agent.json"])
+                                  "manifests/examples/research-agent.json",
+                                  "manifests/examples/corporate-network.json"])
 def test_shipped_manifests_load(path: str) -> None:
     manifest = load_manifest((REPO / path).read_bytes())
     assert manifest.canonical == canonical_bytes(json.loads((REPO / path).read_text()))

@@ -24,7 +24,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from pki import ca, issue
+from pki import ca, egress, issue
 from pki.bundle import load_bundle_into_context, load_into_context
 from pki.svid import check_svid
 from pki.vocabulary import ROLES
@@ -242,7 +242,7 @@ def _run_probe(tmp_path: Path, *extra: str) -> Iterator[tuple[int, dict, dict]]:
     try:
         assert proc.stdout is not None
         report = json.loads(proc.stdout.readline())
-        yield proc.pid, report, json.loads(spy_file.read_text())
+        yield proc.pid, report, {**json.loads(spy_file.read_text()), "path": str(spy_file)}
     finally:
         proc.kill()
         proc.wait()
@@ -254,7 +254,11 @@ def _keys_found(pid: int, report: dict, spy: dict) -> set[str]:
     app_svid = Path(report["app_file"]).read_bytes()
     needles = {"CA": _needles(int(spy["scalar"], 16)), "app": _needles(_scalar(app_svid))}
     needles |= {role: _needles(_scalar(svid)) for role, svid in memfd_svids.items()}
-    assert sorted(needles) == sorted(["CA", *ROLES])
+    egress_spy = json.loads(Path(f"{spy['path']}.egress").read_text())
+    egress_leaves = egress.split_leaves(Path(f"/proc/{pid}/fd/{report['egress_memfd']}").read_bytes())
+    needles |= {"egress CA": _needles(int(egress_spy["scalar"], 16))}
+    needles |= {f"egress {host}": _needles(_scalar(pem)) for host, pem in egress_leaves.items()}
+    assert sorted(needles) == sorted(["CA", *ROLES, "egress CA", "egress git.sharness.test"])
     canary = bytes.fromhex(report["canary"])
     found: set[str] = set()
     canary_seen = False

@@ -16,6 +16,9 @@ SYS_OPEN_TREE = 428
 SYS_MOVE_MOUNT = 429
 SYS_CLOSE_RANGE = 436
 SYS_OPENAT2 = 437
+SYS_FSOPEN = 430
+SYS_FSCONFIG = 431
+SYS_FSMOUNT = 432
 SYS_MOUNT_SETATTR = 442
 SYS_LANDLOCK_CREATE_RULESET = 444
 SYS_LANDLOCK_ADD_RULE = 445
@@ -182,6 +185,33 @@ def move_mount(from_fd: int, to_fd: int) -> None:
     flags = MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH
     _check(_libc.syscall(_long(SYS_MOVE_MOUNT), _long(from_fd), _EMPTY, _long(to_fd), _EMPTY, _long(flags)),
            "move_mount")
+
+
+FSOPEN_CLOEXEC = 1
+FSMOUNT_CLOEXEC = 1
+FSCONFIG_SET_FLAG, FSCONFIG_SET_STRING, FSCONFIG_CMD_CREATE = 0, 1, 6
+MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV = 0x2, 0x4
+
+
+def fsopen(fstype: str) -> int:
+    """fsopen(2): a file system context of `fstype`, to configure with fsconfig."""
+    return _check(_libc.syscall(_long(SYS_FSOPEN), _path(fstype), _long(FSOPEN_CLOEXEC)), f"fsopen {fstype}")
+
+
+def fsconfig(context_fd: int, key: str, value: str | None) -> None:
+    """fsconfig(2): set `key` to `value` (None: a flag) in a file system context."""
+    command, text = (FSCONFIG_SET_FLAG, ffi.NULL) if value is None else (FSCONFIG_SET_STRING, _path(value))
+    _check(_libc.syscall(_long(SYS_FSCONFIG), _long(context_fd), _long(command), _path(key), text, _long(0)),
+           f"fsconfig {key}")
+
+
+def fsmount(context_fd: int, attr_flags: int) -> int:
+    """Create the context's superblock (FSCONFIG_CMD_CREATE) and return a detached mount of it (fsmount(2)):
+    attached nowhere until move_mount puts it somewhere."""
+    _check(_libc.syscall(_long(SYS_FSCONFIG), _long(context_fd), _long(FSCONFIG_CMD_CREATE), ffi.NULL, ffi.NULL,
+                         _long(0)), "fsconfig create")
+    return _check(_libc.syscall(_long(SYS_FSMOUNT), _long(context_fd), _long(FSMOUNT_CLOEXEC), _long(attr_flags)),
+                  "fsmount")
 
 
 def landlock_create_ruleset(attr: bytes | None, flags: int) -> int:

@@ -23,6 +23,7 @@ async def test_allowed_tunnel_reaches_the_host(net: TestNet) -> None:
     [event] = net.audit
     assert event["decision"] == "allow" and event["client_role"] == "app" and event["host"] == "ok.sharness.test"
     assert event["address"] == WAN_V4 and event["row"] == "doors.net.allow.app[0]"
+    assert event["sni"] == "ok.sharness.test"  # the ClientHello's name, checked against the CONNECT host
     assert event["bytes_up"] > 0 and event["bytes_down"] > 0
 
 

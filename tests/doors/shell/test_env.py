@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from doors._refusal import DoorRefused
-from doors.shell._env import command_env, denied_because
+from doors.shell._env import command_env, command_proxy, denied_because
 from doors.shell._request import parse_run
 
 PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -62,3 +62,33 @@ def test_command_env_is_built_from_nothing() -> None:
     assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128" and env["TERM"] == "dumb"
     no_proxy = command_env((), "/h", "/t", None, tty=True)
     assert not any("proxy" in name.lower() for name in no_proxy) and no_proxy["TERM"] == "xterm-256color"
+
+
+TOKENS = {
+    "github": "ghp_" + "a1B2" * 9,
+    "anthropic": "sk-ant-api03-" + "x" * 24,
+    "aws": "AKIA" + "ABCDEFGHIJKLMNOP",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV",
+    "url_password": "https://deploy:hunter2hunter2@pypi.example.com/simple",
+}
+
+
+@pytest.mark.parametrize(("shape", "value"), TOKENS.items())
+def test_token_shaped_values_are_refused_naming_the_shape_and_the_keys_door(shape: str, value: str) -> None:
+    refused = _refused({"TOKEN_FOR_CI": f"prefix {value} suffix"})
+    assert (refused.refusal.status, refused.refusal.row) == (403, "shell.env")
+    assert shape in refused.refusal.detail and "doors.keys.secrets" in refused.refusal.hint
+    assert value not in str(refused.refusal.shape())
+
+
+@pytest.mark.parametrize("value", ["ghp_short", "risk-assessment-" + "a" * 40, "https://pypi.org/simple",
+                                   "eyJonly.one", "/usr/lib/jvm/java-17"])
+def test_ordinary_values_that_resemble_no_token_pass(value: str) -> None:
+    assert parse_run({"argv": ["env"], "env": {"V": value}}).env == (("V", value),)
+
+
+def test_each_command_gets_the_proxy_with_its_label_as_user() -> None:
+    assert command_proxy("http://127.0.0.1:3128", "c5") == "http://cmd-c5@127.0.0.1:3128"
+    assert command_proxy(None, "c5") is None
+    env = command_env((), "/h", "/t", command_proxy("http://127.0.0.1:3128", "c12"), tty=False)
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://cmd-c12@127.0.0.1:3128"

@@ -6,8 +6,11 @@ import json
 import signal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from doors.shell._output import Framer, Outcome, StreamCap, decode_chunk, shell_status
+from doors.shell._output import Framer, Outcome, StreamCap, json_string_bytes
+from doors.shell._wire import decode_chunk, shell_status
 
 
 def _frames(lines: bytes) -> list[dict[str, object]]:
@@ -61,3 +64,34 @@ def test_a_kill_is_never_exit_0(outcome: Outcome, exit_code: int | None, sig: in
     record = _frames(Framer(64).final(outcome))[0]["final"]
     assert record["exit_code"] == exit_code and record["signal"] == sig  # type: ignore[index]
     assert shell_status(record, 124, 128) == status  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("data", [
+    b"plain build output\n" * 50, "naïve ünïcode — ✓\n".encode(), b'quotes " and \\ backslashes\t\r\n',
+    b"\x1b[31merror:\x1b[0m cannot find the symbol in the module you named \x07\n" * 3, b"",
+    b"\\u0000 is not an escape here",
+])
+def test_a_hand_made_data_frame_is_the_json_of_its_bytes(data: bytes) -> None:
+    line = Framer(1 << 20).output("stdout", data) if data else b'{"seq":1,"stream":"stdout","text":""}\n'
+    frame = json.loads(line)
+    assert frame["seq"] == 1 and frame["stream"] == "stdout" and decode_chunk(frame) == data
+    assert "text" in frame and line.endswith(b"}\n") and line.count(b"\n") == 1
+
+
+@pytest.mark.parametrize("data", [b"\x00" * 4096, b"\xff\xfe not utf-8", b"\n" * 100])
+def test_binary_or_mostly_control_bytes_go_as_base64(data: bytes) -> None:
+    frame = json.loads(Framer(1 << 20).output("stderr", data))
+    assert "base64" in frame and decode_chunk(frame) == data and frame["stream"] == "stderr"
+
+
+def test_every_byte_value_survives_the_hand_made_frame() -> None:
+    data = bytes(range(256)) * 2 + b"a" * 4096  # few control bytes among many letters: the text path
+    assert json_string_bytes(data) is None  # not UTF-8
+    text = "".join(map(chr, range(0x80))) * 2 + "a" * 4096
+    frame = json.loads(Framer(1 << 20).output("stdout", text.encode()))
+    assert frame["text"] == text
+
+
+@given(st.binary(min_size=1, max_size=512) | st.text(min_size=1, max_size=256).map(str.encode))
+def test_any_output_reads_back_as_its_bytes(data: bytes) -> None:
+    assert decode_chunk(json.loads(Framer(1 << 20).output("stdout", data))) == data

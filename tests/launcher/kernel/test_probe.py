@@ -40,3 +40,11 @@ def test_probe_matches_the_mounts_and_the_lsm_list() -> None:
     if os.path.exists(lsm):
         with open(lsm) as f:
             assert (facts.landlock_abi > 0) == ("landlock" in f.read().split(","))
+
+
+def test_the_workspace_mount_options_name_the_door_and_let_the_app_in() -> None:
+    from launcher.kernel.fuse_mount import mount_options
+
+    options = dict(mount_options(7, 1234, 5678))
+    assert options == {"source": "sharness-fs", "subtype": "sharness", "fd": "7", "rootmode": "40000",
+                       "user_id": "1234", "group_id": "5678", "allow_other": None, "default_permissions": None}

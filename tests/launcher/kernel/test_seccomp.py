@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import signal
 import socket
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 import pytest
 from kernel_child import confined, make_spec, run_child, scratch_user
@@ -19,6 +21,7 @@ from launcher.kernel.seccomp import (
     AF_INET6,
     AF_MAX,
     DENIED_SYSCALLS,
+    FS_DOOR_EXTRA,
     MSG_FASTOPEN,
     TCP_FASTOPEN_OPTIONS,
     Rule,
@@ -358,3 +361,31 @@ def test_listen_is_refused_only_when_asked() -> None:
     for family in (socket.AF_INET, socket.AF_UNIX):
         assert run_child(seccomp_only(False), partial(listen, family)).report == {"value": 0}
         assert run_child(seccomp_only(False, deny_listen=True), partial(listen, family)).errno == errno.EPERM
+
+
+@pytest.mark.root
+def test_the_fs_door_sets_times_through_an_fd_but_never_by_path(tmp_path: Path) -> None:
+    """The workspace mount's touch: futimens(fd) (utimensat with a NULL path) passes the fs door's filter, while
+    utimensat naming a path, relative, absolute or "" with AT_EMPTY_PATH, is EPERM even as root."""
+    target = tmp_path / "f"
+    target.write_text("x")
+
+    def setup(_wfd: int) -> None:
+        libc.prctl(libc.PR_SET_NO_NEW_PRIVS, 1)
+        apply_seccomp(True, extra=FS_DOOR_EXTRA)
+
+    def by_fd() -> int:
+        fd = os.open(target, os.O_RDONLY)
+        os.utime(fd, ns=(1, 2))
+        return os.stat(target).st_mtime_ns
+
+    assert run_child(setup, by_fd).report == {"value": 2}
+    assert run_child(setup, lambda: os.utime(target, ns=(3, 4)) or 0).errno == errno.EPERM
+    assert run_child(nothing, lambda: os.utime(target, ns=(3, 4)) or 0).report == {"value": 0}  # the control
+
+    def empty_path() -> int:
+        fd = os.open(target, os.O_RDONLY)
+        empty = ctypes.create_string_buffer(b"")
+        return sys_call("utimensat", fd, ctypes.addressof(empty), 0, libc.AT_EMPTY_PATH)
+
+    assert run_child(setup, empty_path).errno == errno.EPERM

@@ -180,6 +180,23 @@ def test_teardown_removes_in_reverse_then_the_journal(journal: Journal) -> None:
     assert not os.path.exists(journal.directory)
 
 
+def test_teardown_ends_well_when_a_sweep_removes_the_emptied_dir_first(journal: Journal,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Between the journal's unlink and the dir's rmdir a sweep starting elsewhere sees a dir with no journal and
+    # removes it (sweep._collect_ownerless): seen in the suite under sharness-launchd's concurrent sessions.
+    unlink = os.unlink
+
+    def unlink_then_sweep(path: str) -> None:
+        unlink(path)
+        if path == journal.path:
+            os.rmdir(journal.directory)
+
+    monkeypatch.setattr(journal_module.os, "unlink", unlink_then_sweep)
+    errors: list[RemovalError] = []
+    journal.teardown(errors, removers=recording_removers([]))
+    assert errors == [] and not os.path.exists(journal.directory)
+
+
 def test_teardown_is_idempotent(journal: Journal) -> None:
     journal.record("user", "u1")
     calls: list[tuple[str, str]] = []

@@ -69,7 +69,8 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
         files_read, files_exec = shell.get("files", {}).get("read", []), shell.get("files", {}).get("exec", [])
         want.update(read={*SYSTEM, *PYTHON, _private("shell"), *({manifest.workspace} if reads_workspace else set()),
                           *files_read, *files_exec},
-                    write={"/dev/null", f"{_private('shell')}/home", f"{_private('shell')}/tmp", "/dev/pts", *overlay},
+                    write={"/dev/null", "/dev/tty", f"{_private('shell')}/home", f"{_private('shell')}/tmp",
+                           "/dev/pts", *overlay},
                     exec={*PROGRAMS, "/opt/py/bin", *files_exec},
                     tcp_connect=(*((3128,) if to_net else ()), *((3129,) if to_model else ())),
                     deny_inet=not (to_net or to_model))

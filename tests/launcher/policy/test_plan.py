@@ -13,7 +13,7 @@ from launcher.kernel.probe_facts import FULL_KERNEL, KernelFacts
 from launcher.policy import plan as plan_module
 from launcher.policy.plan import IMPLEMENTED_ROWS, build_plan
 from launcher.policy.plan_render import render_plan
-from pki.vocabulary import BOUNDARY, SETTING
+from pki.vocabulary import BOUNDARY, EXPECTATION, SETTING
 
 CONFINEMENT = ("uid", "ipc", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs", "memory",
                "pids", "edges")
@@ -117,7 +117,7 @@ def test_the_kernel_decides_what_can_be_held(monkeypatch: pytest.MonkeyPatch) ->
     assert all(not row.kernel_can_hold for row in unheld.values())
     nothing = build_plan(load(FULL), NOTHING)
     held = [(row.component, row.row_id) for row in nothing.rows if row.held]
-    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env") for _, row_id in held)
+    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env", "env") for _, row_id in held)
 
 
 @pytest.mark.parametrize(("abi", "held"), [
@@ -218,12 +218,82 @@ def test_the_model_rows_say_the_upstream_the_budget_and_that_the_kernel_admits_t
     assert model.tcp_connect == () and model.connects[-1] == "nothing: the built-in twin"
 
 
-@pytest.mark.parametrize("name", ["coding-agent", "research-agent", "model-twin"])
+EXAMPLES = Path(__file__).resolve().parents[3] / "manifests" / "examples"
+
+
+@pytest.mark.parametrize("name", [*sorted(path.name for path in EXAMPLES.glob("*.json")), "demo/manifest.json"])
 def test_every_row_of_the_bundled_examples_has_its_holder(name: str) -> None:
     """What the README says of manifests/examples: `check` finds no row this version cannot hold."""
-    path = Path(__file__).resolve().parents[3] / "manifests" / "examples" / f"{name}.json"
+    path = EXAMPLES / name
     plan = build_plan(load(json.loads(path.read_text())), FULL_KERNEL)
     assert plan.unheld_count == 0, [row.row_id for row in plan.rows if not row.held]
+
+
+def test_the_workspace_mount_rows_are_held_only_where_fuse_is() -> None:
+    """app.workspace "mount": two rows for the app, held with /dev/fuse and pyfuse3; without them unheld, saying
+    why (run refuses the session with 78 naming the row); the app's Landlock then reads and writes the mount."""
+    manifest = load(sample(app__workspace="mount"))
+    rows = {row.row_id: row for row in build_plan(manifest, FULL_KERNEL).rows if row.component == "app"}
+    assert rows["workspace.mount"].held and rows["workspace.unmount"].held
+    assert rows["workspace.mount"].kind == BOUNDARY and "fuse" in rows["workspace.mount"].held_by.lower()
+    missing = dataclasses.replace(FULL_KERNEL, fuse_missing="/dev/fuse is missing")
+    unheld = {row.row_id: row for row in build_plan(manifest, missing).rows if row.component == "app"}
+    assert not unheld["workspace.mount"].held and "/dev/fuse is missing" in unheld["workspace.mount"].why_unheld
+    app = next(component for component in build_plan(manifest, FULL_KERNEL).components if component.role == "app")
+    assert manifest.workspace in app.writes and manifest.workspace in app.reads
+    without = load(sample())
+    assert not any(row.row_id.startswith("workspace.") for row in build_plan(without, FULL_KERNEL).rows)
+
+
+def _net_rows(document: dict[str, object]) -> dict[str, list[plan_module.PlanRow]]:
+    found: dict[str, list[plan_module.PlanRow]] = {}
+    for row in build_plan(load(document), FULL_KERNEL).rows:
+        if row.component == "net":
+            found.setdefault(row.row_id, []).append(row)
+    return found
+
+
+def test_an_internal_row_is_shown_as_a_weakening_with_its_kind() -> None:
+    document = sample(doors__net={"allow": {"app": ["pypi.corp.example:443", "pypi.org:443"]},
+                                  "internal": {"app": {"pypi.corp.example:443": ["10.20.0.0/16"]}}})
+    [internal] = _net_rows(document)["net.internal"]
+    assert internal.held and internal.kind == BOUNDARY
+    assert internal.meaning.startswith("weakens net.addresses (kind: private destination) for app "
+                                       "pypi.corp.example:443 only")
+    assert "10.20.0.0/16" in internal.meaning and "never loopback, link-local or this host" in internal.meaning
+    assert "net.internal" not in _net_rows(FULL)
+
+
+def test_check_says_the_wildcard_cap_and_the_dns_channel_it_leaves() -> None:
+    """FULL allows *.pythonhosted.org:443: the app picks names under it, each a query to that zone's servers."""
+    plan = build_plan(load(FULL), FULL_KERNEL)
+    [cap] = [row for row in plan.rows if row.row_id == "net.wildcard_names"]
+    assert cap.held and "at most 256 distinct names" in cap.meaning
+    [gap] = [gap for gap in plan.not_covered if "*.pythonhosted.org:443: the app chooses" in gap]
+    assert "up to 256 names" in gap and "doors.net.max_wildcard_names" in gap
+    lowered = build_plan(load(sample(doors__net__max_wildcard_names=16)), FULL_KERNEL)
+    assert any("up to 16 names" in gap for gap in lowered.not_covered)
+    no_wildcard = sample(doors__net={"allow": {"app": ["pypi.org:443"]}})
+    assert "net.wildcard_names" not in _net_rows(no_wildcard)
+
+
+def test_an_upstream_proxy_is_the_one_address_the_net_door_dials() -> None:
+    document = sample(doors__net__upstream_proxy={"address": "proxy.corp.example:3128"})
+    plan = build_plan(load(document), FULL_KERNEL)
+    [net] = [component for component in plan.components if component.role == "net"]
+    assert net.tcp_connect == (53, 3128)  # the kernel's port list: the proxy's and the resolver's only
+    assert "the upstream proxy proxy.corp.example:3128 only" in net.connects
+    rows = _net_rows(document)
+    [proxy] = rows["net.upstream_proxy"]
+    assert proxy.held and "no credential" in proxy.meaning
+    [addresses] = rows["net.addresses"]
+    assert addresses.kind == BOUNDARY
+
+
+def test_when_the_upstream_proxy_resolves_the_address_rule_is_its_own() -> None:
+    document = sample(doors__net__upstream_proxy={"address": "proxy.corp.example:3128", "resolve": "proxy"})
+    [addresses] = _net_rows(document)["net.addresses"]
+    assert addresses.kind == EXPECTATION and "not held by the net door" in addresses.meaning
 
 
 def test_an_overlay_says_where_commands_write_and_that_only_the_fs_door_applies_it() -> None:

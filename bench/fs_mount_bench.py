@@ -1,0 +1,117 @@
+"""The workspace mount against direct, in one run: 4 KiB and 128 KiB writes (fsync at the end), 128 KiB reads,
+small-file creates and `git status` on a committed 10 000-file tree. The mount's figures come from the app of a real
+session (app.workspace "mount": the fs door serving it, every row and the audit on); direct ones from this process
+on a directory of the same file system, with the same code (bench/_mount_workload.py). Needs root and FUSE.
+
+    python -m bench.fs_mount_bench [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench import _mount_workload
+
+RATIOS = (
+    ("fs_mount_write_4k_mib_s_mount", "fs_mount_write_4k_mib_s_direct"),
+    ("fs_mount_write_128k_mib_s_mount", "fs_mount_write_128k_mib_s_direct"),
+    ("fs_mount_read_128k_mib_s_mount", "fs_mount_read_128k_mib_s_direct"),
+    ("fs_mount_small_files_per_s_mount", "fs_mount_small_files_per_s_direct"),
+    ("fs_mount_git_status_s_direct", "fs_mount_git_status_s_mount"),  # time: direct over mount, higher is better
+)
+OWNER = 65534  # the workspace's owner (the fs door runs as it)
+LAUNCHER = str(Path(sys.executable).parent / "sharness-launch")
+WORKLOAD = str(Path(_mount_workload.__file__).resolve())
+TREE_DIRS, TREE_FILES = 100, 100
+
+
+def _tree(root: Path) -> None:
+    """A committed repository of TREE_DIRS × TREE_FILES small files."""
+    root.mkdir(parents=True)
+    for d in range(TREE_DIRS):
+        sub = root / f"d{d:03d}"
+        sub.mkdir()
+        for f in range(TREE_FILES):
+            (sub / f"f{f:03d}.txt").write_text(f"{d} {f}\n")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(root.parent), "GIT_CONFIG_NOSYSTEM": "1"}
+    for command in (["init", "-q"], ["add", "-A"],
+                    ["-c", "user.name=bench", "-c", "user.email=bench@sharness.test", "commit", "-qm", "tree"]):
+        subprocess.run(["git", *command], cwd=root, env=env, check=True, capture_output=True)
+
+
+def _manifest(workspace: Path, quick: bool) -> dict[str, Any]:
+    return {
+        "sharness": "manifest/v0",
+        "session": {"name": "mount-bench", "trust_domain": "bench.sharness.test", "ttl_s": 1800},
+        "workspace": str(workspace),
+        "app": {"argv": [sys.executable, WORKLOAD, str(workspace), "1" if quick else "0"],
+                "files": {"read": [WORKLOAD]}, "workspace": "mount",
+                "process": {"max_memory_mb": 1024, "max_pids": 64}},
+        "doors": {"fs": {"refuse_secrets": True, "max_file_bytes": 1 << 30, "max_total_bytes": 1 << 34,
+                         "max_files": 100_000}},
+        "edges": [["app", "fs"]],
+    }
+
+
+def _through_the_mount(scratch: Path, quick: bool) -> dict[str, float]:
+    workspace = scratch / "ws"
+    _tree(workspace / "tree")
+    subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", str(workspace)], check=True)
+    manifest = scratch / "manifest.json"
+    manifest.write_text(json.dumps(_manifest(workspace, quick)))
+    digest = subprocess.run([LAUNCHER, "hash", str(manifest)], capture_output=True, text=True, check=True)
+    done = subprocess.run([LAUNCHER, "run", str(manifest), "--expect-hash", digest.stdout.strip(), "--audit-dir",
+                           str(scratch / "audit"), "--json"], capture_output=True, text=True, timeout=1800,
+                          stdin=subprocess.DEVNULL)
+    line = next((line for line in done.stdout.splitlines() if line.startswith('{"probe"')), None)
+    if done.returncode != 0 or line is None:
+        raise RuntimeError(f"the mount bench session failed ({done.returncode}): {done.stderr[-2000:]}")
+    figures = json.loads(line)
+    figures.pop("probe")
+    return figures
+
+
+def _direct(scratch: Path, quick: bool) -> dict[str, float]:
+    directory = scratch / "direct"
+    _tree(directory / "tree")
+    return _mount_workload.workload(str(directory), quick)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Direct first, then through the mount, on the same file system (the bench's scratch under /var/tmp)."""
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        return {"fs_mount_skipped": "needs root and /dev/fuse"}
+    scratch = Path(tempfile.mkdtemp(prefix="sharness-bench-mount-", dir="/var/tmp"))
+    os.chmod(scratch, 0o755)
+    try:
+        direct = _direct(scratch, quick)
+        mount = _through_the_mount(scratch, quick)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result: dict[str, Any] = {}
+    for key in direct:
+        result[f"fs_mount_{key}_direct"] = round(direct[key], 4)
+        result[f"fs_mount_{key}_mount"] = round(mount[key], 4)
+    for figure, baseline in RATIOS:
+        result[f"{figure}_over_{baseline.rsplit('_', 1)[-1]}_ratio"] = round(result[figure] / result[baseline], 3)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    for key, value in run(args.quick).items():
+        print(f"{key:52} {value}")
+
+
+if __name__ == "__main__":
+    main()

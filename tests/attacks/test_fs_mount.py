@@ -1,0 +1,280 @@
+"""Hostile use of the workspace mount: what an agent tricked into misusing plain file calls would try. Each attack
+runs as the app's uid through a real mount served by the fs door's FUSE front (tests/doors/fs/_mount.py), and
+each checks the disk afterwards, not only the errno."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import mmap
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.doors.fs._mount import mounted, needs_mount
+
+pytestmark = [pytest.mark.root, needs_mount]
+
+ROWS = {"read_only": [".git"], "append_only": ["log"], "exec": ["bin"], "hidden": [".env"], "max_files": 20_000,
+        "max_file_bytes": 1 << 20}
+KEY = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _tree(root: str) -> None:
+    os.makedirs(f"{root}/.git")
+    os.makedirs(f"{root}/bin")
+    Path(f"{root}/.git/HEAD").write_text("ref: main\n")
+    Path(f"{root}/log").write_text("start\n")
+    Path(f"{root}/notes.md").write_text("a" * 8192)
+    Path(f"{root}/.env").write_text("TOKEN=x\n")
+
+
+def _errno(act: object) -> int:
+    try:
+        act()  # type: ignore[operator]
+    except OSError as exc:
+        return exc.errno or -1
+    return 0
+
+
+def test_rename_over_a_read_only_file_is_refused_and_it_stays() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> int:
+            Path(f"{point}/evil").write_text("evil\n")
+            return _errno(lambda: os.rename(f"{point}/evil", f"{point}/.git/HEAD"))
+
+        assert mount.run(attack) == errno.EACCES
+        assert Path(f"{mount.workspace}/.git/HEAD").read_text() == "ref: main\n"
+        assert mount.run(lambda p: _errno(lambda: os.rename(f"{p}/.git", f"{p}/git-moved"))) == errno.EACCES
+        assert mount.run(lambda p: _errno(lambda: os.rename(f"{p}/log", f"{p}/log.old"))) == errno.EPERM
+
+
+def test_hard_links_symlinks_and_devices_are_not_made() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> list[int]:
+            return [_errno(lambda: os.link(f"{point}/.git/HEAD", f"{point}/head-link")),
+                    _errno(lambda: os.symlink("/etc/shadow", f"{point}/shadow")),
+                    _errno(lambda: os.mkfifo(f"{point}/fifo"))]
+
+        assert mount.run(attack) == [errno.EPERM] * 3
+        assert sorted(os.listdir(mount.workspace)) == [".env", ".git", "bin", "log", "notes.md"]
+        rows = {(event["path"], event["row"]) for event in mount.events() if event["decision"] == "refuse"}
+        assert {("head-link", "file_kinds"), ("shadow", "file_kinds"), ("fifo", "file_kinds")} <= rows
+
+
+def test_o_trunc_on_append_only_is_refused_and_appends_are_whole() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> list[int]:
+            trunc = _errno(lambda: os.close(os.open(f"{point}/log", os.O_WRONLY | os.O_TRUNC)))
+            overwrite = _errno(lambda: os.close(os.open(f"{point}/log", os.O_WRONLY)))
+            truncate = _errno(lambda: os.truncate(f"{point}/log", 0))
+            fd = os.open(f"{point}/log", os.O_WRONLY | os.O_APPEND)
+            os.pwrite(fd, b"appended\n", 0)  # an offset means nothing to an append
+            shrink = _errno(lambda: os.ftruncate(fd, 1))
+            os.close(fd)
+            return [trunc, overwrite, truncate, shrink]
+
+        assert mount.run(attack) == [errno.EPERM] * 4
+        assert Path(f"{mount.workspace}/log").read_text() == "start\nappended\n"
+
+
+def test_fallocate_cannot_grow_a_file_past_the_rows() -> None:
+    with mounted({**ROWS, "max_file_bytes": 4096}, _tree) as mount:
+        def attack(point: str) -> tuple[int, int]:
+            fd = os.open(f"{point}/new.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                raw = _libc.fallocate(fd, 0, ctypes.c_long(0), ctypes.c_long(1 << 20))
+                raw_errno = ctypes.get_errno() if raw != 0 else 0
+                # glibc's posix_fallocate writes zeros where fallocate is not offered: the writes meet the rows.
+                return raw_errno, _errno(lambda: os.posix_fallocate(fd, 0, 1 << 20))
+            finally:
+                os.close(fd)
+
+        assert mount.run(attack) == (errno.EOPNOTSUPP, errno.EFBIG)
+        assert os.stat(f"{mount.workspace}/new.bin").st_size <= 4096
+
+
+def test_mmap_writes_are_staged_and_judged_like_any_write() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> tuple[int, int, bytes]:
+            fd = os.open(f"{point}/notes.md", os.O_RDWR)
+            mapped = mmap.mmap(fd, 8192, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            mapped[:len(KEY)] = KEY
+            synced = _errno(mapped.flush)  # msync: the pages are written back, then fsync commits (refused)
+            mapped.close()
+            closed = _errno(lambda: os.close(fd))
+            with open(f"{point}/notes.md", "rb") as again:
+                return synced, closed, again.read(len(KEY))
+
+        synced, closed, seen = mount.run(attack)
+        assert (synced, closed) == (errno.EACCES, 0)
+        assert Path(f"{mount.workspace}/notes.md").read_bytes() == b"a" * 8192
+        assert seen == b"a" * len(KEY)  # the kernel forgot the refused pages
+        assert any(event["row"] == "refuse_secrets" and event["path"] == "notes.md" for event in mount.events())
+
+
+def test_chmod_plus_x_only_inside_exec_and_never_setuid() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> list[int]:
+            Path(f"{point}/run.sh").write_text("#!/bin/sh\n")
+            Path(f"{point}/bin/tool").write_text("#!/bin/sh\n")
+            return [_errno(lambda: os.chmod(f"{point}/run.sh", 0o755)),
+                    _errno(lambda: os.chmod(f"{point}/bin/tool", 0o4755))]
+
+        assert mount.run(attack) == [errno.EPERM, 0]
+        assert os.stat(f"{mount.workspace}/run.sh").st_mode & 0o7777 == 0o644
+        assert os.stat(f"{mount.workspace}/bin/tool").st_mode & 0o7777 == 0o755  # setuid dropped
+
+
+def test_xattrs_are_not_kept() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> list[int]:
+            return [_errno(lambda: os.setxattr(f"{point}/notes.md", "user.x", b"1")),
+                    _errno(lambda: os.setxattr(f"{point}/notes.md", "security.capability", b"\x01" * 20)),
+                    _errno(lambda: os.getxattr(f"{point}/notes.md", "user.x"))]
+
+        plain, capability, read = mount.run(attack)
+        assert (plain, read) == (errno.ENOTSUP, errno.ENOTSUP)
+        assert capability in (errno.ENOTSUP, errno.EINVAL)  # the kernel may refuse a malformed one first
+        assert os.listxattr(f"{mount.workspace}/notes.md") == []
+
+
+def test_a_writer_that_never_closes_shows_nothing_on_disk_and_holds_its_quota() -> None:
+    with mounted({**ROWS, "max_total_bytes": 10_000}, _tree) as mount:
+        backing = mount.workspace
+
+        def attack(point: str) -> tuple[bool, int, bool]:
+            held = os.open(f"{point}/held.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+            os.write(held, b"x" * 8000)
+            visible = os.path.exists(f"{backing}/held.txt")
+            # Bytes staged and not yet committed count: a second writer cannot take them too.
+            other = _errno(lambda: Path(f"{point}/other.txt").write_bytes(b"y" * 4000))
+            return visible, other, os.path.exists(f"{point}/held.txt")
+
+        visible, other, seen_by_app = mount.run(attack)  # the child exits without closing: release commits
+        assert visible is False and seen_by_app is True
+        assert other == errno.EDQUOT
+        assert Path(f"{backing}/held.txt").read_bytes() == b"x" * 8000
+
+
+def test_ten_thousand_files_in_one_directory() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> tuple[int, int]:
+            os.mkdir(f"{point}/many")
+            for number in range(10_000):
+                with open(f"{point}/many/f{number:05d}", "wb") as out:
+                    out.write(b"%d\n" % number)
+            return len(os.listdir(f"{point}/many")), _errno(lambda: open(f"{point}/many/over", "w").close())
+
+        listed, over = mount.run(attack)
+        assert listed == 10_000 and over == 0
+        assert len(os.listdir(f"{mount.workspace}/many")) == 10_001
+    with mounted({**ROWS, "max_files": 3}, _tree) as mount:
+        def capped(point: str) -> list[int]:
+            return [_errno(lambda number=number: open(f"{point}/c{number}", "w").close()) for number in range(5)]
+
+        assert mount.run(capped) == [0, 0, 0, errno.ENOSPC, errno.ENOSPC]
+
+
+def test_a_path_of_4096_bytes_is_refused_as_too_long() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> tuple[int, int]:
+            os.chdir(point)
+            name, depth = "d" * 200, 0
+            code = 0
+            while code == 0 and depth < 30:  # 20 levels of 201 bytes pass 4096 in the workspace
+                code = _errno(lambda: os.mkdir(name))
+                if code == 0:
+                    os.chdir(name)
+                    depth += 1
+            return depth, code
+
+        depth, code = mount.run(attack)
+        assert code == errno.ENAMETOOLONG and depth == 4096 // 201
+
+
+def test_the_app_cannot_unmount_or_cover_the_mount() -> None:
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> list[int]:
+            def umount() -> None:
+                if _libc.umount2(point.encode(), 2) != 0:
+                    raise OSError(ctypes.get_errno(), "umount2")
+
+            def cover() -> None:
+                if _libc.mount(b"tmpfs", point.encode(), b"tmpfs", 0, None) != 0:
+                    raise OSError(ctypes.get_errno(), "mount")
+
+            return [_errno(umount), _errno(cover)]
+
+        assert mount.run(attack) == [errno.EPERM, errno.EPERM]
+
+
+def test_a_door_killed_mid_write_fails_the_app_at_once() -> None:
+    with mounted(ROWS, _tree) as mount:
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        result_r, result_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            def app(point: str) -> None:
+                fd = os.open(f"{point}/half.bin", os.O_WRONLY | os.O_CREAT, 0o644)
+                os.write(fd, b"x" * 1000)
+                os.write(ready_w, b"r")
+                os.read(go_r, 1)
+                codes = [_errno(lambda: os.write(fd, b"y" * 1000)), _errno(lambda: os.close(fd)),
+                         _errno(lambda: os.stat(point + "/log"))]
+                os.write(result_w, repr(codes).encode())
+
+            try:
+                mount._as_app(app, uid=0x7FFE_0A02)
+            finally:
+                os._exit(0)
+        os.read(ready_r, 1)
+        mount.kill_door()
+        os.write(go_w, b"g")
+        codes = eval(os.read(result_r, 200).decode())
+        os.waitpid(pid, 0)
+        assert all(code in (errno.ECONNABORTED, errno.ENOTCONN) for code in codes), codes
+        assert not os.path.exists(f"{mount.workspace}/half.bin")
+
+
+def test_an_app_blocked_on_a_hung_door_can_be_killed() -> None:
+    with mounted(ROWS, _tree) as mount:
+        os.kill(mount.door_pid, signal.SIGSTOP)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                mount._as_app(lambda point: os.stat(point + "/notes.md"), uid=0x7FFE_0A02)
+            finally:
+                os._exit(0)
+        # No timing threshold: the app is blocked or about to be; either way SIGKILL must end it.
+        time.sleep(0.2)
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        os.kill(mount.door_pid, signal.SIGCONT)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+def test_a_large_append_lands_whole_and_is_counted_once() -> None:
+    """Past 1 MiB an append's staged bytes spill to an unnamed file; max_file_bytes counts the file as it will be."""
+    with mounted({**ROWS, "max_file_bytes": 3 << 20}, _tree) as mount:
+        def attack(point: str) -> tuple[int, int]:
+            with open(f"{point}/log", "ab") as out:
+                for _ in range(40):
+                    out.write(b"z" * 65536)  # 2.5 MiB in all
+            def more() -> None:
+                with open(f"{point}/log", "ab") as again:
+                    again.write(b"y" * (1 << 20))
+
+            over = _errno(more)
+            return os.stat(f"{point}/log").st_size, over
+
+        size, over = mount.run(attack)
+        assert over == errno.EFBIG and 6 + 40 * 65536 <= size <= 3 << 20  # a write is cut at the limit, as by a rlimit
+        landed = Path(f"{mount.workspace}/log").read_bytes()
+        assert landed.startswith(b"start\n" + b"z" * (40 * 65536)) and set(landed[6 + 40 * 65536:]) <= {ord("y")}
+        assert len(landed) == size

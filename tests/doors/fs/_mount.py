@@ -1,0 +1,158 @@
+"""A real workspace mount for tests, without a whole session: the launcher's own mount (launcher/kernel/fuse_mount),
+the fs door's FUSE front served by a child running as the workspace's owner, and the app's calls made by another
+child, as another uid, in a mount namespace of its own where the mount is attached. Needs root and /dev/fuse.
+
+Numeric ids without accounts, outside the range sessions draw from (0x70000000..0x7FFDFFFF).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import shutil
+import signal
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import trio
+
+from doors.fs import build
+from doors.fs._fuse_serve import mount_ops, serve_mount
+from launcher.kernel import fuse_mount
+from launcher.kernel._sys import libc
+
+OWNER = 0x7FFE_0A01  # the workspace's owner: the fs door runs as this uid
+APP = 0x7FFE_0A02  # the app
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+
+needs_mount = pytest.mark.skipif(os.geteuid() != 0 or fuse_mount.fuse_available() is not None,
+                                 reason="needs root and /dev/fuse")
+
+
+@dataclass
+class Mounted:
+    """One mount: the backing workspace, the door's pid, its audit events, and a way to act as the app."""
+
+    workspace: str
+    mount_fd: int
+    door_pid: int
+    events_path: str
+    point: str
+
+    def run(self, action: Callable[[str], Any], uid: int = APP) -> Any:
+        """Run `action(mount_point)` in a child as `uid` that sees the mount; its return value (or exception)."""
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            try:
+                outcome: tuple[str, Any] = ("ok", self._as_app(action, uid))
+            except BaseException as exc:  # carried back to the test, which raises it
+                outcome = ("error", exc)
+            with os.fdopen(write_end, "wb") as out:
+                try:
+                    pickle.dump(outcome, out)
+                except Exception as exc:
+                    pickle.dump(("error", RuntimeError(f"unpicklable outcome: {exc!r}")), out)
+            os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as inp:
+            data = inp.read()
+        os.waitpid(pid, 0)
+        kind, value = pickle.loads(data)
+        if kind == "error":
+            raise value
+        return value
+
+    def _as_app(self, action: Callable[[str], Any], uid: int) -> Any:
+        libc.unshare(libc.CLONE_NEWNS)
+        libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
+        clone = libc.open_tree(self.mount_fd, libc.OPEN_TREE_CLONE)
+        target = os.open(self.point, os.O_PATH | os.O_DIRECTORY)
+        fuse_mount.attach(clone, target)
+        os.close(target)
+        os.close(clone)
+        os.close(self.mount_fd)
+        if uid != 0:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        return action(self.point)
+
+    def events(self) -> list[dict[str, Any]]:
+        """The audit events the door queued and reported so far."""
+        with open(self.events_path) as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+
+    def kill_door(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.door_pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.door_pid, 0)
+
+
+def _serve(workspace: str, rows: dict[str, Any], device_fd: int, events_path: str) -> None:
+    """The door child: as the owner, the fs door's mount front over `workspace`, every event to a file."""
+    out = open(events_path, "a", buffering=1)  # noqa: SIM115 - lives as long as this process
+
+    def audit(event: dict[str, Any]) -> None:
+        out.write(json.dumps(event) + "\n")
+
+    root_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY)
+    os.setgroups([])
+    os.setresgid(OWNER, OWNER, OWNER)
+    os.setresuid(OWNER, OWNER, OWNER)
+    api = build({**rows, "workspace": workspace}, audit, workspace_fd=root_fd)
+    ops = mount_ops(api, {"mount_owner": [APP, APP]})
+    trio.run(serve_mount, ops, device_fd)
+
+
+@contextlib.contextmanager
+def mounted(rows: dict[str, Any] | None = None, setup: Callable[[str], None] | None = None) -> Iterator[Mounted]:
+    """A workspace owned by OWNER (made by `setup(path)` as root first), served through a mount for APP."""
+    workspace = tempfile.mkdtemp(prefix="sh-test-mount-ws-")
+    point = tempfile.mkdtemp(prefix="sh-test-mount-at-")
+    events_path = os.path.join(tempfile.mkdtemp(prefix="sh-test-mount-ev-"), "events.jsonl")
+    door_pid = -1
+    mount = None
+    try:
+        if setup is not None:
+            setup(workspace)
+        _chown_tree(workspace)
+        os.chmod(point, 0o755)
+        mount = fuse_mount.make_workspace_mount(OWNER, OWNER)
+        door_pid = os.fork()
+        if door_pid == 0:
+            try:
+                os.close(mount.mount_fd)
+                _serve(workspace, rows or {}, mount.device_fd, events_path)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(0)
+        mount.close_device()  # only the door holds it: its death ends the connection
+        yield Mounted(workspace, mount.mount_fd, door_pid, events_path, point)
+    finally:
+        if door_pid > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(door_pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(door_pid, 0)
+        if mount is not None:
+            mount.close()
+        for path in (workspace, point, os.path.dirname(events_path)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _chown_tree(root: str) -> None:
+    for top, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(top, name), OWNER, OWNER)
+    os.chown(root, OWNER, OWNER)
+    os.chmod(root, 0o755)

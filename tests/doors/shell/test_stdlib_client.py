@@ -1,0 +1,135 @@
+"""The `sh` client's own checks: the door's SPIFFE ID, its one-URI rule, its request bytes, its imports."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from doors.shell._stdlib_client import (
+    NotTheDoor,
+    Refused,
+    Unreachable,
+    connect,
+    expected_uri,
+    frames,
+    peer_problem,
+    run_request,
+)
+from pki.spiffe import SessionIdentity
+from pki.testing import SessionPKI
+
+SID, TD = "0123abcd", "demo.sharness.test"
+SHELL = f"spiffe://{TD}/session/{SID}/shell"
+
+
+def test_the_expected_id_is_the_one_pki_formats() -> None:
+    assert expected_uri(TD, SID) == SessionIdentity(TD, SID, "shell").uri()
+
+
+@pytest.mark.parametrize(("sans", "problem"), [
+    ((("URI", SHELL),), None),
+    ((("URI", SHELL), ("DNS", "shell")), None),
+    ((("URI", SHELL.replace("/shell", "/fs")),), "not"),
+    ((("URI", SHELL), ("URI", SHELL)), "2 URI SANs"),
+    ((), "0 URI SANs"),
+    ((("URI", SHELL.replace(SID, "ffffffff")),), "not"),
+])
+def test_the_peer_must_hold_exactly_this_sessions_shell_id(sans: tuple[tuple[str, str], ...],
+                                                           problem: str | None) -> None:
+    found = peer_problem({"subjectAltName": sans}, SHELL)
+    assert found is None if problem is None else problem in (found or "")
+
+
+def test_the_request_is_one_post_with_its_length() -> None:
+    raw = run_request({"argv": ["true"]})
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /v0/shell/run HTTP/1.1\r\n") and json.loads(body) == {"argv": ["true"]}
+    assert f"content-length: {len(body)}".encode() in head
+
+
+def test_outside_a_session_it_names_what_is_missing() -> None:
+    with pytest.raises(Unreachable, match="SHARNESS_DOOR_SHELL"):
+        connect({})
+
+
+def test_the_sh_path_loads_no_door_runtime_and_no_launcher_command() -> None:
+    code = ("import sys; sys.argv = ['sharness-launch', 'sh', '--', 'true']; import launcher.cli, doors.shell.cli; "
+            "print(sorted(m for m in ('trio', 'h11', 'OpenSSL', 'cryptography', 'jsonschema', 'dataclasses', "
+            "'launcher.manifest', 'doors.client') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
+def test_an_unreadable_svid_is_unreachable_naming_it(tmp_path: Path) -> None:
+    env = {"SHARNESS_DOOR_SHELL": str(tmp_path / "shell.sock"), "SHARNESS_SVID": str(tmp_path / "none.pem"),
+           "SHARNESS_BUNDLE": str(tmp_path / "none.pem"), "SHARNESS_TRUST_DOMAIN": TD, "SHARNESS_SESSION": SID}
+    with pytest.raises(Unreachable, match="SVID or bundle"):
+        connect(env)
+
+
+def _serve_once(pki: SessionPKI, role: str, tmp_path: Path, answer: bytes) -> str:
+    """A TLS server on a Unix socket presenting `role`'s SVID, answering one request with `answer`."""
+    path = str(tmp_path / "shell.sock")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.load_verify_locations(cadata=pki.bundle_pem().decode())
+    ctx.load_cert_chain(pki.write_svid(role, tmp_path))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        with listener, contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            with ctx.wrap_socket(conn, server_side=True) as tls:
+                tls.recv(65536)
+                tls.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return path
+
+
+def _env(pki: SessionPKI, tmp_path: Path, socket_path: str) -> dict[str, str]:
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(pki.bundle_pem())
+    return {"SHARNESS_DOOR_SHELL": socket_path, "SHARNESS_SVID": pki.write_svid("app", tmp_path),
+            "SHARNESS_BUNDLE": str(bundle), "SHARNESS_TRUST_DOMAIN": pki.trust_domain,
+            "SHARNESS_SESSION": pki.session_id}
+
+
+FRAMES = (b"HTTP/1.1 200 \r\ntransfer-encoding: chunked\r\n\r\n"
+          b"1a\r\n" + b'{"seq":1,"final":{"x":1}}\n' + b"\r\n0\r\n\r\n")
+
+
+def test_the_shell_door_of_this_session_is_talked_to(tmp_path: Path) -> None:
+    pki = SessionPKI.create(TD, SID)
+    env = _env(pki, tmp_path, _serve_once(pki, "shell", tmp_path, FRAMES))
+    with connect(env, timeout_s=10) as tls:
+        assert list(frames(tls, {"argv": ["true"]})) == [{"seq": 1, "final": {"x": 1}}]
+
+
+def test_another_door_on_the_shell_socket_is_refused_before_any_request(tmp_path: Path) -> None:
+    """The attack: a process of the session (here the fs door's SVID) listens where the shell door should."""
+    pki = SessionPKI.create(TD, SID)
+    env = _env(pki, tmp_path, _serve_once(pki, "fs", tmp_path, FRAMES))
+    with pytest.raises(NotTheDoor, match=r"/fs'"):
+        connect(env, timeout_s=10)
+
+
+def test_a_refusal_comes_back_with_its_shape(tmp_path: Path) -> None:
+    pki = SessionPKI.create(TD, SID)
+    shape = json.dumps({"error": "shell.cwd", "who": "shell", "detail": "no", "hint": "h"}).encode()
+    answer = b"HTTP/1.1 403 \r\ncontent-length: %d\r\n\r\n%s" % (len(shape), shape)
+    env = _env(pki, tmp_path, _serve_once(pki, "shell", tmp_path, answer))
+    with connect(env, timeout_s=10) as tls, pytest.raises(Refused) as refused:
+        list(frames(tls, {"argv": ["true"]}))
+    assert refused.value.status == 403 and refused.value.shape["error"] == "shell.cwd"
