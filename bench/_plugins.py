@@ -17,7 +17,7 @@ from typing import Any
 
 PLUGINS: tuple[str, ...] = ("handshake", "fs_bench", "net_bench", "inject_bench", "session_bench", "term_bench",
                             "keys_bench", "fingerprint_bench", "model_bench", "shell_bench", "fs_mount_bench",
-                            "launchd_bench")
+                            "launchd_bench", "overlay_bench")
 SAMPLES_KEY = "samples"
 _HERE = Path(__file__).resolve().parent
 

@@ -13,7 +13,7 @@ import errno
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,8 +112,13 @@ def _reap(running: Running) -> tuple[int, Any]:
             continue
 
 
-async def supervise(running: Running, framer: Framer, send: trio.MemorySendChannel[bytes]) -> None:
-    """Run `running` to its end, sending every frame on `send`, the final record last; close `send`."""
+After = Callable[[Running, Outcome], Awaitable[dict[str, Any] | None]]
+
+
+async def supervise(running: Running, framer: Framer, send: trio.MemorySendChannel[bytes],
+                    after: After | None = None) -> None:
+    """Run `running` to its end, sending every frame on `send`, the final record last; close `send`.
+    `after` (the overlay's apply) runs once the command has ended; what it answers is a frame before the final."""
     async with send:
         try:
             await send.send(framer.started(running.command_id, running.pid))
@@ -132,6 +137,9 @@ async def supervise(running: Running, framer: Framer, send: trio.MemorySendChann
                 beating.cancel_scope.cancel()
             await send.send(framer.tails())
             outcome = _outcome(running, status, usage)
+            answer = await after(running, outcome) if after is not None else None
+            if answer is not None:
+                await send.send(framer.applied(answer))
             running.final = outcome.record()
             await send.send(framer.final(outcome))
         finally:

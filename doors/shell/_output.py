@@ -120,6 +120,10 @@ class Framer:
                 lines += self._data(stream, tail)
         return lines
 
+    def applied(self, answer: dict[str, Any]) -> bytes:
+        """The frame of the overlay's apply after the command (`apply: true`), before the final record."""
+        return self._line({"apply": answer})
+
     def final(self, outcome: Outcome) -> bytes:
         """The last frame: the final record."""
         record = outcome.record()

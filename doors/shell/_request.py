@@ -19,7 +19,7 @@ from doors._refusal import DoorRefused, Refusal
 from doors.shell._env import check_env
 
 WHO = "shell"
-FIELDS = ("argv", "script", "shell", "cwd", "env", "stdin", "timeout_ms", "max_output_bytes", "tty")
+FIELDS = ("argv", "script", "shell", "cwd", "env", "stdin", "timeout_ms", "max_output_bytes", "tty", "apply")
 MAX_ARGS = 4096
 MAX_ARGV_BYTES = 256 * 1024
 MAX_SCRIPT_BYTES = 256 * 1024
@@ -46,6 +46,7 @@ class RunRequest:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
     tty: bool = False
     stdin_pipe: bool = False  # start only: stdin stays open for write(id) until closed or the command ends
+    apply: bool = False  # run only, overlay mode: apply the overlay through the fs door once it exited 0
 
     def audit_command(self) -> dict[str, Any]:
         """What the audit shows of the command: argv, or the script's sha256 and length (never its text)."""
@@ -146,11 +147,14 @@ def parse_run(body: Any, *, started: bool = False) -> RunRequest:
         raise bad("tty", "tty must be true or false")
     if body.get("stdin") == "pipe" and not started:
         raise bad("stdin", 'stdin "pipe" is for start (then write to it); run takes "none", a string or base64')
+    apply = body.get("apply", False)
+    if not isinstance(apply, bool) or (apply and started):
+        raise bad("apply", "apply must be true or false, and only on run (after start, call apply)")
     return RunRequest(
         argv=argv, script=script, cwd=normalise_cwd(body.get("cwd")), env=check_env(body.get("env")),
         stdin=_stdin(body.get("stdin")),
         timeout_ms=_integer(body, "timeout_ms", DEFAULT_TIMEOUT_MS, 1, MAX_TIMEOUT_MS),
         max_output_bytes=_integer(body, "max_output_bytes", DEFAULT_MAX_OUTPUT_BYTES, MIN_MAX_OUTPUT_BYTES,
                                   MAX_MAX_OUTPUT_BYTES),
-        tty=tty, stdin_pipe=body.get("stdin") == "pipe",
+        tty=tty, stdin_pipe=body.get("stdin") == "pipe", apply=apply,
     )

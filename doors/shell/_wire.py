@@ -11,6 +11,7 @@ import base64
 from typing import Any
 
 RUN_PATH = "/v0/shell/run"
+APPLY_PATH = "/v0/shell/apply"  # overlay mode: the overlay's changes through the fs door (doors/shell/_overlay.py)
 START_PATH, POLL_PATH, WRITE_PATH, SIGNAL_PATH, LIST_PATH = (
     "/v0/shell/start", "/v0/shell/poll", "/v0/shell/write", "/v0/shell/signal", "/v0/shell/list")
 

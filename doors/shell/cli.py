@@ -1,4 +1,5 @@
-"""`sharness-launch sh [--timeout S] [--cwd DIR] [--json] [--tty] -- CMD ARGS...` inside a session (the CLI delegates).
+"""`sharness-launch sh [--timeout S] [--cwd DIR] [--json] [--tty] [--apply] -- CMD ARGS...` inside a session (the CLI
+delegates).
 
 The command runs in the shell door; its stdout and stderr are written here as they arrive, and this exits
 with its status the way timeout(1) does: the exit code, 128+N when signal N ended it, 124 on its timeout.
@@ -31,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print every frame as a JSON line on stdout")
     parser.add_argument("--script", action="store_true", help="CMD is one string run by /bin/sh -c")
     parser.add_argument("--tty", action="store_true", help="run it on a pty (both streams on stdout)")
+    parser.add_argument("--apply", action="store_true",
+                        help="overlay mode: once it exits 0, apply the overlay through fs (refusals on stderr)")
     parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     return parser
 
@@ -48,6 +51,8 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
         fields["cwd"] = args.cwd
     if args.tty:
         fields["tty"] = True
+    if args.apply:
+        fields["apply"] = True
     return fields
 
 
@@ -56,11 +61,26 @@ def _show(frame: dict[str, Any], stdout: BinaryIO, stderr: BinaryIO, as_json: bo
         stdout.write((json.dumps(frame, ensure_ascii=False) + "\n").encode())
         stdout.flush()
         return
+    if "apply" in frame:
+        stderr.write(applied_words(frame["apply"]).encode())
+        stderr.flush()
+        return
     stream = frame.get("stream")
     if stream in ("stdout", "stderr"):
         target = stdout if stream == "stdout" else stderr
         target.write(decode_chunk(frame))
         target.flush()
+
+
+def applied_words(answer: dict[str, Any]) -> str:
+    """What `--apply` prints on stderr: the counts, then each refused path with who refused and the row."""
+    if "skipped" in answer:
+        return f"sharness-launch sh: not applied: {answer['skipped']}\n"
+    lines = [f"sharness-launch sh: applied {answer.get('applied', 0)}, unchanged {answer.get('unchanged', 0)}, "
+             f"refused {answer.get('refused', 0)}"]
+    lines += [f"  refused {outcome['path']!r} by {outcome['who']} (row `{outcome['row']}`): {outcome['detail']}"
+              for outcome in answer.get("paths", []) if outcome.get("status") == "refused"]
+    return "\n".join(lines) + "\n"
 
 
 def _refused(error: Refused | NotTheDoor | Unreachable | ResponseError) -> int:

@@ -20,7 +20,16 @@ import h11
 
 from doors._refusal import DoorRefused, read_refusal
 from doors.client import DoorClient, connect_door
-from doors.shell._wire import LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH, decode_chunk
+from doors.shell._wire import (
+    APPLY_PATH,
+    LIST_PATH,
+    POLL_PATH,
+    RUN_PATH,
+    SIGNAL_PATH,
+    START_PATH,
+    WRITE_PATH,
+    decode_chunk,
+)
 
 RECEIVE_BYTES = 64 * 1024
 MAX_ERROR_BYTES = 64 * 1024
@@ -34,11 +43,13 @@ class RunResult:
     stderr: bytes = b""
     final: dict[str, Any] = field(default_factory=dict)
     command_id: str = ""
+    applied: dict[str, Any] | None = None  # with apply=True: the overlay's apply after it (or why it was skipped)
 
 
 def run_body(argv: list[str] | None = None, *, script: str | None = None, shell: str | None = None,
              cwd: str | None = None, env: Mapping[str, str] | None = None, stdin: bytes | str | None = None,
-             timeout_ms: int | None = None, max_output_bytes: int | None = None, tty: bool = False) -> dict[str, Any]:
+             timeout_ms: int | None = None, max_output_bytes: int | None = None, tty: bool = False,
+             apply: bool = False) -> dict[str, Any]:
     """The JSON body of a run request (only the fields given)."""
     body: dict[str, Any] = {"argv": argv} if argv is not None else {"script": script}
     optional = {"shell": shell, "cwd": cwd, "env": dict(env) if env is not None else None,
@@ -46,6 +57,8 @@ def run_body(argv: list[str] | None = None, *, script: str | None = None, shell:
     body.update({key: value for key, value in optional.items() if value is not None})
     if tty:
         body["tty"] = True
+    if apply:
+        body["apply"] = True
     if isinstance(stdin, str):
         body["stdin"] = stdin
     elif stdin is not None:
@@ -91,6 +104,8 @@ class ShellClient:
                 result.command_id = str(frame["started"]["id"])
             elif "final" in frame:
                 result.final = dict(frame["final"])
+            elif "apply" in frame:
+                result.applied = dict(frame["apply"])
             elif frame.get("stream") == "stdout":
                 result.stdout += decode_chunk(frame)
             elif frame.get("stream") == "stderr":
@@ -116,6 +131,11 @@ class ShellClient:
     def signal(self, command_id: str, signal: str) -> dict[str, Any]:
         """Send `signal` ("TERM", "INT", "KILL", ...) to every process of a started command."""
         return self._call("POST", SIGNAL_PATH, {"id": command_id, "signal": signal})
+
+    def apply(self) -> dict[str, Any]:
+        """Apply the overlay's changes through the fs door: `{paths: [{path, op, status, row?...}], applied,
+        unchanged, refused}`."""
+        return self._call("POST", APPLY_PATH, {})
 
     def list(self) -> dict[str, Any]:
         """The started commands the door holds, and how many are live."""

@@ -22,20 +22,23 @@ import trio
 
 from doors._http import Limits, Request, Response, Route, json_response
 from doors._refusal import DoorRefused
+from doors._transport import AsyncDoorClient, Dial
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
 from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
 from doors.shell._env import command_env, command_proxy
+from doors.shell._fs_calls import FsDoorCalls
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
 from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
-from doors.shell._output import Framer
+from doors.shell._output import Framer, Outcome
+from doors.shell._overlay import Applier, OverlayPlaces, check_overlay, no_overlay
 from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
 from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RunRequest, parse_run
 from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 from doors.shell._stdio import open_stdio
-from doors.shell._wire import LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
+from doors.shell._wire import APPLY_PATH, LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract
@@ -45,7 +48,10 @@ NDJSON = "application/x-ndjson"
 DEFAULT_MAX_LIVE = 8
 # What a command may open for writing besides its scratch: /dev/tty reaches only its own controlling terminal.
 COMMAND_DEVICES = ("/dev/null", "/dev/tty")
-HELD_ROWS = frozenset({"workspace", "max_live"})
+HELD_ROWS = frozenset({"workspace", "max_live", "overlay_mb"})
+# Connections to the fs door an apply writes through at once (its fsyncs overlap; fs's max_concurrent_uploads
+# is 8 per client role by default). Measured in docs/decisions/shell.md.
+APPLY_CONNECTIONS = 4
 Audit = Callable[[dict[str, Any]], None]
 # A frame is up to 1 MiB (a pipe's read): sent in one TLS write, not sixteen of 64 KiB, each a trip through
 # pyOpenSSL and trio (docs/decisions/bench.md, "Throughput"). Still one piece per connection held unsent.
@@ -64,28 +70,34 @@ class ShellConfig:
     cgroups: tuple[str, ...]
     ruleset_fd: int
     max_live: int
+    overlay: OverlayPlaces | None = None  # mode "overlay": where its upper layer is, the fs door it applies to
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, Any]) -> ShellConfig:
         """Open what the rows name; raise (the door then does not start) when any of it is missing."""
-        workspace = rows.get("workspace_dir") if rows.get("workspace") == "read" else None
+        mode = rows.get("workspace")
+        workspace = rows.get("workspace_dir") if mode in ("read", "overlay") else None
         workspace_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if workspace else None
         home, tmp = str(rows["home"]), str(rows["tmp"])
         cgroups = own_cgroup_dirs()
         if not cgroups:
             raise RuntimeError("the shell door sees no cgroup of its own: each command needs one under it")
         model = dict(rows["model"]) if isinstance(rows.get("model"), dict) else None
+        # In overlay mode the workspace's path is the overlay (the launcher mounted it): commands write there.
+        writable = (home, tmp, *COMMAND_DEVICES, *((str(workspace),) if mode == "overlay" else ()))
         return cls(workspace_fd, home, tmp, rows.get("proxy"), model, cgroups,
-                   command_ruleset((home, tmp, *COMMAND_DEVICES)), int(rows.get("max_live", DEFAULT_MAX_LIVE)))
+                   command_ruleset(writable), int(rows.get("max_live", DEFAULT_MAX_LIVE)),
+                   OverlayPlaces.from_rows(rows))
 
 
 class ShellDoor:
     """The run route over a config; commands run in the door's own nursery (`serve_commands`)."""
 
-    def __init__(self, config: ShellConfig, audit: Audit, report: Audit) -> None:
+    def __init__(self, config: ShellConfig, audit: Audit, report: Audit, applier: Applier | None = None) -> None:
         self.config = config
         self.audit = audit
         self.report = report
+        self.applier = applier  # overlay mode: applies the upper layer through the fs door
         self.live: dict[str, Running] = {}
         self.jobs = JobTable()
         self._ids = itertools.count(1)
@@ -98,7 +110,7 @@ class ShellDoor:
                 Route("POST", START_PATH, self.start, max_body_bytes=MAX_BODY_BYTES),
                 Route("POST", POLL_PATH, self.poll), Route("POST", SIGNAL_PATH, self.signal),
                 Route("POST", WRITE_PATH, self.write, max_body_bytes=2 * MAX_STDIN_BYTES),
-                Route("GET", LIST_PATH, self.listing)]
+                Route("GET", LIST_PATH, self.listing), Route("POST", APPLY_PATH, self.apply)]
 
     async def serve_commands(self) -> None:
         """The nursery every command runs in; cancelled (every command killed) when the door stops."""
@@ -143,6 +155,22 @@ class ShellDoor:
         return json_response({"id": command_id, "signal": signum,
                               "signalled": job.running.cgroup.signal_members(signum)})
 
+    async def apply(self, request: Request) -> Response:
+        """POST /v0/shell/apply: the overlay's changes through the fs door; per path applied or refused."""
+        if self.applier is None:
+            refused = no_overlay()
+            self.report({"door": "shell", "kind": "shell.apply", "decision": "refuse", "row": refused.refusal.row})
+            raise refused
+        return json_response(await self.applier.apply(request.peer_id or ""))
+
+    async def _apply_after(self, running: Running, outcome: Outcome) -> dict[str, Any]:
+        """`apply: true` on run: apply once the command exited 0 (a failed build's half is not applied)."""
+        assert self.applier is not None
+        exit_code = outcome.record()["exit_code"]
+        if exit_code != 0:
+            return {"skipped": f"the command's exit code is {exit_code}, not 0: nothing was applied"}
+        return await self.applier.apply("", running.command_id)  # its shell.run event says by whom
+
     async def listing(self, request: Request) -> Response:
         """GET /v0/shell/list: the started commands this door holds."""
         return json_response({"commands": self.jobs.listing(), "live": len(self.live),
@@ -152,6 +180,8 @@ class ShellDoor:
         """Decide, audit, start: one chokepoint for every command."""
         try:
             run = parse_run(request.json(), started=started)
+            if run.apply and self.applier is None:
+                raise no_overlay()
             if len(self.live) >= self.config.max_live:
                 raise refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
                               "session allows", "wait for one to end, or raise doors.shell.max_live")
@@ -245,7 +275,8 @@ class ShellDoor:
                           scope: trio.CancelScope) -> None:
         try:
             with scope:
-                await supervise(running, Framer(running.request.max_output_bytes), send)
+                after = self._apply_after if running.request.apply else None
+                await supervise(running, Framer(running.request.max_output_bytes), send, after)
         finally:
             self.live.pop(running.command_id, None)
             shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
@@ -275,6 +306,8 @@ def serve(contract: DoorContract) -> None:
 
     def run(status: StatusSender) -> None:
         config = ShellConfig.from_rows(contract.rows)
+        if config.overlay is not None:
+            check_overlay(config.overlay, str(contract.rows["workspace_dir"]))
         self_test(config.cgroups, config.ruleset_fd, config.home)
         trio.run(_serve_shell, contract, status, config)
 
@@ -283,7 +316,21 @@ def serve(contract: DoorContract) -> None:
 
 def describe_rows(rows: Mapping[str, Any]) -> dict[str, Any]:
     """The rows hello shows: the manifest's own (where the launcher put HOME, TMPDIR and the workspace is not a row)."""
-    return {"workspace": rows.get("workspace", "none"), "max_live": int(rows.get("max_live", DEFAULT_MAX_LIVE))}
+    shown = {"workspace": rows.get("workspace", "none"), "max_live": int(rows.get("max_live", DEFAULT_MAX_LIVE))}
+    if "overlay_mb" in rows:
+        shown["overlay_mb"] = int(rows["overlay_mb"])
+    return shown
+
+
+def applier_of(runtime: DoorRuntime, overlay: OverlayPlaces | None) -> Applier | None:
+    """The applier of overlay mode: the fs door's client as this door's own SVID (edge shell→fs)."""
+    if overlay is None:
+        return None
+    contract = runtime.contract
+    dial = Dial("fs", overlay.fs_socket, runtime.client_ctx, contract.trust_domain, contract.session_id,
+                contract.role)
+    return Applier(overlay.upper, FsDoorCalls([AsyncDoorClient(dial) for _ in range(APPLY_CONNECTIONS)]),
+                   runtime.audit)
 
 
 async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig) -> None:
@@ -296,7 +343,7 @@ async def _serve_shell(contract: DoorContract, status: Any, config: ShellConfig)
     def door_of(runtime: DoorRuntime) -> ShellDoor:
         nonlocal door
         if door is None:
-            door = ShellDoor(config, runtime.audit, runtime.report)
+            door = ShellDoor(config, runtime.audit, runtime.report, applier_of(runtime, config.overlay))
         return door
 
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:

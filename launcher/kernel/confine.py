@@ -84,6 +84,7 @@ class ConfinementSpec:
     scratch: mountns.ScratchMount | None = None  # HOME and TMPDIR on a tmpfs of its own, in that private root
     devpts: bool = False  # a devpts instance of its own in that private root (the shell door's ttys)
     workspace_mount: mountns.FuseAttach | None = None  # the fs door's FUSE mount of the workspace (the app's)
+    overlay: mountns.OverlayMount | None = None  # the shell's overlay of the workspace, in that private root
 
     def __post_init__(self) -> None:
         if self.uid == 0 or self.gid == 0 or 0 in self.groups:
@@ -187,7 +188,7 @@ def apply_confinement(spec: ConfinementSpec) -> None:
     bound: dict[str, int] = {}
     if spec.mount_keep is not None:
         bound = _step("mounts", mountns.enter_private_root, spec.mount_keep, mountns.PROC_OPTIONS, spec.scratch,
-                      spec.devpts, spec.workspace_mount)
+                      spec.devpts, spec.workspace_mount, spec.overlay)
     _step("rlimits", _rlimits, spec.rlimits)
     _step("ids", _ids, spec.uid, spec.gid, spec.groups)
     # Changing the euid clears the parent-death signal (commit_creds): arm it again, and re-check.

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from launcher.kernel import fuse_mount
 from launcher.kernel._sys import libc
 from launcher.kernel.mountinfo import mount_id_of
+from launcher.kernel.overlay import OverlayMount, mount_overlay
 from launcher.policy.layout import DEVPTS
 
 NEW_ROOT = "/tmp"  # any directory works as the mount point: it is covered by the new root's tmpfs
@@ -272,11 +273,12 @@ def _mount_devpts(new_root: str) -> None:
 
 def enter_private_root(
     keep: tuple[Bind, ...], proc_options: str | None = PROC_OPTIONS, scratch: ScratchMount | None = None,
-    devpts: bool = False, workspace: FuseAttach | None = None,
+    devpts: bool = False, workspace: FuseAttach | None = None, overlay: OverlayMount | None = None,
 ) -> dict[str, int]:
     """In a forked child, as root: new mount namespace whose root holds only `keep` (and a private /proc), and
-    `scratch`'s tmpfs on its dirs, with `devpts` a devpts instance of its own at /dev/pts, and with `workspace`
-    the fs door's FUSE mount at the workspace path.
+    `scratch`'s tmpfs on its dirs, with `devpts` a devpts instance of its own at /dev/pts, with `workspace`
+    the fs door's FUSE mount at the workspace path, and with `overlay` the shell's overlay over the workspace's
+    (kept, read-only) bind (kernel/overlay.py).
 
     The proc is of the pid namespace the caller is in: the app, pid 2 of its own, mounts its namespace's.
     Returns the O_PATH fd each kept path was bound from, by path, for Landlock's rules; the caller closes them.
@@ -293,6 +295,14 @@ def enter_private_root(
             if covered is not None:
                 os.close(covered)
             handles[path] = os.open(NEW_ROOT + path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if overlay is not None:
+        # Landlock must grant the overlay's root, not the workspace it covers (its lower layer).
+        merged_at = os.path.normpath(overlay.workspace)
+        lower = handles.pop(merged_at)
+        try:
+            handles[merged_at] = mount_overlay(NEW_ROOT, overlay, lower, SCRATCH_FLAGS)
+        finally:
+            os.close(lower)
     if devpts:
         _mount_devpts(NEW_ROOT)
     if workspace is not None:

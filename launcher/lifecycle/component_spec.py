@@ -10,12 +10,14 @@ from dataclasses import replace
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.landlock import LandlockRules
 from launcher.kernel.mountns import Bind, FuseAttach, ScratchMount
+from launcher.kernel.overlay import OverlayMount
 from launcher.kernel.seccomp import FS_DOOR_EXTRA
 from launcher.lifecycle.create import Resources
 from launcher.lifecycle.preflight_paths import Pins
 from launcher.policy.confine_plan import SYSTEM_READ, Allowance
 from launcher.policy.confinement import Confinement
 from launcher.policy.layout import DEVPTS
+from launcher.policy.overlay import Overlay
 from launcher.policy.scratch import Scratch
 
 
@@ -37,6 +39,8 @@ def private_root_binds(confinement: Confinement, pins: Pins, mounted: str | None
     """Its private root's paths: writable where Landlock grants writing, pinned where the manifest names them;
     never `mounted` (the workspace the fs door's FUSE mount shows: the host's directory is not bound there)."""
     writable = set(confinement.allowance.write)
+    if confinement.overlay is not None:  # the workspace's bind is the overlay's lower layer: read-only
+        writable.discard(confinement.overlay.workspace)
     # The scratch dirs are mount points inside the private dir's bind: their tmpfs covers them, nothing of the
     # host's is bound there; the same for the workspace's FUSE mount.
     covered = set(confinement.scratch.dirs) if confinement.scratch is not None else set()
@@ -76,7 +80,17 @@ def spec_of(
         scratch=scratch_mount(confinement.scratch, resources.uids[role], resources.gids[role]),
         devpts=DEVPTS in allowance.write,  # its own devpts (the shell's ttys), mounted in its private root
         workspace_mount=workspace_mount,
+        overlay=overlay_mount(confinement.overlay, resources, role),
     )
+
+
+def overlay_mount(overlay: Overlay | None, resources: Resources, role: str) -> OverlayMount | None:
+    """The overlay to mount for the shell: its layers the shell user's, the workspace owner's files shown as
+    its own (the owner is the fs door's user, launcher/lifecycle/create.py); None without one."""
+    if overlay is None:
+        return None
+    return OverlayMount(overlay.workspace, overlay.upper, overlay.size_bytes, overlay.inodes, resources.uids[role],
+                        resources.gids[role], resources.uids["fs"], resources.gids["fs"])
 
 
 def scratch_mount(scratch: Scratch | None, uid: int, gid: int) -> ScratchMount | None:

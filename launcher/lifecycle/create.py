@@ -24,6 +24,7 @@ from launcher.policy.layout import (
     SessionLayout,
     door_client_groups,
 )
+from launcher.policy.overlay import overlay_of
 from launcher.policy.scratch import scratch_of
 from pki.ca import EgressDelivery, FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
 
@@ -169,6 +170,9 @@ class SessionBuilder:
             # Mount points only: the component's tmpfs covers them in its own mount namespace (kernel/mountns.py),
             # and on the host they stay empty and root's, so nothing it writes there reaches the host's /run.
             dirs += [(path, 0o555, 0, 0) for path in (scratch.dirs if scratch is not None else ())]
+            overlay = overlay_of(self.manifest, role, self.layout)
+            if overlay is not None:  # where the shell door reads its overlay's upper layer: a mount point too
+                dirs.append((overlay.upper, 0o555, 0, 0))
         _mkdirs(self.journal, dirs)
 
     def make_netns(self) -> None:

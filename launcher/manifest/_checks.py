@@ -10,7 +10,14 @@ from typing import Any
 from launcher.manifest import _rules
 from launcher.manifest._checks_inject import check_inject
 from launcher.manifest._errors import ManifestError, child
-from launcher.manifest._model import effective_edges, scratch_limits_of, started_roles
+from launcher.manifest._model import (
+    SHELL_APPLY_EDGE,
+    SHELL_DEFAULT_LIMITS,
+    effective_edges,
+    overlay_limits_of,
+    scratch_limits_of,
+    started_roles,
+)
 from pki.vocabulary import SEALED_PREFIX, internal_range_problem, valid_secret_name
 
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
@@ -39,6 +46,8 @@ def check_document(doc: dict[str, Any]) -> None:
         _check_model(doc, doors["model"])
     if "process" in doors.get("shell", {}):
         _check_scratch("/doors/shell/process", doors["shell"]["process"])
+    if "shell" in doors:
+        _check_overlay(doc, doors["shell"])
     for key, paths in doors.get("shell", {}).get("files", {}).items():
         for index, path in enumerate(paths):
             _refuse_reserved(f"/doors/shell/files/{key}/{index}", path)
@@ -58,6 +67,31 @@ def _refuse_reserved(ptr: str, path: str) -> None:
     problem = _rules.reserved_path_problem(path)
     if problem:
         raise ManifestError(ptr, f"path {path!r} {problem}", _RESERVED_HINT)
+
+
+def _check_overlay(doc: dict[str, Any], shell: dict[str, Any]) -> None:
+    """An overlay's size only with an overlay; its changes need the fs door and the edge shell→fs; its upper
+    layer and the scratch share the shell's memory limit, so together they stay below it."""
+    if shell["workspace"] != "overlay":
+        if "overlay_mb" in shell:
+            raise ManifestError("/doors/shell/overlay_mb", "overlay_mb sizes the overlay's upper layer, and "
+                                f"doors.shell.workspace is {shell['workspace']!r}",
+                                "set doors.shell.workspace to \"overlay\" or drop overlay_mb")
+        return
+    if "fs" not in started_roles(doc):
+        raise ManifestError("/doors/shell/workspace", "an overlay's changes reach the workspace only through the "
+                            "fs door, and the manifest has no doors.fs", "add doors.fs, or use \"read\"")
+    if SHELL_APPLY_EDGE not in effective_edges(doc):
+        raise ManifestError("/edges", "there is no edge ['shell', 'fs']: the overlay's changes could never be "
+                            "applied", "add [\"shell\", \"fs\"] to edges")
+    process = shell.get("process", {})
+    memory_mb = process.get("max_memory_mb", SHELL_DEFAULT_LIMITS[0])
+    scratch_mb, _ = scratch_limits_of(process, memory_mb)
+    overlay_mb, _ = overlay_limits_of(shell, memory_mb)
+    if scratch_mb + overlay_mb >= memory_mb:
+        raise ManifestError("/doors/shell/overlay_mb", f"overlay_mb {overlay_mb} and scratch_mb {scratch_mb} are "
+                            f"not below max_memory_mb {memory_mb} together: both tmpfs's pages count against "
+                            "the shell's memory limit", "lower overlay_mb or scratch_mb, or raise max_memory_mb")
 
 
 def _check_trust_domain(name: str) -> None:
@@ -161,8 +195,9 @@ def _check_hidden(doc: dict[str, Any], ptr: str, target: str) -> None:
             if _rules.covers(root, target):
                 raise ManifestError(ptr, f"the shell reads {root!r} directly (doors.shell.files.{key}), so fs "
                                     "cannot hide this", f"drop {root!r} from doors.shell.files.{key} or this row")
-    if shell is not None and shell["workspace"] == "read":
-        raise ManifestError(ptr, "the shell reads the workspace directly, so the fs door cannot hide it",
+    if shell is not None and shell["workspace"] in ("read", "overlay"):
+        raise ManifestError(ptr, "the shell reads the workspace directly (an overlay's lower layer is the "
+                            "workspace itself), so the fs door cannot hide it",
                             "set doors.shell.workspace to \"none\" or drop this row")
 
 

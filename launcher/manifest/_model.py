@@ -19,6 +19,10 @@ FS_DEFAULT_MAX_CONCURRENT_UPLOADS = 8
 # the memory cgroup, so by default it takes a quarter of the memory limit, with one inode per 4 KiB page.
 SCRATCH_MEMORY_SHARE = 4
 SCRATCH_INODES_PER_MB = 256
+# The shell's overlay upper layer (doors.shell.workspace "overlay"): a tmpfs of its own, sized like the scratch.
+OVERLAY_MEMORY_SHARE = 4
+# The edge a shell with an overlay needs: its changes reach the workspace only through the fs door.
+SHELL_APPLY_EDGE = ("shell", "fs")
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,13 @@ class Manifest:
         inject = self.document.get("doors", {}).get("net", {}).get("inject", [])
         return tuple(sorted({str(row["host"]).rpartition(":")[0] for row in inject}))
 
+    def overlay_limits(self) -> tuple[int, int] | None:
+        """(overlay_mb, inodes) of the shell's overlay upper layer; None unless doors.shell.workspace is "overlay"."""
+        rows = self.door_rows("shell")
+        if rows.get("workspace") != "overlay":
+            return None
+        return overlay_limits_of(rows, self.process_limits("shell")[0])
+
     def edges_out(self, role: str) -> tuple[str, ...]:
         """The servers `role` may call, in role order."""
         return tuple(server for server in ROLES if (role, server) in self.edges)
@@ -103,11 +114,20 @@ def started_roles(document: dict[str, Any]) -> tuple[str, ...]:
 
 
 def effective_edges(document: dict[str, Any]) -> frozenset[tuple[str, str]]:
-    """The edges as written, or DEFAULT_EDGES restricted to started roles when "edges" is absent."""
+    """The edges as written, or DEFAULT_EDGES restricted to started roles when "edges" is absent (with shell→fs
+    when the shell's workspace is an overlay: its changes reach the workspace only through that edge)."""
     if "edges" in document:
         return frozenset((client, server) for client, server in document["edges"])
     started = set(started_roles(document))
-    return frozenset(edge for edge in DEFAULT_EDGES if edge[0] in started and edge[1] in started)
+    overlay = document.get("doors", {}).get("shell", {}).get("workspace") == "overlay"
+    defaults = (*DEFAULT_EDGES, *((SHELL_APPLY_EDGE,) if overlay else ()))
+    return frozenset(edge for edge in defaults if edge[0] in started and edge[1] in started)
+
+
+def overlay_limits_of(shell: dict[str, Any], max_memory_mb: int) -> tuple[int, int]:
+    """(overlay_mb, inodes) from the shell's rows: as written, or a quarter of its memory limit."""
+    overlay_mb = int(shell.get("overlay_mb", max(1, max_memory_mb // OVERLAY_MEMORY_SHARE)))
+    return overlay_mb, overlay_mb * SCRATCH_INODES_PER_MB
 
 
 def scratch_limits_of(process: dict[str, Any], max_memory_mb: int) -> tuple[int, int]:

@@ -195,18 +195,22 @@ def shell_allowance(
     may_use_model: bool = False,
 ) -> Allowance:
     """The shell door and every command it runs: the system's programs, the workspace read-only in mode
-    "read", writes only on its scratch tmpfs (noexec: a writable path is never executable) and on a devpts of
-    its own (its tty commands' ptys; mounted, not the host's). The session adds
+    "read" (in mode "overlay" its overlay, writable and never executable), writes only on its scratch tmpfs
+    (noexec: a writable path is never executable) and on a devpts of its own (its tty commands' ptys;
+    mounted, not the host's). The session adds
     the shell's own cgroup directories to its writes (delegated: launcher/kernel/cgroups.py), which each
     command's own Landlock layer takes away again (doors/shell/_landlock.py)."""
-    workspace = rows.get("workspace_dir")
-    read = (str(workspace),) if rows.get("workspace") == "read" and isinstance(workspace, str) else ()
+    workspace, mode = rows.get("workspace_dir"), rows.get("workspace")
+    read = (str(workspace),) if mode in ("read", "overlay") and isinstance(workspace, str) else ()
+    # In overlay mode the workspace's path holds the overlay (its lower layer bound read-only beneath it):
+    # commands write there, never execute. The upper layer is read beneath its private directory.
+    overlay = read if mode == "overlay" else ()
     files = rows.get("files")
     listed: dict[str, list[str]] = files if isinstance(files, dict) else {}
     files_read, files_exec = tuple(listed.get("read", ())), tuple(listed.get("exec", ()))
     return Allowance(
         read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read, *files_read, *files_exec),
-        write=(*WRITE_DEVICES, CONTROLLING_TTY, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS),
+        write=(*WRITE_DEVICES, CONTROLLING_TTY, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS, *overlay),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
         tcp_bind=(),
         tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),

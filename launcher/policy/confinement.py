@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import Allowance, allowance_of
 from launcher.policy.layout import DEVPTS, SessionPaths, door_client_groups, groups_of
+from launcher.policy.overlay import Overlay, overlay_of
 from launcher.policy.scratch import Scratch, scratch_of
 
 DOOR_NOFILE = 4096
@@ -30,6 +31,7 @@ class Confinement:
     owner_fenced: bool
     mount_keep: tuple[str, ...]
     scratch: Scratch | None  # HOME and TMPDIR on a tmpfs of its own, mounted in its private root
+    overlay: Overlay | None = None  # the shell's overlay of the workspace, mounted in its private root
 
 
 def confinement_of(
@@ -47,6 +49,7 @@ def confinement_of(
         owner_fenced=fs_door,
         mount_keep=mount_keep(role, allowance, layout, manifest.edges, resolv_conf),
         scratch=scratch_of(manifest, role, layout),
+        overlay=overlay_of(manifest, role, layout),
     )
 
 

@@ -30,7 +30,7 @@ def door_rows(manifest: Manifest, role: str) -> dict[str, Any]:
             source = str(secret.pop("from", ""))
             if source.startswith(SEALED_PREFIX):
                 secret["sealed"] = source.removeprefix(SEALED_PREFIX)  # the name its sealed file holds
-    if role == "shell" and rows.get("workspace") == "read":
+    if role == "shell" and rows.get("workspace") in ("read", "overlay"):
         rows["workspace_dir"] = manifest.workspace
     return rows
 
@@ -40,7 +40,10 @@ def shell_places(manifest: Manifest, sid: str) -> dict[str, Any]:
     layout = SessionPaths(sid)
     proxy = f"http://{PROXY_HOST}:{PROXY_PORT}" if ("shell", "net") in manifest.edges else None
     model = model_env() if ("shell", "model") in manifest.edges else None
-    return {"home": layout.home_dir("shell"), "tmp": layout.tmp_dir("shell"), "proxy": proxy, "model": model}
+    places = {"home": layout.home_dir("shell"), "tmp": layout.tmp_dir("shell"), "proxy": proxy, "model": model}
+    if manifest.overlay_limits() is not None:  # where it reads the upper layer, and the fs door it applies it through
+        places.update(overlay_upper=layout.overlay_upper_dir(), fs_socket=layout.socket_path("fs"))
+    return places
 
 
 def secret_names(manifest: Manifest) -> tuple[str, ...]:

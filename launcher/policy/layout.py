@@ -72,6 +72,10 @@ class SessionPaths:
         """TMPDIR of a component with scratch space, on the same tmpfs as its HOME."""
         return f"{self.private_dir(role)}/tmp"
 
+    def overlay_upper_dir(self) -> str:
+        """Where the shell door reads its overlay's upper layer (read-only): a mount point on the host."""
+        return f"{self.private_dir('shell')}/upper"
+
     def socket_path(self, door: str) -> str:
         return f"{self.doors_dir}/{door}.sock"
 

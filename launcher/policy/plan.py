@@ -16,6 +16,7 @@ from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
+from launcher.policy.overlay import overlay_meaning, overlay_of
 from launcher.policy.plan_app import app_rows
 from launcher.policy.plan_kernel import (
     always,
@@ -66,6 +67,8 @@ IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     "model.upstream", "model.secret", "model.models", "model.budget_microusd", "model.listener",
     # The shell door (tests/doors/shell, tests/integration/test_shell_session.py, tests/attacks/test_shell_commands.py).
     "shell:scratch", "shell.workspace", "shell.egress", "shell.commands", "shell.max_live",
+    # Overlay mode (tests/integration/test_shell_overlay.py, tests/doors/shell/test_changes.py).
+    "shell.apply",
 })
 # What this version lacks to hold a row that is not in IMPLEMENTED_ROWS, by the row id's first part.
 SHELL_DEFAULT_MAX_LIVE = 8  # the shell door's default when doors.shell.max_live is left out (doors/shell agrees)
@@ -253,10 +256,20 @@ def _keys_rows(rows: dict[str, Any]) -> Iterator[_Spec]:
 
 
 def _shell_rows(rows: dict[str, Any], manifest: Manifest) -> Iterator[_Spec]:
-    reads = "reads the workspace directly (never writes it)" if rows["workspace"] == "read" else \
-        "has no access to the workspace"
-    yield _Spec("shell.workspace", f"commands it runs {reads}", BOUNDARY, "the kernel (Landlock)",
-                landlock_fs("workspace rules"))
+    overlay = overlay_of(manifest, "shell", PLAN_PATHS)
+    if overlay is not None:
+        yield _Spec("shell.workspace", overlay_meaning(overlay), BOUNDARY,
+                    "the kernel (overlayfs over a read-only idmapped bind; Landlock: writable, never executable)",
+                    landlock_fs("workspace rules"))
+        yield _Spec("shell.apply", "what the overlay holds reaches the workspace only through the fs door (edge "
+                    "shell→fs): every doors.fs row judges each path, written as the workspace's owner; what is "
+                    "refused stays in the overlay", BOUNDARY, "the fs door (the workspace owner's user, a process "
+                    "the shell is not)", root)
+    else:
+        reads = "reads the workspace directly (never writes it)" if rows["workspace"] == "read" else \
+            "has no access to the workspace"
+        yield _Spec("shell.workspace", f"commands it runs {reads}", BOUNDARY, "the kernel (Landlock)",
+                    landlock_fs("workspace rules"))
     route = "only through the net door's proxy" if ("shell", "net") in manifest.edges else "nowhere"
     yield _Spec("shell.egress", f"commands reach the network {route}", BOUNDARY,
                 "the kernel (network namespace)", netns)

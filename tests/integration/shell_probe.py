@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from doors._refusal import DoorRefused
+from doors.fs.client import FsClient
 from doors.shell.client import ShellClient
 
 
@@ -85,6 +86,29 @@ def jobs(shell: ShellClient) -> dict[str, Any]:
     return seen
 
 
+def other_call(shell: ShellClient, case: dict[str, Any]) -> dict[str, Any]:
+    """An overlay apply (`"apply": true`), the fs door's listing of a directory (`"fs_list": PATH`, recursive:
+    what the workspace itself holds), or a write through it as the app (`"fs_write": {path, text}`); a refusal
+    as its shape."""
+    try:
+        if case.get("apply"):
+            return shell.apply()
+        with FsClient.from_env() as fs:
+            if case.get("fs_write"):
+                return fs.write(case["fs_write"]["path"], case["fs_write"]["text"].encode())
+            return {"tree": _tree(fs, case["fs_list"])}
+    except DoorRefused as refused:
+        return {"refused": {"status": refused.refusal.status, **refused.refusal.shape()}}
+
+
+def _tree(fs: FsClient, path: str) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    for item in fs.list(path):
+        child = f"{path}/{item['name']}" if path else item["name"]
+        tree[item["name"]] = _tree(fs, child) if item["kind"] == "dir" else fs.read(child).decode(errors="replace")
+    return tree
+
+
 def main() -> None:
     cases = json.loads(sys.argv[1])
     with ShellClient.from_env() as shell:
@@ -92,6 +116,9 @@ def main() -> None:
         for case in _templated(cases):
             if case.get("jobs"):
                 print(json.dumps({"probe": case["name"], **jobs(shell)}), flush=True)
+                continue
+            if case.get("apply") or case.get("fs_list") is not None or case.get("fs_write"):
+                print(json.dumps({"probe": case["name"], **other_call(shell, case)}), flush=True)
                 continue
             held = hold(shell, int(case.get("hold", 0)))
             run_case(shell, case["name"], dict(case["body"]), case.get("until"))

@@ -289,3 +289,31 @@ def test_an_upstream_proxy_row_with_its_credential_loads() -> None:
                       edges=[["app", "fs"], ["app", "net"], ["app", "shell"], ["shell", "net"], ["app", "model"],
                              ["model", "keys"], ["net", "keys"]])
     assert load(document).door_rows("net")["upstream_proxy"]["secret"] == "proxy"
+
+
+OVERLAY = {"doors__shell__workspace": "overlay", "doors__fs__hidden": []}
+
+
+def test_an_overlay_with_the_default_edges_gets_shell_to_fs_and_its_size_defaults_to_a_quarter() -> None:
+    manifest = load(sample(**OVERLAY))
+    assert ("shell", "fs") in manifest.edges and manifest.overlay_limits() == (256, 256 * 256)
+    assert ("shell", "fs") not in load(sample(doors__shell__workspace="read", doors__fs__hidden=[])).edges
+    assert load(sample(**OVERLAY, doors__shell__overlay_mb=100)).overlay_limits() == (100, 100 * 256)
+    assert load(sample()).overlay_limits() is None
+
+
+@pytest.mark.parametrize(("changes", "pointer", "words"), [
+    ({"doors__shell__overlay_mb": 64}, "/doors/shell/overlay_mb", "is 'none'"),
+    ({**OVERLAY, "doors__fs": DROP}, "/doors/shell/workspace", "no doors.fs"),
+    ({**OVERLAY, "edges": [["app", "fs"], ["app", "net"], ["app", "shell"], ["app", "model"], ["net", "keys"],
+                           ["model", "keys"], ["shell", "net"]]}, "/edges", "['shell', 'fs']"),
+    ({**OVERLAY, "doors__shell__overlay_mb": 800}, "/doors/shell/overlay_mb", "not below max_memory_mb 1024"),
+    ({**OVERLAY, "doors__shell__process": {"max_memory_mb": 64, "max_pids": 8, "scratch_mb": 50}},
+     "/doors/shell/overlay_mb", "overlay_mb 16 and scratch_mb 50"),
+    ({"doors__shell__workspace": "overlay"}, "/doors/fs/hidden/0", "an overlay's lower layer is the workspace"),
+    ({**OVERLAY, "doors__shell__overlay_mb": 0}, "/doors/shell/overlay_mb", ""),
+])
+def test_an_overlay_needs_the_fs_door_its_edge_room_in_the_memory_limit_and_no_hidden_row(
+        changes: dict[str, Any], pointer: str, words: str) -> None:
+    refused = refusal(sample(**changes))
+    assert refused.pointer == pointer and words in refused.message, refused

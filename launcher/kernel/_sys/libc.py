@@ -124,6 +124,7 @@ OPEN_TREE_CLONE = 1
 MOVE_MOUNT_F_EMPTY_PATH = 0x04
 MOVE_MOUNT_T_EMPTY_PATH = 0x40
 MOUNT_ATTR_RDONLY = 0x1
+MOUNT_ATTR_IDMAP = 0x00100000
 
 
 def _address(buffer: Any) -> int:
@@ -154,9 +155,10 @@ def open_tree(fd: int, flags: int) -> int:
     return _check(_libc.syscall(_long(SYS_OPEN_TREE), _long(fd), _EMPTY, _long(flags)), "open_tree")
 
 
-def mount_setattr(fd: int, attr_set: int) -> None:
-    """mount_setattr(2) on the mount `fd` names: set `attr_set`, clear nothing, this mount only."""
-    attr = ffi.from_buffer(struct.pack("=QQQQ", attr_set, 0, 0, 0))
+def mount_setattr(fd: int, attr_set: int, userns_fd: int = 0) -> None:
+    """mount_setattr(2) on the mount `fd` names: set `attr_set` (with MOUNT_ATTR_IDMAP, the ids of the user
+    namespace `userns_fd`), clear nothing, this mount only."""
+    attr = ffi.from_buffer(struct.pack("=QQQQ", attr_set, 0, 0, userns_fd))
     _check(_libc.syscall(_long(SYS_MOUNT_SETATTR), _long(fd), _EMPTY, _long(AT_EMPTY_PATH), _long(_address(attr)),
                          _long(32)), "mount_setattr")
 

@@ -32,6 +32,7 @@ _DOCUMENTS: dict[str, dict[str, Any]] = {
     "workspace listed": sample(app__files={"read": [WORKSPACE]}, doors__fs__hidden=DROP),
     "workspace's parent listed": sample(app__files={"read": ["/srv/sh-test"]}, doors__fs__hidden=DROP),
     "shell reads the workspace": sample(doors__shell__workspace="read", doors__fs__hidden=DROP),
+    "shell overlays the workspace": sample(doors__shell__workspace="overlay", doors__fs__hidden=DROP),
     "shell files": sample(doors__shell__files={"read": ["/opt/data"], "exec": ["/opt/tools/bin"]}),
     "app only": sample(doors=DROP),
     "app and fs": sample(doors={"fs": copy.deepcopy(FULL["doors"]["fs"])}),

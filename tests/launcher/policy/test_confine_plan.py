@@ -61,14 +61,16 @@ def _expected(manifest: Manifest, role: str) -> dict[str, object]:
         want.update(write={"/dev/null", WORKSPACE})
     elif role == "keys":  # no secret source by path: the keys door gets each as an fd opened by the launcher
         want.update(read={*system, *PYTHON, _private(role)})
-    elif role == "shell":  # its commands run the system's programs and read the workspace in mode "read"
+    elif role == "shell":  # its commands run the system's programs, read the workspace in mode "read" and
+        # write its overlay (mounted at the workspace's path, the workspace its read-only lower layer) in "overlay"
         shell = manifest.door_rows("shell")
-        reads_workspace = shell.get("workspace") == "read"
+        reads_workspace = shell.get("workspace") in ("read", "overlay")
+        overlay = {manifest.workspace} if shell.get("workspace") == "overlay" else set()
         files_read, files_exec = shell.get("files", {}).get("read", []), shell.get("files", {}).get("exec", [])
         want.update(read={*SYSTEM, *PYTHON, _private("shell"), *({manifest.workspace} if reads_workspace else set()),
                           *files_read, *files_exec},
                     write={"/dev/null", "/dev/tty", f"{_private('shell')}/home", f"{_private('shell')}/tmp",
-                           "/dev/pts"},
+                           "/dev/pts", *overlay},
                     exec={*PROGRAMS, "/opt/py/bin", *files_exec},
                     tcp_connect=(*((3128,) if to_net else ()), *((3129,) if to_model else ())),
                     deny_inet=not (to_net or to_model))
@@ -107,9 +109,12 @@ def test_nothing_writable_is_executable(shape: str, role: str) -> None:
 
 @pytest.mark.parametrize(("shape", "role"), CASES)
 def test_only_the_fs_door_writes_the_workspace(shape: str, role: str) -> None:
+    """The shell in overlay mode writes the path, which is its overlay there: the workspace is its read-only
+    lower layer (tests/launcher/kernel/test_overlay.py, tests/integration/test_shell_overlay.py)."""
     allowance = _allowance(shape, role)
     touches = any(covers((path,), WORKSPACE) or covers((WORKSPACE,), path) for path in allowance.write)
-    assert touches == (role == "fs")
+    overlay = role == "shell" and SHAPES[shape].overlay_limits() is not None
+    assert touches == (role == "fs" or overlay)
     assert not covers(allowance.exec, WORKSPACE) and not any(covers((WORKSPACE,), x) for x in allowance.exec)
 
 
@@ -117,7 +122,7 @@ def test_only_the_fs_door_writes_the_workspace(shape: str, role: str) -> None:
 def test_the_app_reads_the_workspace_only_when_the_manifest_lists_it(shape: str, role: str) -> None:
     reads = covers(_allowance(shape, role).read, WORKSPACE)
     listed = any(covers((root,), WORKSPACE) for root in SHAPES[shape].app.files_read)
-    shell_reads = SHAPES[shape].door_rows("shell").get("workspace") == "read"
+    shell_reads = SHAPES[shape].door_rows("shell").get("workspace") in ("read", "overlay")
     assert reads == ((role == "app" and listed) or (role == "shell" and shell_reads))
 
 

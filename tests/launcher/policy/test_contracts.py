@@ -7,6 +7,7 @@ import json
 
 import pytest
 from manifest_shapes import SHAPES, WORKSPACE
+from manifests.samples import load, sample
 
 from doors._contract import DoorContract
 from launcher.manifest import load_manifest
@@ -96,3 +97,13 @@ def test_the_model_door_holds_one_plain_http_listener_per_client_and_is_told_whe
     contract = door_contract(FULL, "model", "0123abcd", "", fds, 0)
     assert contract.listen_fds == {"door": 5, "model.app": 6, "model.shell": 7}
     assert contract.rows["keys_socket"] == "/run/sharness/0123abcd/doors/keys.sock"
+
+
+def test_a_shell_with_an_overlay_is_told_its_workspace_its_upper_layer_and_the_fs_doors_socket() -> None:
+    overlay = load(sample(doors__shell__workspace="overlay", doors__fs__hidden=[]))
+    rows = door_contract(overlay, "shell", "0123abcd", "", door_fds("shell", ()), 0).rows
+    assert (rows["workspace"], rows["workspace_dir"]) == ("overlay", WORKSPACE)
+    assert rows["overlay_upper"] == "/run/sharness/0123abcd/shell/upper"
+    assert rows["fs_socket"] == "/run/sharness/0123abcd/doors/fs.sock"
+    plain = door_contract(FULL, "shell", "0123abcd", "", door_fds("shell", ()), 0).rows
+    assert not {"overlay_upper", "fs_socket", "workspace_dir"} & set(plain)

@@ -294,3 +294,17 @@ def test_when_the_upstream_proxy_resolves_the_address_rule_is_its_own() -> None:
     document = sample(doors__net__upstream_proxy={"address": "proxy.corp.example:3128", "resolve": "proxy"})
     [addresses] = _net_rows(document)["net.addresses"]
     assert addresses.kind == EXPECTATION and "not held by the net door" in addresses.meaning
+
+
+def test_an_overlay_says_where_commands_write_and_that_only_the_fs_door_applies_it() -> None:
+    plan = build_plan(load(sample(doors__shell__workspace="overlay", doors__shell__overlay_mb=96,
+                                  doors__fs__hidden=[])), FULL_KERNEL)
+    rows = {row.row_id: row for row in plan.rows if row.component == "shell"}
+    assert "overlay" in rows["shell.workspace"].meaning and "96 MiB" in rows["shell.workspace"].meaning
+    assert "never executable" in rows["shell.workspace"].held_by and rows["shell.workspace"].held
+    apply = rows["shell.apply"]
+    assert apply.held and apply.kind == BOUNDARY and "fs door" in apply.held_by and "refused stays" in apply.meaning
+    shell = next(component for component in plan.components if component.role == "shell")
+    assert "/srv/sh-test/ws" in shell.reads and "/srv/sh-test/ws" in shell.writes
+    assert "/srv/sh-test/ws" not in shell.executes and "fs" in shell.edges_out
+    assert "shell.apply" not in _ids(build_plan(load(FULL), FULL_KERNEL), "shell")
