@@ -22,6 +22,17 @@ def svid_pem(leaf_key: PrivateKey, leaf_cert: x509.Certificate) -> bytes:
     return key_pem + leaf_cert.public_bytes(serialization.Encoding.PEM)
 
 
+def system_store() -> bytes:
+    """This machine's trust anchors (OpenSSL's default CA file), ending in a newline; empty when it has none."""
+    paths = ssl.get_default_verify_paths()
+    for path in (paths.cafile, paths.openssl_cafile):
+        if path and os.path.isfile(path):
+            with open(path, "rb") as store:
+                content = store.read()
+            return content if content.endswith(b"\n") or not content else content + b"\n"
+    return b""
+
+
 def bundle_pem(ca_cert: x509.Certificate) -> bytes:
     """The session trust bundle: the CA certificate in PEM."""
     return ca_cert.public_bytes(serialization.Encoding.PEM)

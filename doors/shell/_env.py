@@ -14,14 +14,22 @@ so a credential the agent was tricked into pasting does not reach a command that
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from doors._refusal import DoorRefused, Refusal
 from doors.fs import scan
+from pki.bundle import system_store
 from pki.secret_shapes import secret_shape
-from pki.vocabulary import COMMAND_PROXY_USER_PREFIX, MODEL_VARIABLES, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from pki.vocabulary import (
+    COMMAND_PROXY_USER_PREFIX,
+    MODEL_VARIABLES,
+    NO_PROXY_VARIABLES,
+    PROXY_VARIABLES,
+    TRUST_VARIABLES,
+)
 
 MAX_VARIABLES = 256
 MAX_VALUE_BYTES = 32 * 1024
@@ -29,6 +37,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 FIXED = (("GIT_TERMINAL_PROMPT", "0"), ("DEBIAN_FRONTEND", "noninteractive"), ("LANG", "C.UTF-8"),
          ("PAGER", "cat"), ("GIT_PAGER", "cat"))
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+TRUST_BUNDLE_NAME = ".sharness-egress-bundle.pem"  # in HOME: the system store plus the egress CA
 # (the rule, the names it refuses exactly, the prefixes it refuses)
 DENY: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...] = (
     ("the dynamic loader would load code it names", frozenset(), ("LD_",)),
@@ -92,19 +101,36 @@ def check_env(value: Any) -> tuple[tuple[str, str], ...]:
 
 
 def command_env(asked: tuple[tuple[str, str], ...], home: str, tmpdir: str, proxy: str | None,
-                tty: bool, model: Mapping[str, str] | None = None) -> dict[str, str]:
+                tty: bool, model: Mapping[str, str] | None = None, trust: str | None = None) -> dict[str, str]:
     """The whole environment of one command: the fixed variables, HOME and TMPDIR on the shell's scratch,
-    the proxy (when the edge shell→net exists), the model door's listener (edge shell→model: what the launcher
-    gives the app, its NO_PROXY included), then what the caller asked for (already checked)."""
+    the proxy (when the edge shell→net exists), the trust variables (`trust`: the bundle holding the egress CA,
+    when a host has a bound credential), the model door's listener (edge shell→model: what the launcher gives
+    the app, its NO_PROXY included), then what the caller asked for (already checked)."""
     env: dict[str, str] = {"PATH": DEFAULT_PATH, "HOME": home, "TMPDIR": tmpdir, **dict(FIXED),
                            "TERM": "xterm-256color" if tty else "dumb"}
     if proxy is not None:
         env.update(dict.fromkeys(PROXY_VARIABLES, proxy))
         env.update(dict.fromkeys(NO_PROXY_VARIABLES, "localhost,127.0.0.1,::1"))  # the namespace's own loopback
+        if trust is not None:
+            env.update(dict.fromkeys(TRUST_VARIABLES, trust))
     if model is not None:
         env.update(model)
     env.update(asked)
     return env
+
+
+def write_trust_bundle(home: str, egress_ca_pem: object) -> str | None:
+    """Write what commands trust for TLS when a host has a bound credential (the net door answers for it with a
+    leaf of the session's egress CA): this machine's store plus that CA, read-only in HOME. None without one."""
+    if not isinstance(egress_ca_pem, str):
+        return None
+    path = os.path.join(home, TRUST_BUNDLE_NAME)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+    try:
+        os.write(fd, system_store() + egress_ca_pem.encode())
+    finally:
+        os.close(fd)
+    return path
 
 
 def command_proxy(proxy: str | None, command_id: str) -> str | None:

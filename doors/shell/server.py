@@ -26,7 +26,7 @@ from doors._transport import AsyncDoorClient, Dial
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
 from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
-from doors.shell._env import command_env, command_proxy
+from doors.shell._env import command_env, command_proxy, write_trust_bundle
 from doors.shell._fs_calls import FsDoorCalls
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
 from doors.shell._jobs import Job, JobTable
@@ -39,6 +39,7 @@ from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 from doors.shell._stdio import open_stdio
 from doors.shell._wire import APPLY_PATH, LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
+from pki.vocabulary import EGRESS_CA_ROW
 
 if TYPE_CHECKING:
     from doors._contract import DoorContract
@@ -71,6 +72,7 @@ class ShellConfig:
     ruleset_fd: int
     max_live: int
     overlay: OverlayPlaces | None = None  # mode "overlay": where its upper layer is, the fs door it applies to
+    trust: str | None = None  # the system store plus the egress CA, when a host has a bound credential
 
     @classmethod
     def from_rows(cls, rows: Mapping[str, Any]) -> ShellConfig:
@@ -87,7 +89,7 @@ class ShellConfig:
         writable = (home, tmp, *COMMAND_DEVICES, *((str(workspace),) if mode == "overlay" else ()))
         return cls(workspace_fd, home, tmp, rows.get("proxy"), model, cgroups,
                    command_ruleset(writable), int(rows.get("max_live", DEFAULT_MAX_LIVE)),
-                   OverlayPlaces.from_rows(rows))
+                   OverlayPlaces.from_rows(rows), write_trust_bundle(home, rows.get(EGRESS_CA_ROW)))
 
 
 class ShellDoor:
@@ -220,7 +222,7 @@ class ShellDoor:
         tmpdir, cgroup = self._prepare(command_id)
         stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
         env = command_env(run.env, self.config.home, tmpdir, command_proxy(self.config.proxy, command_id), run.tty,
-                          self.config.model)
+                          self.config.model, self.config.trust)
         launch = Launch(run.argv, env, cwd_fd, stdio.child, cgroup.procs_files, self.config.ruleset_fd, run.tty)
         try:
             pid, report = fork_command(launch)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import ssl
 from dataclasses import dataclass, field
 
 from launcher.kernel import cgroups, netns, users
@@ -26,6 +25,7 @@ from launcher.policy.layout import (
 )
 from launcher.policy.overlay import overlay_of
 from launcher.policy.scratch import scratch_of
+from pki.bundle import system_store
 from pki.ca import EgressDelivery, FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
 
 
@@ -85,17 +85,6 @@ def remove_empty_roots(sessions_root: str, run_root: str) -> None:
 
 
 Dir = tuple[str, int, int, int]  # path, mode, uid, gid
-
-
-def system_store() -> bytes:
-    """This machine's trust anchors (OpenSSL's default CA file), ending in a newline; empty when it has none."""
-    paths = ssl.get_default_verify_paths()
-    for path in (paths.cafile, paths.openssl_cafile):
-        if path and os.path.isfile(path):
-            with open(path, "rb") as store:
-                content = store.read()
-            return content if content.endswith(b"\n") or not content else content + b"\n"
-    return b""
 
 
 def _mkdirs(journal: Journal, dirs: list[Dir]) -> None:

@@ -352,7 +352,7 @@ class Session:
         kept = self._kept_secrets.to_json() if self._kept_secrets is not None else None
         owner = (resources.uids["app"], resources.gids["app"]) if mount is not None else None
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
-                                 resources.minted.not_after, kept, owner)
+                                 resources.minted.not_after, kept, owner, resources.minted.egress_ca_pem)
         spec = self.spec(door, resources, door_env(), fds.keep)
         try:
             return spawn_door(door, spec, handles, lambda: doors.serve.serve(contract))

@@ -10,7 +10,14 @@ from doors import DoorContract
 from launcher.manifest import Manifest
 from launcher.policy.environment import model_env
 from launcher.policy.layout import PROXY_HOST, PROXY_PORT, SessionPaths
-from pki.vocabulary import MODEL_LISTENER_PREFIX, MOUNT_FD_ROW, MOUNT_OWNER_ROW, PROXY_LISTENER_PREFIX, SEALED_PREFIX
+from pki.vocabulary import (
+    EGRESS_CA_ROW,
+    MODEL_LISTENER_PREFIX,
+    MOUNT_FD_ROW,
+    MOUNT_OWNER_ROW,
+    PROXY_LISTENER_PREFIX,
+    SEALED_PREFIX,
+)
 
 # The doors that refuse content holding a kept secret, so the keys door's fingerprint is in their contracts.
 FINGERPRINT_ROLES = frozenset({"fs", "net"})
@@ -102,13 +109,17 @@ def door_fds(role: str, proxy_clients: Iterable[str], secrets: Iterable[str] = (
 def door_contract(
     manifest: Manifest, role: str, sid: str, bundle_pem: str, fds: DoorFds, not_after: int,
     kept_secrets: Mapping[str, Any] | None = None, mount_owner: tuple[int, int] | None = None,
+    egress_ca_pem: bytes | None = None,
 ) -> DoorContract:
     """The one description door `role` gets: who it is, its edges, its rows and its listeners, for the fs and
     net doors the keys door's fingerprint `kept_secrets` (its wire form), and for the fs door serving the
-    workspace mount the app's uid and gid (`mount_owner`). Holds no secret."""
+    workspace mount the app's uid and gid (`mount_owner`), and for the shell door reaching the net door the
+    egress CA's certificate (`egress_ca_pem`: its commands trust it as the app does). Holds no secret."""
     rows = door_rows(manifest, role)
     if role == "shell":
         rows.update(shell_places(manifest, sid))
+        if egress_ca_pem is not None and ("shell", "net") in manifest.edges:
+            rows[EGRESS_CA_ROW] = egress_ca_pem.decode()
     if fds.secrets:
         rows["secret_fds"] = dict(fds.secrets)
     if fds.machine_key is not None:

@@ -39,6 +39,7 @@ from pki.vocabulary.exits import (
 )
 from pki.vocabulary.fds import (
     DOOR_LISTENER,
+    EGRESS_CA_ROW,
     FIRST_LISTENER_FD,
     MODEL_LISTENER_PREFIX,
     MOUNT_FD_ROW,
@@ -101,6 +102,7 @@ __all__ = [
     "DOOR_LISTENER",
     "DOOR_ORDER",
     "DROPPED_BEFORE",
+    "EGRESS_CA_ROW",
     "EMBEDDED_V4",
     "EXIT_BAD_MANIFEST",
     "EXIT_CONFINEMENT_FAILED",

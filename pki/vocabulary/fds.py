@@ -12,3 +12,5 @@ MODEL_LISTENER_PREFIX = "model."  # listen_fds "model.<role>": the model door's 
 # mount shows as every file's owner (the app's: it is the mount's only user).
 MOUNT_FD_ROW = "mount_fd"
 MOUNT_OWNER_ROW = "mount_owner"
+# The shell door's contract row holding the egress CA's certificate (PEM), when a host has a bound credential.
+EGRESS_CA_ROW = "egress_ca_pem"

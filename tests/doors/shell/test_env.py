@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from doors._refusal import DoorRefused
-from doors.shell._env import command_env, command_proxy, denied_because
+from doors.shell._env import command_env, command_proxy, denied_because, write_trust_bundle
 from doors.shell._request import parse_run
 
 PEM = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
@@ -62,6 +63,21 @@ def test_command_env_is_built_from_nothing() -> None:
     assert env["HTTPS_PROXY"] == env["http_proxy"] == "http://127.0.0.1:3128" and env["TERM"] == "dumb"
     no_proxy = command_env((), "/h", "/t", None, tty=True)
     assert not any("proxy" in name.lower() for name in no_proxy) and no_proxy["TERM"] == "xterm-256color"
+    assert "SSL_CERT_FILE" not in env and "SSL_CERT_FILE" not in no_proxy
+
+
+def test_commands_trust_the_bundle_only_with_a_proxy_and_a_bound_host(tmp_path: Path) -> None:
+    """The egress CA is what the net door answers bound hosts with: commands get it beside the system store."""
+    assert write_trust_bundle(str(tmp_path), None) is None and not list(tmp_path.iterdir())
+    ca = "-----BEGIN CERTIFICATE-----\nZWdyZXNz\n-----END CERTIFICATE-----\n"
+    bundle = write_trust_bundle(str(tmp_path), ca)
+    assert bundle is not None and Path(bundle).read_text().endswith(ca) and Path(bundle).stat().st_mode & 0o777 == 0o444
+    env = command_env((), "/h", "/t", "http://127.0.0.1:3128", tty=False, trust=bundle)
+    names = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO")
+    assert {env[name] for name in names} == {bundle}
+    assert "SSL_CERT_FILE" not in command_env((), "/h", "/t", None, tty=False, trust=bundle)  # no way out: no TLS
+    with pytest.raises(FileExistsError):  # made once, never over something planted
+        write_trust_bundle(str(tmp_path), ca)
 
 
 TOKENS = {
