@@ -172,7 +172,7 @@ class Daemon:
         if pid == 0:
             os.close(report_r)
             run_session(pending.fds, request.manifest, request.expect_hash, report_w, best_effort=request.best_effort,
-                        summary_json=request.json,
+                        summary_json=request.json, caller_uid=pending.caller.uid,
                         close_daemon=lambda: self.close_in_child(pending))
         os.close(report_w)
         close_fds(pending.fds)

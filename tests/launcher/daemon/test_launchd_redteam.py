@@ -4,14 +4,20 @@ names, through the daemon, something root would open for it that the caller itse
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import as_user
 import pytest
-from _launchd import NOBODY, Daemon, Scratch, policy_document
+from _launchd import DAEMON_UID, NOBODY, Daemon, Scratch, policy_document
 from integration._session import leftovers, new_leftovers
 
-from pki.vocabulary import EXIT_NOT_ROOT
+from launcher.daemon.deputy import Caller, judge_reach
+from launcher.daemon.reach import caller_reach
+from launcher.manifest import load_manifest
+from pki.vocabulary import EXIT_NOT_ROOT, EXIT_UNHELD
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -86,3 +92,56 @@ def test_shell_door_files_the_caller_cannot_read_are_refused(daemon: Daemon, scr
                                         edges=[["app", "fs"], ["app", "shell"]])
     done = daemon.run(NOBODY, str(manifest), "--expect-hash", digest)
     assert done.returncode == EXIT_NOT_ROOT and "manifest row /doors/shell/files/read/0" in done.stderr, done.stderr
+
+
+_RUN_AS_THE_DAEMONS_RUNNER = """
+import argparse, sys
+from launcher.commands.run import run
+manifest, digest, uid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.exit(run(argparse.Namespace(manifest=manifest, expect_hash=digest, best_effort=False, audit_dir=None,
+                                json=False, via_daemon=False, on_journaled=None, caller_uid=uid)))
+"""
+
+
+def _runner(manifest: Path, digest: str, caller: int) -> subprocess.CompletedProcess[str]:
+    """The launcher as the daemon's runner calls it once the checker admitted `caller`."""
+    return subprocess.run([sys.executable, "-c", _RUN_AS_THE_DAEMONS_RUNNER, str(manifest), digest, str(caller)],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_workspace_swapped_for_anothers_after_the_check_is_refused_by_the_launcher(scratch: Scratch) -> None:
+    # In a directory the caller may rename in (0777, no sticky bit: a shared project directory), the checker,
+    # as the caller, sees the caller's own workspace; the caller then renames it away and renames another
+    # user's project into its place (a rename in one directory needs only write on it). No symlink is on the
+    # way, so the launcher's no-symlink pinning alone does not see it: the fs door would run as the other user.
+    before = leftovers()
+    shared = scratch.path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    ws = shared / "ws"
+    ws.mkdir()
+    os.chown(ws, NOBODY, NOBODY)
+    theirs = shared / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, DAEMON_UID, DAEMON_UID)
+    manifest, digest = scratch.manifest("swap", ws, ["/bin/true"])
+    reach = caller_reach(Caller(NOBODY, NOBODY, frozenset({NOBODY}), os.getpid()), [str(ws)])
+    assert judge_reach(load_manifest(manifest.read_bytes()), Caller(NOBODY, NOBODY, frozenset({NOBODY}), 0),
+                       reach) is None  # the checker admits it
+    swap = f"mv {ws} {shared}/mine && mv {theirs} {ws}"
+    subprocess.run([*as_user.argv(NOBODY), "/bin/sh", "-c", swap], check=True)
+    assert ws.stat().st_uid == DAEMON_UID
+    done = _runner(manifest, digest, NOBODY)
+    assert done.returncode == EXIT_UNHELD and "changed after sharness-launchd checked it" in done.stderr, done.stderr
+    assert _runner(manifest, digest, DAEMON_UID).returncode == 0  # its owner's own request runs
+    assert new_leftovers(before) == {}
+
+
+def test_a_home_seed_swapped_for_roots_after_the_check_is_refused_by_the_launcher(scratch: Scratch) -> None:
+    hidden = _roots_own(scratch)
+    ws = scratch.workspace("ws", NOBODY)
+    app = {"argv": ["/bin/true"], "files": {"read": [], "exec": []}, "home_seed": str(hidden), "process": _PROCESS}
+    manifest, digest = scratch.manifest("seedswap", ws, ["/bin/true"], app=app)
+    done = _runner(manifest, digest, NOBODY)  # as if root's directory was renamed in after the checker looked
+    assert done.returncode == EXIT_UNHELD and "/app/home_seed" in done.stderr and "not the caller's" in done.stderr, \
+        done.stderr
