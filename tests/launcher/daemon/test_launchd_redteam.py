@@ -16,6 +16,7 @@ from integration._session import leftovers, new_leftovers
 
 from launcher.daemon.deputy import Caller, judge_reach
 from launcher.daemon.reach import caller_reach
+from launcher.daemon.server import MAX_PENDING
 from launcher.manifest import load_manifest
 from pki.vocabulary import EXIT_NOT_ROOT, EXIT_UNHELD
 
@@ -145,3 +146,33 @@ def test_a_home_seed_swapped_for_roots_after_the_check_is_refused_by_the_launche
     done = _runner(manifest, digest, NOBODY)  # as if root's directory was renamed in after the checker looked
     assert done.returncode == EXIT_UNHELD and "/app/home_seed" in done.stderr and "not the caller's" in done.stderr, \
         done.stderr
+
+
+_HOLD_CONNECTIONS = """
+import socket, sys
+held = []
+for _ in range(int(sys.argv[2])):
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(sys.argv[1])
+    conn.send(b"\\0")  # a request begun, never finished: pending until its deadline
+    held.append(conn)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_one_user_holding_half_sent_requests_does_not_shut_out_another(scratch: Scratch) -> None:
+    # The socket is 0666: without a cap per uid, nobody's 64 half-sent requests fill MAX_PENDING and every other
+    # caller is refused until their deadline (here long, so the test does not depend on how fast it runs).
+    policy = policy_document({"uid": NOBODY, "max_sessions": 2}, {"uid": DAEMON_UID, "max_sessions": 2})
+    daemon = Daemon(scratch, policy, "--request-deadline-s", "600").start()
+    holder = subprocess.Popen([*as_user.argv(NOBODY), sys.executable, "-c", _HOLD_CONNECTIONS, str(daemon.socket),
+                               str(MAX_PENDING)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        done = daemon.run(DAEMON_UID, "ps", "--json")
+        assert done.returncode == 0, done.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+        daemon.stop()
