@@ -27,7 +27,8 @@ REDACTED = b"*"  # a redacted form becomes as many of these: lengths and framing
 _HEADER_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 # A path that a server may read as another (dot segments, encoded dots, slashes or backslashes) matches no
 # narrower prefix: the upstream would normalise it out from under the rule.
-_AMBIGUOUS_PATH = re.compile(r"(^|/)\.\.?(/|$)|%2e|%2f|%5c|\\|//", re.IGNORECASE)
+# `;`: an upstream that drops path parameters (Tomcat, Spring) reads `/org/..;/x` as `/x`
+_AMBIGUOUS_PATH = re.compile(r"(^|/)\.\.?(/|;|$)|%2e|%2f|%5c|\\|//", re.IGNORECASE)
 
 Headers = list[tuple[bytes, bytes]]
 

@@ -118,7 +118,8 @@ def _act(args: argparse.Namespace, manifest: Manifest, facts: KernelFacts, unhel
 
     sweep.collect(wait=False)  # a session being created now: its sweep is the next start's
     options = RunOptions(audit_root=args.audit_dir or AUDIT_ROOT, progress=_err, summary_on_stdout=args.json,
-                         on_journaled=getattr(args, "on_journaled", None))  # set by sharness-launchd's runner
+                         on_journaled=getattr(args, "on_journaled", None),  # set by sharness-launchd's runner
+                         caller_uid=getattr(args, "caller_uid", None))
     try:
         result = Session(manifest, facts, options).run()
     except PreflightError as refusal:

@@ -2,9 +2,10 @@
 
 A request is admitted only when, in this order: the manifest's hash is the one the caller sent; a policy
 principal matches the caller; the caller's and the daemon's session limits leave room, and the TTL is within
-the principal's; every secret the manifest binds is granted to that principal, to those hosts; the workspace is
-the caller's own; and every read and exec path is one the caller could read or execute with its own
-credentials. The last two are judged from facts a checker gathered as the caller (launcher/daemon/reach.py).
+the principal's; every secret the manifest binds is granted to that principal, to those hosts; the workspace and
+the home seed are the caller's own; and every read and exec path of every component is one the caller could
+read or execute with its own credentials. The last two are judged from facts a checker gathered as the caller
+(launcher/daemon/reach.py).
 """
 
 from __future__ import annotations
@@ -114,26 +115,48 @@ def _secrets_granted(principal: Principal, manifest: Manifest) -> Refusal | None
     return None
 
 
+def _named_paths(manifest: Manifest) -> list[tuple[str, str, str]]:
+    """(manifest row, kind, path) for every path besides the workspace and the home seed that root opens or binds
+    for a component: the app's read and exec files, the shell door's, the net and model doors' CA bundles."""
+    shell_files = manifest.door_rows("shell").get("files", {})
+    listed = ((("app", "files"), manifest.app.files_read, manifest.app.files_exec),
+              (("doors", "shell", "files"), shell_files.get("read", ()), shell_files.get("exec", ())))
+    named = [(pointer((*prefix, kind, index)), kind, path) for prefix, read, execs in listed
+             for kind, paths in (("read", read), ("exec", execs)) for index, path in enumerate(paths)]
+    return named + [(pointer(("doors", role, "ca_bundle")), "read", manifest.door_rows(role)["ca_bundle"])
+                    for role in ("net", "model") if isinstance(manifest.door_rows(role).get("ca_bundle"), str)]
+
+
 def paths_to_check(manifest: Manifest) -> tuple[str, ...]:
-    """Every path the checker must look at as the caller: the workspace, then the read and exec paths."""
-    return (manifest.workspace, *manifest.app.files_read, *manifest.app.files_exec)
+    """Every path the checker must look at as the caller: the workspace, the home seed, then the read and exec
+    paths of every component."""
+    seed = (manifest.app.home_seed,) if manifest.app.home_seed is not None else ()
+    return (manifest.workspace, *seed, *(path for _, _, path in _named_paths(manifest)))
+
+
+def _not_owned_dir(fact: Reach, caller: Caller, row: str, what: str) -> Refusal | None:
+    if not fact.exists:
+        return Refusal(f"the caller cannot reach the {what} {fact.path}: {fact.error}", f"name a {what} you own",
+                       row=row)
+    if fact.owner != caller.uid or not fact.is_dir:
+        return Refusal(f"the {what} {fact.path} is not a directory the caller owns (owner uid {fact.owner})",
+                       "name a directory you own", row=row)
+    return None
 
 
 def judge_reach(manifest: Manifest, caller: Caller, reach: Mapping[str, Reach]) -> Refusal | None:
-    """None when the workspace is the caller's and every read and exec path is within the caller's own reach."""
-    workspace = reach[manifest.workspace]
-    if not workspace.exists:
-        return Refusal(f"the caller cannot reach the workspace {manifest.workspace}: {workspace.error}",
-                       "name a workspace you own", row="/workspace")
-    if workspace.owner != caller.uid or not workspace.is_dir:
-        return Refusal(f"the workspace {manifest.workspace} is not a directory the caller owns "
-                       f"(owner uid {workspace.owner})", "name a directory you own", row="/workspace")
-    for kind, paths in (("read", manifest.app.files_read), ("exec", manifest.app.files_exec)):
-        for index, path in enumerate(paths):
-            lacking = _lacking(reach[path], kind)
-            if lacking:
-                return Refusal(f"the caller could not {lacking} {path} itself", f"name only what you can {kind}",
-                               row=pointer(("app", "files", kind, index)))
+    """None when the workspace and the home seed are the caller's and every read and exec path of every
+    component is within the caller's own reach."""
+    refusal = _not_owned_dir(reach[manifest.workspace], caller, "/workspace", "workspace")
+    if refusal is None and manifest.app.home_seed is not None:
+        # root copies the seed into the app's HOME: a seed of root's (/root/.ssh) would hand its files to the app
+        refusal = _not_owned_dir(reach[manifest.app.home_seed], caller, "/app/home_seed", "home seed")
+    if refusal is not None:
+        return refusal
+    for row, kind, path in _named_paths(manifest):
+        lacking = _lacking(reach[path], kind)
+        if lacking:
+            return Refusal(f"the caller could not {lacking} {path} itself", f"name only what you can {kind}", row=row)
     return None
 
 

@@ -60,7 +60,7 @@ def _journaled_reporter(report_fd: int) -> Callable[[str], None]:
 
 
 def run_session(stdio: Sequence[int], manifest: bytes, expect_hash: str, report_fd: int, *, best_effort: bool,
-                summary_json: bool, close_daemon: Callable[[], None]) -> None:
+                summary_json: bool, caller_uid: int, close_daemon: Callable[[], None]) -> None:
     """In the forked child: drop the daemon's fds, take the caller's, run the launcher, exit. Never returns."""
     code = EXIT_FAIL_CLOSED
     try:
@@ -77,7 +77,7 @@ def run_session(stdio: Sequence[int], manifest: bytes, expect_hash: str, report_
 
         args = argparse.Namespace(manifest=f"/proc/self/fd/{memfd}", expect_hash=expect_hash, best_effort=best_effort,
                                   audit_dir=None, json=summary_json, via_daemon=False,
-                                  on_journaled=_journaled_reporter(report_fd))
+                                  on_journaled=_journaled_reporter(report_fd), caller_uid=caller_uid)
         code = run(args)
     except BaseException as exc:  # the child must never return into the daemon's loop
         with contextlib.suppress(Exception):

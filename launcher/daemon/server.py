@@ -30,6 +30,8 @@ from pki.vocabulary import EXIT_SIGNAL_BASE, EXIT_UNAVAILABLE, EXIT_USAGE
 
 REQUEST_DEADLINE_S = 5.0  # a whole request, from accept: a slow client is refused, not waited for
 MAX_PENDING = 64  # connections still sending their request; more are refused at once
+# ... and of one uid: the socket is 0666, so one local user holding 64 idle connections would shut out everyone
+MAX_PENDING_PER_UID = 8
 STOP_WAIT_S = 30.0  # how long SIGTERM waits for one session's own teardown before it kills its runner
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -123,6 +125,10 @@ class Daemon:
             self._refuse(pending, Refusal(f"{MAX_PENDING} requests are being read already", "try again"), "unknown",
                          registered=False)
             return
+        if sum(1 for other in self.pending if other.caller.uid == caller.uid) >= MAX_PENDING_PER_UID:
+            self._refuse(pending, Refusal(f"uid {caller.uid} has {MAX_PENDING_PER_UID} requests being read already",
+                                          "send each request whole; try again"), "unknown", registered=False)
+            return
         self.pending.append(pending)
         self.selector.register(conn, selectors.EVENT_READ, ("request", pending))
 
@@ -172,7 +178,7 @@ class Daemon:
         if pid == 0:
             os.close(report_r)
             run_session(pending.fds, request.manifest, request.expect_hash, report_w, best_effort=request.best_effort,
-                        summary_json=request.json,
+                        summary_json=request.json, caller_uid=pending.caller.uid,
                         close_daemon=lambda: self.close_in_child(pending))
         os.close(report_w)
         close_fds(pending.fds)

@@ -47,9 +47,9 @@ class _Walk:
         return PreflightError(ROW, f"app.home_seed: {where} {problem}", _HINT)
 
 
-def read_home_seed(seed: str, budget: SeedBudget) -> HomeSeed:
+def read_home_seed(seed: str, budget: SeedBudget, owner: int | None = None) -> HomeSeed:
     """Every directory and file under `seed`, read as root; PreflightError (row /app/home_seed) when one may not
-    be copied or the whole exceeds `budget`."""
+    be copied, the whole exceeds `budget`, or (`owner` given: sharness-launchd's caller) the seed is not owner's."""
     try:
         root_fd = open_dir_no_symlinks(seed)
     except OSError as exc:
@@ -57,6 +57,8 @@ def read_home_seed(seed: str, budget: SeedBudget) -> HomeSeed:
                              f"symlink: {exc.strerror}", "name an existing directory by its real path") from exc
     try:
         info = os.fstat(root_fd)
+        if owner is not None and info.st_uid != owner:  # swapped since the daemon's checker looked
+            raise PreflightError(ROW, f"app.home_seed: {seed} is not the caller's (owner uid {info.st_uid})", _HINT)
         walk = _Walk(seed, budget, info.st_uid, info.st_dev)
         _read_dir(walk, root_fd, "")
     except OSError as exc:

@@ -48,6 +48,30 @@ def workspace_owner(path: str) -> WorkspaceOwner:
     return WorkspaceOwner(info.st_uid, info.st_gid)
 
 
+def refuse_workspace_not_the_callers(path: str, pins: dict[str, tuple[int, int]], fs_owner: WorkspaceOwner | None,
+                                     caller_uid: int | None) -> None:
+    """sharness-launchd's caller must still own the workspace the session pinned and the fs door's owner: its
+    checker looked before the runner did, and a caller who may rename in the workspace's parent could have put
+    another's directory there since (docs/decisions/launchd.md, attacks tried). Nothing when not asked by it."""
+    if caller_uid is None or (path not in pins and fs_owner is None):
+        return
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise PreflightError("workspace", f"the workspace {path} cannot be used: {exc.strerror}",
+                             "name a directory you own, and leave it in place") from None
+    pinned = pins.get(path, (info.st_dev, info.st_ino))
+    owners = {info.st_uid, *([fs_owner.uid] if fs_owner is not None else [])}
+    if (info.st_dev, info.st_ino) != pinned or owners != {caller_uid}:
+        raise PreflightError("workspace", f"the workspace {path} changed after sharness-launchd checked it: it is "
+                             f"no longer a directory uid {caller_uid} owns", "name a directory you own, and leave "
+                             "it in place until the session starts")
+
+
 SOCKET_SCAN_LIMIT = 200_000  # directory entries walked before giving up (said, not silent)
 
 

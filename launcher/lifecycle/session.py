@@ -29,6 +29,7 @@ from launcher.lifecycle.preflight import (
     SOCKET_SCAN_LIMIT,
     refuse_reachable_sockets,
     refuse_unreachable_python,
+    refuse_workspace_not_the_callers,
     workspace_owner,
 )
 from launcher.lifecycle.preflight_paths import Pins, resolve_paths
@@ -63,8 +64,9 @@ class RunOptions:
     summary_on_stdout: bool = False
     app_env_extra: Callable[[SessionInfo], dict[str, str]] | None = None
     progress: Callable[[str], None] | None = None
-    # Told the sid once the session's journal exists (sharness-launchd: who owns which session).
+    # sharness-launchd: told the sid once the journal exists; its caller must still own workspace and home seed
     on_journaled: Callable[[str], None] | None = None
+    caller_uid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ class Session:
         """Create, run and tear down the session. PreflightError (nothing created) when it cannot start."""
         self._pins = resolve_paths(self.manifest, self.layout, python_paths())
         fs_owner = workspace_owner(self.manifest.workspace) if "fs" in self.manifest.roles else None
+        refuse_workspace_not_the_callers(self.manifest.workspace, self._pins, fs_owner, self.options.caller_uid)
         avoid_ids = owners_to_avoid(self.manifest)
         app_paths = (*self.manifest.app.files_read, *self.manifest.app.files_exec)
         refuse_unreachable_python(python_paths(), (*app_paths, self.manifest.workspace))
@@ -165,8 +168,7 @@ class Session:
         self._read_home_seed()
         if "keys" in self.manifest.roles:
             self._secret_fds = open_secret_sources(self.manifest.door_rows("keys").get("secrets", {}))
-        # Everything is imported by now: keep the collector off these objects, so forked doors share their
-        # pages and the launcher's exit does not walk them (96–136 ms → 11 ms, docs/decisions/session-bench.md).
+        # All imported: forked doors share these pages, exit does not walk them (docs/decisions/session-bench.md)
         gc.freeze()
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
@@ -241,7 +243,7 @@ class Session:
         scratch = scratch_of(self.manifest, "app", self.layout)
         if self.manifest.app.home_seed is not None and scratch is not None:
             budget = seed_budget(scratch.size_bytes, scratch.inodes)
-            self._home_seed = read_home_seed(self.manifest.app.home_seed, budget)
+            self._home_seed = read_home_seed(self.manifest.app.home_seed, budget, self.options.caller_uid)
 
     def _close_secret_fds(self) -> None:
         self._secret_fds.close()

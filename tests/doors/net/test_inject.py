@@ -26,6 +26,7 @@ INJECTION = Injection.from_rows(ROWS)
     ("git.example.org:443", "/org", "gh"),  # a prefix is a string prefix of the path: '/org/' does not cover '/org'
     ("git.example.org:443", "/org/../other/x", "gh"),  # dot segments match no narrower prefix
     ("git.example.org:443", "/org/%2e%2e/other", "gh"),
+    ("git.example.org:443", "/org/..;/other", "gh"),  # an upstream dropping ;params resolves it to /other
     ("git.example.org:443", "/org//x", "gh"),
     ("api.example.org:443", "/v4/projects", "key"),
     ("api.example.org:8443", "/", "b"),

@@ -141,3 +141,36 @@ def test_paths_within_the_callers_reach_pass() -> None:
 def test_each_reach_refusal_names_its_row(fact: Reach, row: str, words: str) -> None:
     refusal = judge_reach(manifest(), ALICE, reach_all(f=fact))
     assert refusal is not None and refusal.row == row and words in refusal.reason, refusal
+
+
+def _with_more_paths(document: dict[str, Any]) -> None:
+    document["app"]["home_seed"] = "/home/alice/settings"
+    document["doors"]["shell"] = {"workspace": "none", "files": {"read": ["/srv/r"], "exec": ["/srv/x"]}}
+    document["doors"]["net"]["ca_bundle"] = "/etc/ca.pem"
+    document["edges"].append(["app", "shell"])
+
+
+def _reach_more(**override: Reach) -> dict[str, Reach]:
+    return reach_all(s=Reach("/home/alice/settings", True, is_dir=True, owner=1000, readable=True, searchable=True),
+                     r=Reach("/srv/r", True, owner=0, readable=True), x=Reach("/srv/x", True, owner=0, searchable=True),
+                     c=Reach("/etc/ca.pem", True, owner=0, readable=True), **override)
+
+
+def test_the_home_seed_and_every_doors_paths_are_checked_too() -> None:
+    m = manifest(_with_more_paths)
+    assert paths_to_check(m) == (WS, "/home/alice/settings", "/usr/share/doc", "/home/alice/notes.txt",
+                                 "/usr/bin/python3", "/srv/r", "/srv/x", "/etc/ca.pem")
+    assert judge_reach(m, ALICE, _reach_more()) is None
+
+
+@pytest.mark.parametrize(("fact", "row", "words"), [
+    (Reach("/home/alice/settings", True, is_dir=True, owner=0, readable=True, searchable=True), "/app/home_seed",
+     "home seed /home/alice/settings is not a directory the caller owns"),
+    (Reach("/home/alice/settings", False, error="Permission denied"), "/app/home_seed", "cannot reach the home seed"),
+    (Reach("/srv/r", True, owner=0, readable=False), "/doors/shell/files/read/0", "could not read"),
+    (Reach("/srv/x", True, owner=0, searchable=False), "/doors/shell/files/exec/0", "could not execute"),
+    (Reach("/etc/ca.pem", True, owner=0, readable=False), "/doors/net/ca_bundle", "could not read"),
+])
+def test_each_new_reach_refusal_names_its_row(fact: Reach, row: str, words: str) -> None:
+    refusal = judge_reach(manifest(_with_more_paths), ALICE, _reach_more(f=fact))
+    assert refusal is not None and refusal.row == row and words in refusal.reason, refusal
