@@ -20,7 +20,7 @@ from doors._secret_match import KeptSecret, SecretMatcher
 # (kind, a literal every match contains, the pattern). The literal is searched first (bytes.find runs at
 # memory speed); the regular expression runs only on windows that hold it.
 _MARKERS: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = (
-    ("PEM private key", b"BEGIN ", re.compile(rb"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY")),
+    ("PEM private key", b"PRIVATE KEY", re.compile(rb"-{4,5} ?BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY")),
     ("PuTTY private key", b"PuTTY-User-Key-File-", re.compile(rb"PuTTY-User-Key-File-[0-9]")),
     ("OpenSSH private key", b"b3BlbnNzaC1rZXktdjE", re.compile(rb"b3BlbnNzaC1rZXktdjE")),  # "openssh-key-v1"
 )
@@ -36,11 +36,20 @@ class Finding:
     end: int
 
 
-def _first_match(window: bytes, min_end: int) -> tuple[str, int] | None:
+def _holds(literal: bytes, carry: bytes, chunk: bytes) -> bool:
+    """Whether carry + chunk holds `literal`, without copying the chunk (a literal is shorter than CARRY)."""
+    return literal in chunk or literal in carry + chunk[:CARRY]
+
+
+def _first_match(carry: bytes, chunk: bytes) -> tuple[str, int] | None:
+    """The marker that ends first in carry + chunk, reaching into the chunk: its kind and end in carry + chunk."""
     best: tuple[str, int] | None = None
+    window = b""
     for kind, literal, pattern in _MARKERS:
-        if literal not in window:
+        if not _holds(literal, carry, chunk):
             continue
+        window = window or carry + chunk
+        min_end = len(carry)
         for match in pattern.finditer(window):
             if match.end() > min_end and (best is None or match.end() < best[1]):
                 best = (kind, match.end())
@@ -67,15 +76,14 @@ class SecretScanner:
         """Scan `chunk`; return the finding once one is seen (only matches reaching into new bytes count)."""
         if self.finding is not None or not chunk:
             return self.finding
-        window = self._carry + chunk
-        hit = _first_match(window, len(self._carry))
+        hit = _first_match(self._carry, chunk)
         if hit is not None:
             kind, end = hit
             self.finding = Finding(kind, self._fed + end - len(self._carry))
         elif self._kept is not None and (found := self._kept.feed(chunk)) is not None:
             self.finding = Finding(kept_kind(found.secret), found.end)
         self._fed += len(chunk)
-        self._carry = window[-CARRY:]
+        self._carry = (self._carry + chunk[-CARRY:])[-CARRY:]
         return self.finding
 
 
