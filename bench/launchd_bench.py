@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -25,6 +26,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from launcher.lifecycle.audit_keys import registry_for
+from pki.vocabulary import AUDIT_ROOT
 
 BIN = Path(sys.executable).parent
 LAUNCH, LAUNCHD = str(BIN / "sharness-launch"), str(BIN / "sharness-launchd")
@@ -91,8 +95,8 @@ def _first_instruction_ms(argv: list[str], env: dict[str, str] | None) -> float:
 
 def _sessions_per_s(scratch: Path, manifest: tuple[str, str], each: int, *, direct: bool) -> float:
     prefix, env = _caller(scratch)
-    argv = [LAUNCH, "run", *manifest[:1], "--expect-hash", manifest[1]] if direct else \
-        [*prefix, LAUNCH, manifest[0], "--expect-hash", manifest[1]]
+    direct_argv = [LAUNCH, "run", manifest[0], "--expect-hash", manifest[1], "--audit-dir", str(scratch / "audit")]
+    argv = direct_argv if direct else [*prefix, LAUNCH, manifest[0], "--expect-hash", manifest[1]]
 
     def one_caller(_: int) -> int:
         for _ in range(each):
@@ -132,7 +136,8 @@ def run(quick: bool) -> dict[str, Any]:
         times: dict[str, list[float]] = {"daemon": [], "direct": []}
         for _ in range(3 if quick else 10):
             times["daemon"].append(_first_instruction_ms([*prefix, LAUNCH, clock[0], "--expect-hash", clock[1]], env))
-            times["direct"].append(_first_instruction_ms([LAUNCH, "run", clock[0], "--expect-hash", clock[1]], None))
+            times["direct"].append(_first_instruction_ms([LAUNCH, "run", clock[0], "--expect-hash", clock[1],
+                                                          "--audit-dir", str(scratch / "audit")], None))
         true = _manifest(scratch, "true", ["/bin/true"])
         rate = _sessions_per_s(scratch, true, 2 if quick else 5, direct=False)
         direct_rate = _sessions_per_s(scratch, true, 2 if quick else 5, direct=True)
@@ -146,7 +151,17 @@ def run(quick: bool) -> dict[str, Any]:
     finally:
         daemon.terminate()
         daemon.wait(timeout=180)
+        _forget_daemon_sessions(scratch / "state" / "owners")
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _forget_daemon_sessions(owners: Path) -> None:
+    """The audit logs and registered keys of the sessions the daemon started (it cannot be sent an audit dir)."""
+    for sid in os.listdir(owners) if owners.is_dir() else ():
+        if sid.isalnum():
+            shutil.rmtree(os.path.join(AUDIT_ROOT, sid), ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(registry_for(AUDIT_ROOT), f"{sid}.pub"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,6 +3,7 @@ enter; callers run `sharness-launch` as other uids (tests/as_user.py); what the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import as_user
+
+from launcher.lifecycle.audit_keys import registry_for
+from pki.vocabulary import AUDIT_ROOT
 
 BIN = Path(sys.executable).parent
 LAUNCH = str(BIN / "sharness-launch")
@@ -56,7 +60,21 @@ class Scratch:
         return path, digest
 
     def remove(self) -> None:
+        """The scratch, and the audit log and registered key of every session a daemon of it started: the daemon
+        cannot be sent an audit dir, so its sessions log where a person's do (AUDIT_ROOT)."""
+        owners = self.path / "state" / "owners"
+        for sid in os.listdir(owners) if owners.is_dir() else ():
+            forget_session(sid)
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def forget_session(sid: str) -> None:
+    """Remove session `sid`'s audit directory and its key in the registry beside the audit root."""
+    if not sid.isalnum():
+        return
+    shutil.rmtree(os.path.join(AUDIT_ROOT, sid), ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(registry_for(AUDIT_ROOT), f"{sid}.pub"))
 
 
 def policy_document(*principals: dict[str, Any], max_sessions: int = 8) -> dict[str, Any]:
