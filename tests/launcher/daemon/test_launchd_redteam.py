@@ -98,15 +98,17 @@ def test_shell_door_files_the_caller_cannot_read_are_refused(daemon: Daemon, scr
 _RUN_AS_THE_DAEMONS_RUNNER = """
 import argparse, sys
 from launcher.commands.run import run
-manifest, digest, uid = sys.argv[1], sys.argv[2], int(sys.argv[3])
-sys.exit(run(argparse.Namespace(manifest=manifest, expect_hash=digest, best_effort=False, audit_dir=None,
+manifest, digest, uid, audit = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.exit(run(argparse.Namespace(manifest=manifest, expect_hash=digest, best_effort=False, audit_dir=audit,
                                 json=False, via_daemon=False, on_journaled=None, caller_uid=uid)))
 """
 
 
 def _runner(manifest: Path, digest: str, caller: int) -> subprocess.CompletedProcess[str]:
-    """The launcher as the daemon's runner calls it once the checker admitted `caller`."""
-    return subprocess.run([sys.executable, "-c", _RUN_AS_THE_DAEMONS_RUNNER, str(manifest), digest, str(caller)],
+    """The launcher as the daemon's runner calls it once the checker admitted `caller` (its audit beside the
+    manifest, in the test's scratch)."""
+    audit = str(manifest.parent / "audit")
+    return subprocess.run([sys.executable, "-c", _RUN_AS_THE_DAEMONS_RUNNER, str(manifest), digest, str(caller), audit],
                           capture_output=True, text=True, timeout=120, check=False)
 
 
