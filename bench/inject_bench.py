@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from bench.net_bench import PROXY_PORT, UPSTREAM, network, socket_in
+from bench.net_bench import PROXY_PORT, UPSTREAM, network, socket_in, start_in_netns
 
 RATIOS = (("inject_relay_mb_per_s_terminated", "inject_relay_mb_per_s_tunnel"),)
 BOUND, TUNNEL, PORT = "bound.sharness.test", "tunnel.sharness.test", 443
@@ -231,16 +231,6 @@ def client(cert_dir: str, quick: bool, door_pid: int) -> dict[str, Any]:
     }
 
 
-def _start(argv: list[str], ns: str, **kwargs: Any) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "bench.inject_bench", *argv],
-                               cwd=ROOT, stdout=subprocess.PIPE, **kwargs)
-    assert process.stdout is not None
-    if process.stdout.readline().strip() != b"ready":
-        process.kill()
-        raise RuntimeError(f"bench helper {argv[0]} did not start")
-    return process
-
-
 def run(quick: bool) -> dict[str, Any]:
     """The figures (see RATIOS); needs root for the namespaces."""
     if os.geteuid() != 0:
@@ -257,9 +247,10 @@ def run(quick: bool) -> dict[str, Any]:
         listener.bind(("127.0.0.1", PROXY_PORT))
         listener.listen(128)
         try:
-            processes.append(_start(["--serve-upstream", cert_dir], names["wan"]))
-            processes.append(_start(["--serve-proxy", str(listener.fileno()), cert_dir], names["door"],
-                                    pass_fds=(listener.fileno(),)))
+            processes.append(start_in_netns("bench.inject_bench", ["--serve-upstream", cert_dir], names["wan"]))
+            serve_proxy = ["--serve-proxy", str(listener.fileno()), cert_dir]
+            processes.append(start_in_netns("bench.inject_bench", serve_proxy, names["door"],
+                                            pass_fds=(listener.fileno(),)))
             listener.close()
             argv = ["ip", "netns", "exec", names["app"], sys.executable, "-m", "bench.inject_bench", "--client",
                     cert_dir, str(processes[-1].pid), *(["--quick"] if quick else [])]

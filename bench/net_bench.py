@@ -243,8 +243,9 @@ def _p90(values: list[float]) -> float:
     return sorted(values)[int(len(values) * 0.9)]
 
 
-def _start(argv: list[str], ns: str, **kwargs: Any) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "bench.net_bench", *argv],
+def start_in_netns(module: str, argv: list[str], ns: str, **kwargs: Any) -> subprocess.Popen[bytes]:
+    """`python -m module argv` in network namespace `ns`, once it printed "ready" (a bench's helper side)."""
+    process = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", module, *argv],
                                cwd=ROOT, stdout=subprocess.PIPE, **kwargs)
     assert process.stdout is not None
     if process.stdout.readline().strip() != b"ready":
@@ -269,9 +270,9 @@ def run(quick: bool) -> dict[str, Any]:
         listener.bind(("127.0.0.1", PROXY_PORT))
         listener.listen(128)
         try:
-            processes.append(_start(["--serve-upstream", cert_dir], names["wan"]))
-            processes.append(_start(["--serve-proxy", str(listener.fileno())], names["door"],
-                                    pass_fds=(listener.fileno(),)))
+            processes.append(start_in_netns("bench.net_bench", ["--serve-upstream", cert_dir], names["wan"]))
+            processes.append(start_in_netns("bench.net_bench", ["--serve-proxy", str(listener.fileno())], names["door"],
+                                            pass_fds=(listener.fileno(),)))
             listener.close()
             return _measure(names, context, quick)
         finally:

@@ -60,6 +60,18 @@ def ask(message: dict[str, Any]) -> list[dict[str, Any]]:
         conn.close()
 
 
+NO_ANSWER: dict[str, Any] = {"type": "refused", "reason": "the daemon gave no answer"}
+
+
+def ask_or_say(message: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """`ask`, or None once it said on stderr why the daemon could not be asked (the caller exits EXIT_UNAVAILABLE)."""
+    try:
+        return ask(message)
+    except DaemonUnavailable as exc:
+        print(f"sharness-launch: {exc}", file=sys.stderr)
+        return None
+
+
 def say_refusal(frame: dict[str, Any]) -> int:
     print(f"sharness-launch: {frame.get('words') or frame.get('reason')}", file=sys.stderr)
     if frame.get("hint"):

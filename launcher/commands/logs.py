@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from launcher.commands.daemon_client import DaemonUnavailable, ask, say_refusal
+from launcher.commands.daemon_client import NO_ANSWER, ask_or_say, say_refusal
 from pki.vocabulary import EXIT_UNAVAILABLE
 
 
@@ -16,13 +16,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def logs(args: argparse.Namespace) -> int:
-    try:
-        frames = ask({"op": "logs", "sid": args.sid})
-    except DaemonUnavailable as exc:
-        print(f"sharness-launch: {exc}", file=sys.stderr)
+    frames = ask_or_say({"op": "logs", "sid": args.sid})
+    if frames is None:
         return EXIT_UNAVAILABLE
     if not frames or frames[0].get("type") != "log":
-        return say_refusal(frames[0] if frames else {"type": "refused", "reason": "the daemon gave no answer"})
+        return say_refusal(frames[0] if frames else NO_ANSWER)
     for frame in frames:
         for line in frame.get("lines", []):
             print(line)

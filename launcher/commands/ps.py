@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from typing import Any
 
-from launcher.commands.daemon_client import DaemonUnavailable, ask, say_refusal
+from launcher.commands.daemon_client import NO_ANSWER, ask_or_say, say_refusal
 from pki.vocabulary import EXIT_UNAVAILABLE
 
 
@@ -19,12 +18,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def ps(args: argparse.Namespace) -> int:
-    try:
-        frames = ask({"op": "ps"})
-    except DaemonUnavailable as exc:
-        print(f"sharness-launch: {exc}", file=sys.stderr)
+    frames = ask_or_say({"op": "ps"})
+    if frames is None:
         return EXIT_UNAVAILABLE
-    answer: dict[str, Any] = frames[0] if frames else {"type": "refused", "reason": "the daemon gave no answer"}
+    answer: dict[str, Any] = frames[0] if frames else NO_ANSWER
     if answer.get("type") != "sessions":
         return say_refusal(answer)
     sessions: list[dict[str, Any]] = answer.get("sessions", [])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from launcher.commands.daemon_client import DaemonUnavailable, ask, say_refusal
+from launcher.commands.daemon_client import NO_ANSWER, ask_or_say, say_refusal
 from pki.vocabulary import EXIT_UNAVAILABLE
 
 
@@ -16,12 +16,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def stop(args: argparse.Namespace) -> int:
-    try:
-        frames = ask({"op": "stop", "sid": args.sid})
-    except DaemonUnavailable as exc:
-        print(f"sharness-launch: {exc}", file=sys.stderr)
+    frames = ask_or_say({"op": "stop", "sid": args.sid})
+    if frames is None:
         return EXIT_UNAVAILABLE
-    answer = frames[0] if frames else {"type": "refused", "reason": "the daemon gave no answer"}
+    answer = frames[0] if frames else NO_ANSWER
     if answer.get("type") != "stopped":
         return say_refusal(answer)
     print(f"sharness-launch: session {args.sid} is ending", file=sys.stderr)
