@@ -24,14 +24,16 @@ EXAMPLE = json.loads((EXAMPLES / "agent-cli.json").read_text())
 CLAUDE = Path(EXAMPLE["app"]["argv"][0])  # where `make claude-code` puts the pinned binary
 # Manifest strings hold no newline: the key is its armour line and the start of an OpenSSH body, on one line.
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
+PROMPT = "Write NOTES.md, then check who runs your commands."
 SEEN = {"written": "File created successfully", "edited": "has been updated successfully",
         "lock": "Permission denied", "key": "EACCES: permission denied"}
 
 
 def _tool(name: str, after: str, **tool_input: str) -> dict[str, Any]:
-    """A rule: once the agent sent back `after` of its last tool call, call tool `name` with `tool_input`."""
-    return {"when": {"tool_result": after}, "times": 1,
-            "reply": {"content": [{"type": "tool_use", "name": name, "input": tool_input}]}}
+    """A rule: once the agent sent back `after` of its last tool call (the prompt holds it, for the first call),
+    call tool `name` with `tool_input`."""
+    when = {"contains": after} if after == PROMPT else {"tool_result": after}
+    return {"when": when, "times": 1, "reply": {"content": [{"type": "tool_use", "name": name, "input": tool_input}]}}
 
 
 def twin_script(workspace: Path) -> dict[str, Any]:
@@ -39,8 +41,7 @@ def twin_script(workspace: Path) -> dict[str, Any]:
     an answer only when the twin got the key's errno back (the default tells it did not)."""
     disguised = f"sh -c 'echo x > \"$0/config\"' {workspace}/.git; echo rc=$?"  # Claude Code's own check misses it
     return {"twin": "twin-script/v0", "markers": False, "rules": [
-        {"when": {"contains": "Write NOTES.md"}, "times": 1, "reply": {"content": [{
-            "type": "tool_use", "name": "Write", "input": {"file_path": f"{workspace}/NOTES.md", "content": "draft"}}]}},
+        _tool("Write", PROMPT, file_path=f"{workspace}/NOTES.md", content="draft"),
         _tool("Edit", SEEN["written"], file_path=f"{workspace}/NOTES.md", old_string="draft", new_string="final"),
         _tool("Bash", SEEN["edited"], description="Show who runs commands",
               command=f"id -u; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; grep -E ':(memory|pids):' "
@@ -56,7 +57,7 @@ def claude_code_manifest(workspace: Path, seed: Path) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(json.dumps(EXAMPLE))
     app = document["app"]
     app["argv"] = [str(CLAUDE), "--add-dir", str(workspace), "--print", "--output-format", "stream-json",
-                   "--verbose", "Write NOTES.md, then check who runs your commands."]
+                   "--verbose", PROMPT]
     app["home_seed"] = str(seed)
     document["workspace"] = str(workspace)
     document["doors"]["model"] = {"upstream": "twin", "budget_microusd": 1000000, "twin_script": twin_script(workspace)}
