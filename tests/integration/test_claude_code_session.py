@@ -60,7 +60,7 @@ def claude_code_manifest(workspace: Path, seed: Path) -> dict[str, Any]:
                    "--verbose", PROMPT]
     app["home_seed"] = str(seed)
     document["workspace"] = str(workspace)
-    document["doors"]["model"] = {"upstream": "twin", "budget_microusd": 1000000, "twin_script": twin_script(workspace)}
+    document["doors"]["model"] = {"upstream": "twin", "budget_microusd": 2000000, "twin_script": twin_script(workspace)}
     del document["doors"]["keys"]
     document["edges"] = [edge for edge in document["edges"] if "keys" not in edge]
     return document
@@ -151,4 +151,7 @@ def _assert_the_doors_logged_it(audit: list[dict[str, Any]], summary: dict[str, 
     assert len(answered) == 6 and all(call["ended"] == "complete" for call in answered)
     spend = summary["model_spend"]
     assert spend["calls"] == len(calls) and spend["refused"] == 0
+    # app.env's CLAUDE_CODE_MAX_OUTPUT_TOKENS bounds what a call holds of the budget: without it Claude Code asks
+    # for 128000 (1.28 USD of output at claude-sonnet-5-5 prices: over half this budget)
+    assert all(call["reserved_microusd"] < spend["budget_microusd"] // 2 for call in answered)
     assert spend["spent_microusd"] == sum(call["charged_microusd"] for call in calls) <= spend["budget_microusd"]
