@@ -25,8 +25,8 @@ CLAUDE = Path(EXAMPLE["app"]["argv"][0])  # where `make claude-code` puts the pi
 # Manifest strings hold no newline: the key is its armour line and the start of an OpenSSH body, on one line.
 KEY = "-----BEGIN OPENSSH PRIVATE KEY----- b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
 PROMPT = "Write NOTES.md, then check who runs your commands."
-SEEN = {"written": "File created successfully", "edited": "has been updated successfully",
-        "lock": "Permission denied", "key": "EACCES: permission denied"}
+SEEN = {"written": "File created successfully", "edited": "has been updated successfully", "held": "NoNewPrivs",
+        "asked": "which is a sensitive file", "lock": "Permission denied", "key": "EACCES: permission denied"}
 
 
 def _tool(name: str, after: str, **tool_input: str) -> dict[str, Any]:
@@ -37,8 +37,9 @@ def _tool(name: str, after: str, **tool_input: str) -> dict[str, Any]:
 
 
 def twin_script(workspace: Path) -> dict[str, Any]:
-    """Write, Edit, Bash (who am I, what do I hold), a write .git refuses, a key refuse_secrets refuses; then
-    an answer only when the twin got the key's errno back (the default tells it did not)."""
+    """Write, Edit, Bash (who am I, what do I hold), a write to .git Claude Code asks about (so, in --print,
+    refuses), the same write disguised, which the fs door refuses, a key refuse_secrets refuses; then an answer
+    only when the twin got the key's errno back (the default says it did not)."""
     disguised = f"sh -c 'echo x > \"$0/config\"' {workspace}/.git; echo rc=$?"  # Claude Code's own check misses it
     return {"twin": "twin-script/v0", "markers": False, "rules": [
         _tool("Write", PROMPT, file_path=f"{workspace}/NOTES.md", content="draft"),
@@ -46,7 +47,8 @@ def twin_script(workspace: Path) -> dict[str, Any]:
         _tool("Bash", SEEN["edited"], description="Show who runs commands",
               command=f"id -u; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; grep -E ':(memory|pids):' "
                       f"/proc/self/cgroup; cat {workspace}/NOTES.md; echo; env"),
-        _tool("Bash", "NoNewPrivs", description="Write the git config", command=disguised),
+        _tool("Bash", SEEN["held"], description="Write the git config", command=f"echo x > {workspace}/.git/config"),
+        _tool("Bash", SEEN["asked"], description="Write the git config", command=disguised),
         _tool("Write", SEEN["lock"], file_path=f"{workspace}/deploy_key", content=KEY),
         {"when": {"tool_result": SEEN["key"]}, "reply": {"text": "The key was refused: EACCES."}},
     ], "default": {"text": "UNEXPECTED: the twin did not get what it scripted for."}}
@@ -107,12 +109,13 @@ def test_claude_code_edits_through_the_mount_runs_bash_with_every_lock_and_gets_
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     events, summary = _stream(done.stdout)
     results = _tool_results(events)
-    assert len(results) == 5, results
-    written, edited, bash, lock, key = results
+    assert len(results) == 6, results
+    written, edited, bash, asked, lock, key = results
     assert SEEN["written"] in written and SEEN["edited"] in edited
     assert (workspace / "NOTES.md").read_text() == "final"  # through the mount: the fs door wrote it
     assert (workspace / "NOTES.md").stat().st_uid == 65534  # as the workspace's owner
     _assert_bash_holds_every_lock(bash, summary["sid"])
+    assert SEEN["asked"] in asked  # Claude Code's own check: an Expectation, which the disguise gets past
     assert "cannot create" in lock and "Permission denied" in lock and "rc=2" in lock  # doors.fs.read_only
     assert (workspace / ".git" / "config").read_text() == "[core]\n"
     assert key == "EACCES: permission denied, fsync" and not (workspace / "deploy_key").exists()
@@ -148,7 +151,7 @@ def _assert_the_doors_logged_it(audit: list[dict[str, Any]], summary: dict[str, 
     calls = [line for line in audit if line.get("kind") == "model.call"]
     assert all(call["caller"] == "app" and call["upstream"] == "sharness.model.anthropic.twin" for call in calls)
     answered = [call for call in calls if call["status"] == 200]
-    assert len(answered) == 6 and all(call["ended"] == "complete" for call in answered)
+    assert len(answered) == 7 and all(call["ended"] == "complete" for call in answered)
     spend = summary["model_spend"]
     assert spend["calls"] == len(calls) and spend["refused"] == 0
     # app.env's CLAUDE_CODE_MAX_OUTPUT_TOKENS bounds what a call holds of the budget: without it Claude Code asks
