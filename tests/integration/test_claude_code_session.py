@@ -46,7 +46,7 @@ def twin_script(workspace: Path) -> dict[str, Any]:
         _tool("Edit", SEEN["written"], file_path=f"{workspace}/NOTES.md", old_string="draft", new_string="final"),
         _tool("Bash", SEEN["edited"], description="Show who runs commands",
               command=f"id -u; grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; grep -E ':(memory|pids):' "
-                      f"/proc/self/cgroup; cat {workspace}/NOTES.md; echo; env"),
+                      f"/proc/self/cgroup; (: > /usr/sharness-probe) 2>&1; cat {workspace}/NOTES.md; echo; env"),
         _tool("Bash", SEEN["held"], description="Write the git config", command=f"echo x > {workspace}/.git/config"),
         _tool("Bash", SEEN["asked"], description="Write the git config", command=disguised),
         _tool("Write", SEEN["lock"], file_path=f"{workspace}/deploy_key", content=KEY),
@@ -126,13 +126,15 @@ def test_claude_code_edits_through_the_mount_runs_bash_with_every_lock_and_gets_
 
 
 def _assert_bash_holds_every_lock(output: str, sid: str) -> None:
-    """The Bash tool's command is Claude Code's child: the app's uid, no_new_privs, seccomp, the app's cgroups;
-    its environment (which it inherits from the app) holds the placeholder, never a secret."""
+    """The Bash tool's command is Claude Code's child: the app's uid, no_new_privs, seccomp, the app's cgroups and
+    root (the kernel refuses a write to /usr: EROFS); its environment, the app's, has the placeholder key and no
+    secret."""
     lines = output.splitlines()
     uid = int(lines[0])
     assert uid not in (0, 65534)  # the app's own uid: neither root nor the workspace's owner
     assert "NoNewPrivs:\t1" in lines and "Seccomp:\t2" in lines
     assert f"memory:/sharness/{sid}/app" in output and f"pids:/sharness/{sid}/app" in output
+    assert any(line.endswith("/usr/sharness-probe: Read-only file system") for line in lines)  # its root's /usr
     assert "final" in lines  # it reads the workspace through the mount too
     env = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith(" "))
     assert env["ANTHROPIC_API_KEY"] == "sharness-model-door-holds-the-key"
