@@ -150,6 +150,7 @@ def _assert_the_doors_logged_it(audit: list[dict[str, Any]], summary: dict[str, 
     assert any(op == "write" and path.startswith("deploy_key") and row == "refuse_secrets"
                for op, path, _, row in fs)
     assert any(op == "rename" and decision == "allow" for op, _, decision, _ in fs)  # Write's temp file, renamed
+    assert [line for line in audit if line.get("door") == "net"] == []  # nonessential traffic off: no egress
     calls = [line for line in audit if line.get("kind") == "model.call"]
     assert all(call["caller"] == "app" and call["upstream"] == "sharness.model.anthropic.twin" for call in calls)
     answered = [call for call in calls if call["status"] == 200]
