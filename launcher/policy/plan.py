@@ -42,8 +42,8 @@ from pki.vocabulary import BOUNDARY, SETTING
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
     # The launcher's confinement (tests/launcher/kernel, tests/integration, hello; session.audit:
     # tests/integration/test_audit_cap_session.py).
-    "session.ttl", "session.audit", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
+    "session.ttl", "session.audit", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp",
+    "no_new_privs", "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
     # What an unmodified agent needs (tests/launcher/test_manifest_env.py, tests/launcher/lifecycle/
     # test_home_seed_copy.py, tests/integration/test_demo.py).
     "app:env", "app:home_seed", "app:children",
