@@ -22,6 +22,7 @@ from launcher.daemon.policy import LaunchdPolicy
 from launcher.daemon.protocol import FrameReader, ProtocolError, RunRequest, WinchRequest, parse_request
 from launcher.daemon.queries import answer_query
 from launcher.daemon.records import DaemonRecords, log_line
+from launcher.daemon.refusal_rate import RefusalRate
 from launcher.daemon.runner import run_session
 from launcher.daemon.sessions import Running, SessionTable
 from launcher.daemon.systemd import Notifier
@@ -63,6 +64,7 @@ class Daemon:
         self._stopping = False
         self.request_deadline_s = REQUEST_DEADLINE_S
         self._next_watchdog = time.monotonic()
+        self.refusal_rate = RefusalRate()
 
     # -- the loop --
     def serve(self) -> int:
@@ -82,6 +84,7 @@ class Daemon:
             self._stop_all()
         finally:
             self.listener.setblocking(listener_blocking)
+            self._write_counted(time.monotonic(), every=True)
             self.records.event("launchd.stop", {"pid": os.getpid()})
             self.records.close()
         return 0
@@ -94,6 +97,8 @@ class Daemon:
         deadlines = [p.deadline for p in self.pending]
         if self.watchdog_s is not None:
             deadlines.append(self._next_watchdog)
+        if (summary_due := self.refusal_rate.next_due()) is not None:
+            deadlines.append(summary_due)
         timeout = max(0.0, min(deadlines) - now) if deadlines else None
         for key, _ in self.selector.select(timeout):
             kind, subject = key.data
@@ -106,6 +111,7 @@ class Daemon:
         for pending in [p for p in self.pending if p.deadline <= now]:
             self._refuse(pending, Refusal(f"the request was not whole within {self.request_deadline_s:g} s",
                                           "send the whole request at once", EXIT_USAGE), op="unknown")
+        self._write_counted(now)
 
     def _on_signal(self, _: None) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -285,11 +291,13 @@ class Daemon:
     # -- helpers --
     def _refuse(self, pending: Pending, refusal: Refusal, op: str, manifest: str | None = None, *,
                 registered: bool = True) -> None:
-        """Audit the refusal, tell the caller its words and rows, close everything it brought."""
-        self.records.event("launchd.request", {
-            "op": op, "verdict": "refused", **self._who(pending.caller), "manifest": manifest,
-            "reason": refusal.reason, "row": refusal.row, "policy_row": refusal.policy_row,
-            "exit_code": refusal.exit_code})
+        """Audit the refusal (whole, or counted once the caller's uid has made many: refusal_rate.py), tell the
+        caller its words and rows, close everything it brought."""
+        if self.refusal_rate.admit(pending.caller.uid, op, refusal.row or refusal.policy_row, time.monotonic()):
+            self.records.event("launchd.request", {
+                "op": op, "verdict": "refused", **self._who(pending.caller), "manifest": manifest,
+                "reason": refusal.reason, "row": refusal.row, "policy_row": refusal.policy_row,
+                "exit_code": refusal.exit_code})
         if registered:
             self._forget_pending(pending)
         close_fds(pending.fds)
@@ -297,6 +305,12 @@ class Daemon:
                                     "row": refusal.row, "policy_row": refusal.policy_row,
                                     "exit_code": refusal.exit_code, "words": refusal.words()})
         self._close_conn(pending.conn, pending.client_pidfd)
+
+    def _write_counted(self, now: float, *, every: bool = False) -> None:
+        for counted in self.refusal_rate.due(now, every=every):
+            self.records.event("launchd.refusals_counted", {
+                "uid": counted.uid, "count": counted.count, "over_s": round(counted.last - counted.first, 3),
+                "kinds": dict(counted.kinds)})
 
     @staticmethod
     def _who(caller: Caller) -> dict[str, object]:

@@ -25,11 +25,15 @@ OVERLAY_MEMORY_SHARE = 4
 SHELL_APPLY_EDGE = ("shell", "fs")
 
 
+DEFAULT_MAX_AUDIT_MB = 256  # what an app that only makes requests in a loop can add to the audit disk
+
+
 @dataclass(frozen=True)
 class Session:
     name: str
     trust_domain: str
     ttl_s: int
+    max_audit_mb: int = DEFAULT_MAX_AUDIT_MB
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,8 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
         document=document,
         canonical=canonical,
         sha256=sha256,
-        session=Session(session["name"], session["trust_domain"], session["ttl_s"]),
+        session=Session(session["name"], session["trust_domain"], session["ttl_s"],
+                        session.get("max_audit_mb", DEFAULT_MAX_AUDIT_MB)),
         workspace=document["workspace"],
         app=App(
             argv=tuple(app["argv"]),

@@ -40,9 +40,10 @@ from pki.vocabulary import BOUNDARY, SETTING
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
-    # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
-    "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
+    # The launcher's confinement (tests/launcher/kernel, tests/integration, hello; session.audit:
+    # tests/integration/test_audit_cap_session.py).
+    "session.ttl", "session.audit", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp",
+    "no_new_privs", "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
     # What an unmodified agent needs (tests/launcher/test_manifest_env.py, tests/launcher/lifecycle/
     # test_home_seed_copy.py, tests/integration/test_demo.py).
     "app:env", "app:home_seed", "app:children",
@@ -367,7 +368,10 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
     python = python_paths() if python is None else python
     specs: list[tuple[str, _Spec]] = [("session", _Spec(
         "session.ttl", f"the launcher ends the session after {manifest.session.ttl_s} s", BOUNDARY,
-        "the launcher (root)", always))]
+        "the launcher (root)", always)), ("session", _Spec(
+        "session.audit", f"the launcher ends the session (fail closed) once its audit log holds "
+        f"{manifest.session.max_audit_mb} MiB (session.max_audit_mb): a loop of requests cannot fill the disk",
+        BOUNDARY, "the launcher (root)", always))]
     for role in manifest.roles:
         specs.extend((role, spec) for spec in _confinement(manifest, role))
         specs.extend((role, spec) for spec in _door_rows(manifest, role))
