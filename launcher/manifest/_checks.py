@@ -53,6 +53,18 @@ def check_document(doc: dict[str, Any]) -> None:
             _refuse_reserved(f"/doors/shell/files/{key}/{index}", path)
     if "edges" in doc:
         _check_edges(doc)
+    if doc["app"].get("cwd") == "workspace":
+        _check_cwd_visible(doc)
+
+
+def _check_cwd_visible(doc: dict[str, Any]) -> None:
+    app, workspace = doc["app"], doc["workspace"].rstrip("/")
+    reads = [path.rstrip("/") or "/" for path in app.get("files", {}).get("read", [])]
+    if app.get("workspace") == "mount" or any(workspace == path or workspace.startswith(path.rstrip("/") + "/")
+                                              for path in reads):
+        return
+    raise ManifestError("/app/cwd", "the app would start in the workspace, which it cannot see",
+                        'add "workspace": "mount" to app (or the workspace to app.files.read), or remove app.cwd')
 
 
 def _refuse_abs(ptr: str, path: str) -> None:
