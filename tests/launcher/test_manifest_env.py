@@ -129,3 +129,15 @@ def test_app_cwd_is_one_of_two_words() -> None:
     with pytest.raises(ManifestError) as refused:
         load(sample(app__cwd="/tmp"))
     assert refused.value.pointer == "/app/cwd"
+
+
+def test_app_bind_tcp_loads_and_a_doors_port_is_refused() -> None:
+    manifest = load(sample(app__bind_tcp=[8000, 8001]))
+    assert manifest.app.bind_tcp == (8000, 8001)
+    for port in (3128, 3129):
+        with pytest.raises(ManifestError) as refused:
+            load(sample(app__bind_tcp=[8000, port]))
+        assert refused.value.pointer == "/app/bind_tcp/1" and "door's listener" in refused.value.message
+    for bad in ([80], [8000, 8000], [70000]):
+        with pytest.raises(ManifestError):
+            load(sample(app__bind_tcp=bad))
