@@ -58,7 +58,7 @@ def claude_code_manifest(workspace: Path, seed: Path) -> dict[str, Any]:
     """The example with this machine's paths, the twin for the provider (no key), and stream-json output."""
     document: dict[str, Any] = json.loads(json.dumps(EXAMPLE))
     app = document["app"]
-    app["argv"] = [str(CLAUDE), "--add-dir", str(workspace), "--print", "--output-format", "stream-json",
+    app["argv"] = [str(CLAUDE), "--print", "--output-format", "stream-json",
                    "--verbose", PROMPT]
     app["home_seed"] = str(seed)
     document["workspace"] = str(workspace)
