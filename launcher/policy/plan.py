@@ -32,6 +32,7 @@ from launcher.policy.plan_kernel import (
     seccomp,
 )
 from launcher.policy.plan_net import NET_DEFAULT_MAX_WILDCARD_NAMES, NOT_REDACTED, net_rows
+from launcher.policy.plan_session import session_rows
 from launcher.policy.plan_spec import RowSpec as _Spec
 from launcher.policy.scratch import scratch_meaning, scratch_of
 from launcher.policy.wildcard_names import wildcard_notes
@@ -369,12 +370,7 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
     """Every row of `manifest` with its barrier kind, holder, and whether it holds on a kernel with `facts`;
     each component's paths as the kernel gets them, with `python` (default: this launcher's) for the interpreter."""
     python = python_paths() if python is None else python
-    specs: list[tuple[str, _Spec]] = [("session", _Spec(
-        "session.ttl", f"the launcher ends the session after {manifest.session.ttl_s} s", BOUNDARY,
-        "the launcher (root)", always)), ("session", _Spec(
-        "session.audit", f"the launcher ends the session (fail closed) once its audit log holds "
-        f"{manifest.session.max_audit_mb} MiB (session.max_audit_mb): a loop of requests cannot fill the disk",
-        BOUNDARY, "the launcher (root)", always))]
+    specs: list[tuple[str, _Spec]] = [("session", spec) for spec in session_rows(manifest)]
     for role in manifest.roles:
         specs.extend((role, spec) for spec in _confinement(manifest, role))
         specs.extend((role, spec) for spec in _door_rows(manifest, role))
