@@ -40,8 +40,15 @@ class TlsStream(trio.abc.Stream):
     @classmethod
     def wrap(cls, transport: trio.abc.Stream, ctx: ssl.SSLContext | SSL.Context, *, server_side: bool,
              session: ssl.SSLSession | SSL.Session | None = None) -> TlsStream:
-        """Wrap `transport` with the backend of `ctx`; a client may offer an earlier `session` to resume it."""
+        """Wrap `transport` with the backend of `ctx`; a client may offer an earlier `session` to resume it.
+
+        A door on pyOpenSSL drives its socket itself (SocketTlsStream); anything else goes through memory BIOs.
+        """
         if isinstance(ctx, SSL.Context):
+            if server_side and isinstance(transport, trio.SocketStream):
+                from doors._transport._socket_stream import SocketTlsStream  # it subclasses this one
+
+                return SocketTlsStream.accept(transport, ctx)
             return cls(transport, *memory_connection(ctx, server_side=server_side, session=session))
         if isinstance(session, SSL.Session):
             raise TypeError("an ssl.SSLContext cannot resume a pyOpenSSL session: offer its own session")
