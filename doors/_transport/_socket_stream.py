@@ -28,8 +28,8 @@ from doors._transport._stream import RECEIVE_BYTES, TlsFailure, TlsStream
 def _reset(exc: SSL.SysCallError) -> bool:
     """Whether OpenSSL saw the socket fail (ECONNRESET, EPIPE...) rather than an end of stream.
 
-    OpenSSL leaves the socket's error on this thread's queue, where SSL_get_error would take it for the
-    next call's on any connection: it is cleared here.
+    OpenSSL leaves the socket's error on this thread's queue; it is cleared, so that a later failure on
+    another connection is not reported with this one's words (pyOpenSSL reads the queue for them).
     """
     _lib.ERR_clear_error()
     return bool(exc.args) and isinstance(exc.args[0], int) and exc.args[0] > 0
