@@ -8,6 +8,7 @@ time: our HTTP loops never send and receive on one connection concurrently.
 from __future__ import annotations
 
 import contextlib
+import os
 import ssl
 
 import trio
@@ -36,6 +37,10 @@ class TlsStream(trio.abc.Stream):
         self._incoming = incoming
         self._outgoing = outgoing
         self._eof = False
+        # On a socket the stream reads and writes the fd itself: a trio socket operation per flight costs
+        # more than the flight's records (docs/decisions/bench.md). Any other stream goes through trio.
+        self._socket = transport.socket if isinstance(transport, trio.SocketStream) else None
+        self._waits = 0
 
     @classmethod
     def wrap(cls, transport: trio.abc.Stream, ctx: ssl.SSLContext | SSL.Context, *, server_side: bool,
@@ -56,17 +61,51 @@ class TlsStream(trio.abc.Stream):
         ssl_object = ctx.wrap_bio(incoming, outgoing, server_side=server_side, session=session)
         return cls(transport, ssl_object, incoming, outgoing)
 
+    def _fd(self) -> int:
+        """The socket's fd, asked each time (a closed socket says -1: its number may be another's by now)."""
+        assert self._socket is not None
+        fd = self._socket.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("the TLS stream's socket is closed")
+        return fd
+
     async def _flush(self) -> None:
         pending = self._outgoing.read()
-        if pending:
+        if not pending:
+            return
+        if self._socket is None:
             await self.transport.send_all(pending)
+            return
+        view = memoryview(pending)
+        while view:
+            try:
+                view = view[os.write(self._fd(), view):]
+            except BlockingIOError:
+                self._waits += 1
+                await trio.lowlevel.wait_writable(self._socket)
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise trio.BrokenResourceError(f"the peer closed the connection ({exc.strerror})") from exc
 
     async def _fill(self) -> None:
-        data = await self.transport.receive_some(RECEIVE_BYTES)
+        if self._socket is None:
+            data = await self.transport.receive_some(RECEIVE_BYTES)
+        else:
+            while True:
+                try:
+                    data = os.read(self._fd(), RECEIVE_BYTES)
+                    break
+                except BlockingIOError:
+                    self._waits += 1
+                    await trio.lowlevel.wait_readable(self._socket)
         if data:
             self._incoming.write(data)
         else:
             self._incoming.write_eof()
+
+    async def _checkpoint_unless_waited(self, waits_before: int) -> None:
+        """Each operation is one trio checkpoint, as a trio stream's is: yield if it never waited."""
+        if self._waits == waits_before:
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def _flush_after_failure(self) -> None:
         """Send the alert OpenSSL queued, if the transport still takes it."""
@@ -75,6 +114,8 @@ class TlsStream(trio.abc.Stream):
 
     async def do_handshake(self) -> None:
         """Run the handshake; TlsFailure after sending any alert OpenSSL queued."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        waits = self._waits
         while True:
             try:
                 self.ssl_object.do_handshake()
@@ -86,6 +127,7 @@ class TlsStream(trio.abc.Stream):
                 await self._flush_after_failure()
                 raise TlsFailure(exc, str(exc)) from exc
             await self._flush()
+            await self._checkpoint_unless_waited(waits)
             return
 
     async def _receive_or_fail(self) -> None:
@@ -96,9 +138,16 @@ class TlsStream(trio.abc.Stream):
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
         """Return decrypted bytes, b"" once the peer closed; TlsFailure on an alert or a reset."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        waits = self._waits
+        data = await self._receive(max_bytes or RECEIVE_BYTES)
+        await self._checkpoint_unless_waited(waits)
+        return data
+
+    async def _receive(self, max_bytes: int) -> bytes:
         while not self._eof:
             try:
-                return self.ssl_object.read(max_bytes or RECEIVE_BYTES)
+                return self.ssl_object.read(max_bytes)
             except ssl.SSLWantReadError:
                 await self._flush()
                 await self._receive_or_fail()
@@ -113,11 +162,14 @@ class TlsStream(trio.abc.Stream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Encrypt and send all of `data`."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        waits = self._waits
         try:
             self.ssl_object.write(data)
         except ssl.SSLError as exc:
             raise TlsFailure(exc, str(exc)) from exc
         await self._flush()
+        await self._checkpoint_unless_waited(waits)
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.transport.wait_send_all_might_not_block()
