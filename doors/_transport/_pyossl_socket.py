@@ -12,15 +12,20 @@ import ssl
 
 from OpenSSL import SSL
 
-from doors._transport._pyossl import BIO_CHUNK, memory_connection
+from doors._transport._pyossl import BIO_CHUNK, as_stdlib_error, memory_connection
 
 
 class BlockingTls:
-    """TLS on a connected blocking socket, driven by a pyOpenSSL memory-BIO connection."""
+    """TLS on a connected blocking socket, driven by a pyOpenSSL memory-BIO connection.
+
+    It calls pyOpenSSL directly (its "want read" is an exception only here, not translated on every read)
+    and turns only real failures into the stdlib's errors.
+    """
 
     def __init__(self, sock: socket.socket, ctx: SSL.Context, session: object | None = None) -> None:
         self._sock = sock
-        self._tls, self._incoming, self._outgoing = memory_connection(ctx, server_side=False, session=session)
+        self._tls, _, _ = memory_connection(ctx, server_side=False, session=session)
+        self._conn = self._tls.conn
 
     @classmethod
     def connect(cls, sock: socket.socket, ctx: SSL.Context, session: object | None = None) -> BlockingTls:
@@ -30,49 +35,67 @@ class BlockingTls:
         return tls
 
     def _flush(self) -> None:
-        pending = self._outgoing.read()
-        if pending:
-            self._sock.sendall(pending)
+        try:
+            pending = self._conn.bio_read(BIO_CHUNK)
+        except SSL.WantReadError:
+            return  # nothing to send
+        while len(pending) == BIO_CHUNK:  # a memory BIO hands out all it holds, up to the size asked
+            try:
+                pending += self._conn.bio_read(BIO_CHUNK)
+            except SSL.WantReadError:
+                break
+        self._sock.sendall(pending)
 
     def _fill(self) -> None:
         data = self._sock.recv(BIO_CHUNK)
         if data:
-            self._incoming.write(data)
+            self._conn.bio_write(data)
         else:
-            self._incoming.write_eof()
+            self._conn.bio_shutdown()
 
     def do_handshake(self) -> None:
         while True:
             try:
-                self._tls.do_handshake()
-            except ssl.SSLWantReadError:
+                self._conn.do_handshake()
+            except SSL.WantReadError:
                 self._flush()
                 self._fill()
                 continue
-            except ssl.SSLError:
+            except SSL.Error as exc:
                 with contextlib.suppress(OSError):
                     self._flush()  # the alert OpenSSL queued for the door
-                raise
+                raise as_stdlib_error(self._conn, exc) from exc
             self._flush()
             return
 
     def sendall(self, data: bytes) -> None:
-        self._tls.write(data)
+        view = memoryview(data).cast("B")
+        sent = 0
+        while sent < len(view):  # pyOpenSSL enables partial writes; the memory BIO never blocks
+            try:
+                sent += self._conn.send(view[sent:])
+            except SSL.Error as exc:
+                raise as_stdlib_error(self._conn, exc) from exc
         self._flush()
 
     def recv(self, max_bytes: int) -> bytes:
         """Decrypted bytes, b"" once the door closed (with or without close_notify, as the stdlib does)."""
         while True:
             try:
-                return self._tls.read(max_bytes)
-            except ssl.SSLWantReadError:
+                return self._conn.recv(max_bytes)
+            except SSL.WantReadError:
                 self._flush()
                 self._fill()
-            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+            except SSL.ZeroReturnError:
                 return b""
+            except SSL.Error as exc:
+                error = as_stdlib_error(self._conn, exc)
+                if isinstance(error, ssl.SSLEOFError):
+                    return b""
+                raise error from exc
 
     def pending(self) -> int:
-        return self._tls.pending()
+        return self._conn.pending()
 
     def fileno(self) -> int:
         return self._sock.fileno()
@@ -94,8 +117,8 @@ class BlockingTls:
     def close(self) -> None:
         """Send close_notify (best effort: it keeps the session resumable) and close the socket."""
         try:
-            with contextlib.suppress(ssl.SSLError, OSError):
-                self._tls.unwrap()
+            with contextlib.suppress(SSL.Error, OSError):
+                self._conn.shutdown()
                 self._sock.settimeout(0)
                 self._flush()
         finally:
