@@ -28,10 +28,15 @@ class BlockingTls:
         self._conn = self._tls.conn
 
     @classmethod
-    def connect(cls, sock: socket.socket, ctx: SSL.Context, session: object | None = None) -> BlockingTls:
-        """Handshake as a client on `sock`; ssl.SSLError (stdlib-shaped) or OSError when it fails."""
+    def connect(cls, sock: socket.socket, ctx: SSL.Context, session: object | None = None, *,
+                hold_last_flight: bool = False) -> BlockingTls:
+        """Handshake as a client on `sock`; ssl.SSLError (stdlib-shaped) or OSError when it fails.
+
+        With `hold_last_flight` the client's Finished goes out with its first send (or at the first
+        receive or close): for a caller that sends at once.
+        """
         tls = cls(sock, ctx, session)
-        tls.do_handshake()
+        tls.do_handshake(hold_last_flight=hold_last_flight)
         return tls
 
     def _flush(self) -> None:
@@ -53,7 +58,7 @@ class BlockingTls:
         else:
             self._conn.bio_shutdown()
 
-    def do_handshake(self) -> None:
+    def do_handshake(self, *, hold_last_flight: bool = False) -> None:
         while True:
             try:
                 self._conn.do_handshake()
@@ -65,7 +70,8 @@ class BlockingTls:
                 with contextlib.suppress(OSError):
                     self._flush()  # the alert OpenSSL queued for the door
                 raise as_stdlib_error(self._conn, exc) from exc
-            self._flush()
+            if not hold_last_flight:
+                self._flush()
             return
 
     def sendall(self, data: bytes) -> None:

@@ -58,8 +58,11 @@ class SocketTlsStream(TlsStream):
         error = as_stdlib_error(self._conn, exc)
         return TlsFailure(error, str(error))
 
-    async def do_handshake(self) -> None:
-        """Run the handshake; TlsFailure once OpenSSL failed it (its alert already sent on the socket)."""
+    async def do_handshake(self, *, hold_last_flight: bool = False) -> None:
+        """Run the handshake; TlsFailure once OpenSSL failed it (its alert already sent on the socket).
+
+        A door's last flight is its tickets, which OpenSSL writes itself: `hold_last_flight` is a client's.
+        """
         await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             try:

@@ -112,8 +112,13 @@ class TlsStream(trio.abc.Stream):
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await self._flush()
 
-    async def do_handshake(self) -> None:
-        """Run the handshake; TlsFailure after sending any alert OpenSSL queued."""
+    async def do_handshake(self, *, hold_last_flight: bool = False) -> None:
+        """Run the handshake; TlsFailure after sending any alert OpenSSL queued.
+
+        With `hold_last_flight` a client that sends at once keeps its last flight (its Finished) to go out
+        with its first send, in one write: the door then finds the request beside the Finished. The next
+        send, receive or close sends it.
+        """
         await trio.lowlevel.checkpoint_if_cancelled()
         waits = self._waits
         while True:
@@ -126,7 +131,8 @@ class TlsStream(trio.abc.Stream):
             except ssl.SSLError as exc:
                 await self._flush_after_failure()
                 raise TlsFailure(exc, str(exc)) from exc
-            await self._flush()
+            if not hold_last_flight:
+                await self._flush()
             await self._checkpoint_unless_waited(waits)
             return
 
