@@ -1,16 +1,19 @@
-"""The door's TLS on its own socket (SocketTlsStream): the same refusals, and a broken client harms no other."""
+"""The door's TLS on its own socket (SocketTlsStream), and the clients' last flight held for their first send."""
 
 from __future__ import annotations
 
 import socket
+import ssl
 
+import pytest
 import trio
 from OpenSSL import SSL
 
-from doors._transport import AsyncDoorClient, fresh_exchange, server_context
+from doors._transport import AsyncDoorClient, BlockingTls, client_context_from_file, fresh_exchange, server_context
 from doors._transport._socket_stream import SocketTlsStream
-from doors._transport._stream import TlsStream
-from doors._transport.testing import session
+from doors._transport._stream import TlsFailure, TlsStream
+from doors._transport.testing import Session, doors_in_thread, scratch_dir, session
+from pki.testing import SessionPKI
 
 
 async def test_a_pyopenssl_door_on_a_socket_drives_the_socket_itself() -> None:
@@ -73,3 +76,33 @@ async def test_a_client_that_left_first_breaks_no_kept_alive_connection() -> Non
                 assert (await kept.request("POST", "/v0/echo", body=b"again")).body == b"again"
                 assert kept._tls is held
         nursery.cancel_scope.cancel()
+
+
+async def test_a_held_last_flight_still_goes_out_when_the_client_only_reads() -> None:
+    # The client's last flight holds its certificate: a door that never got it could not refuse it.
+    async with session() as s, trio.open_nursery() as nursery:
+        path = await s.start_door(nursery, "fs")
+        ctx = client_context_from_file(s.pki.bundle_pem(), s.pem_path("odd", s.pki.odd_leaf("other_ca")))
+        tls = TlsStream.wrap(await trio.open_unix_socket(path), ctx, server_side=False)
+        await tls.do_handshake(hold_last_flight=True)  # TLS 1.3: the client is done before the door decides
+        with trio.fail_after(5), pytest.raises(TlsFailure) as caught:
+            await tls.receive_some()
+        assert caught.value.ssl_error is not None and caught.value.ssl_error.reason == "TLSV1_ALERT_UNKNOWN_CA"
+        await tls.aclose()
+        nursery.cancel_scope.cancel()
+
+
+def test_the_blocking_client_sends_its_held_flight_when_it_reads() -> None:
+    with scratch_dir() as directory:
+        s = Session(SessionPKI.create(), directory)
+        with doors_in_thread(s, {"fs": "fs"}) as doors:
+            ctx = client_context_from_file(s.pki.bundle_pem(), s.pem_path("odd", s.pki.odd_leaf("other_ca")))
+            assert isinstance(ctx, SSL.Context)
+            raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            raw.settimeout(5)
+            raw.connect(doors["fs"])
+            tls = BlockingTls.connect(raw, ctx, hold_last_flight=True)
+            with pytest.raises(ssl.SSLError) as caught:
+                tls.recv(1024)
+            assert caught.value.reason == "TLSV1_ALERT_UNKNOWN_CA"
+            tls.close()
