@@ -13,6 +13,10 @@ import ssl
 from OpenSSL import SSL
 
 from doors._transport._pyossl import BIO_CHUNK, as_stdlib_error, memory_connection
+from doors._transport._stream import FULL_RECORD
+
+SEND_PIECE = 256 * 1024  # plaintext encrypted and sent at a time
+RECEIVE_PIECE = 256 * 1024  # ciphertext read from the socket at a time
 
 
 class BlockingTls:
@@ -26,6 +30,9 @@ class BlockingTls:
         self._sock = sock
         self._tls, _, _ = memory_connection(ctx, server_side=False, session=session)
         self._conn = self._tls.conn
+        self._buffer = bytearray(RECEIVE_PIECE)
+        self._view = memoryview(self._buffer)
+        self._deferred: SSL.Error | None = None
 
     @classmethod
     def connect(cls, sock: socket.socket, ctx: SSL.Context, session: object | None = None, *,
@@ -40,21 +47,22 @@ class BlockingTls:
         return tls
 
     def _flush(self) -> None:
-        try:
-            pending = self._conn.bio_read(BIO_CHUNK)
-        except SSL.WantReadError:
-            return  # nothing to send
-        while len(pending) == BIO_CHUNK:  # a memory BIO hands out all it holds, up to the size asked
+        pieces = []
+        while True:
             try:
-                pending += self._conn.bio_read(BIO_CHUNK)
+                piece = self._conn.bio_read(BIO_CHUNK)
             except SSL.WantReadError:
-                break
-        self._sock.sendall(pending)
+                break  # nothing (more) to send
+            pieces.append(piece)
+            if len(piece) < BIO_CHUNK:
+                break  # a memory BIO hands out all it holds, up to the size asked
+        if pieces:
+            self._sock.sendall(b"".join(pieces))
 
     def _fill(self) -> None:
-        data = self._sock.recv(BIO_CHUNK)
-        if data:
-            self._conn.bio_write(data)
+        received = self._sock.recv_into(self._buffer)  # one buffer for the connection: no fresh one per read
+        if received:
+            self._conn.bio_write(self._view[:received])
         else:
             self._conn.bio_shutdown()
 
@@ -75,20 +83,25 @@ class BlockingTls:
             return
 
     def sendall(self, data: bytes) -> None:
+        """Encrypt and send `data` a piece at a time: the door reads the first records while the client
+        encrypts the next, and the client holds one piece of ciphertext, not the whole body."""
         view = memoryview(data).cast("B")
         sent = 0
-        while sent < len(view):  # pyOpenSSL enables partial writes; the memory BIO never blocks
-            try:
-                sent += self._conn.send(view[sent:])
-            except SSL.Error as exc:
-                raise as_stdlib_error(self._conn, exc) from exc
-        self._flush()
+        while sent < len(view):
+            piece_end = min(len(view), sent + SEND_PIECE)
+            while sent < piece_end:  # pyOpenSSL enables partial writes: one record per call
+                try:
+                    sent += self._conn.send(view[sent:piece_end])
+                except SSL.Error as exc:
+                    raise as_stdlib_error(self._conn, exc) from exc
+            self._flush()
 
     def recv(self, max_bytes: int) -> bytes:
         """Decrypted bytes, b"" once the door closed (with or without close_notify, as the stdlib does)."""
         while True:
             try:
-                return self._conn.recv(max_bytes)
+                data = self._recv(max_bytes)
+                return self._records_behind(data, max_bytes) if len(data) >= FULL_RECORD else data
             except SSL.WantReadError:
                 self._flush()
                 self._fill()
@@ -99,6 +112,29 @@ class BlockingTls:
                 if isinstance(error, ssl.SSLEOFError):
                     return b""
                 raise error from exc
+
+    def _recv(self, max_bytes: int) -> bytes:
+        if self._deferred is not None:
+            deferred, self._deferred = self._deferred, None
+            raise deferred
+        return self._conn.recv(max_bytes)
+
+    def _records_behind(self, first: bytes, limit: int) -> bytes:
+        """`first` and the full records already received, up to `limit` (a bulk body in fewer steps)."""
+        pieces, got = [first], len(first)
+        while got < limit:
+            try:
+                piece = self._conn.recv(limit - got)
+            except SSL.WantReadError:
+                break
+            except SSL.Error as exc:
+                self._deferred = exc  # the door's close or a failure: the next recv reports it
+                break
+            pieces.append(piece)
+            got += len(piece)
+            if len(piece) < FULL_RECORD:
+                break
+        return b"".join(pieces)
 
     def pending(self) -> int:
         return self._conn.pending()

@@ -22,7 +22,7 @@ from OpenSSL import SSL
 from OpenSSL._util import lib as _lib
 
 from doors._transport._pyossl import PyOpenSSLObject, as_stdlib_error, client_or_server
-from doors._transport._stream import RECEIVE_BYTES, TlsFailure, TlsStream
+from doors._transport._stream import FULL_RECORD, RECEIVE_BYTES, TlsFailure, TlsStream
 
 
 def _reset(exc: SSL.SysCallError) -> bool:
@@ -44,6 +44,7 @@ class SocketTlsStream(TlsStream):
         self._conn = conn
         self._sock = transport.socket
         self._eof = False
+        self._deferred_error: SSL.Error | None = None
 
     @classmethod
     def accept(cls, transport: trio.SocketStream, ctx: SSL.Context) -> SocketTlsStream:
@@ -81,12 +82,16 @@ class SocketTlsStream(TlsStream):
         await trio.lowlevel.cancel_shielded_checkpoint()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        """Return decrypted bytes, b"" once the peer closed; TlsFailure on an alert or a reset."""
+        """Return decrypted bytes, b"" once the peer closed; TlsFailure on an alert or a reset.
+
+        A full record (a bulk body) is followed by the others already on the socket, up to `max_bytes`.
+        """
         await trio.lowlevel.checkpoint_if_cancelled()
+        limit = max_bytes or RECEIVE_BYTES
         waited = False
         while not self._eof:
             try:
-                data = self._conn.recv(max_bytes or RECEIVE_BYTES)
+                data = self._recv(limit)
             except SSL.WantReadError:
                 await trio.lowlevel.wait_readable(self._sock)
                 waited = True
@@ -104,12 +109,40 @@ class SocketTlsStream(TlsStream):
                     raise failure from exc
                 self._eof = True  # closed without close_notify: HTTP framing tells truncation apart
                 break
+            if len(data) >= FULL_RECORD and limit > len(data):
+                data = self._records_behind(data, limit)
             if not waited:
                 await trio.lowlevel.cancel_shielded_checkpoint()
             return data
         if not waited:
             await trio.lowlevel.cancel_shielded_checkpoint()
         return b""
+
+    def _recv(self, limit: int) -> bytes:
+        if self._deferred_error is not None:
+            deferred, self._deferred_error = self._deferred_error, None
+            raise deferred
+        return self._conn.recv(limit)
+
+    def _records_behind(self, first: bytes, limit: int) -> bytes:
+        """`first` and the records that are there to read now, while they are full, up to `limit`.
+
+        The peer's close or a failure that ends it is kept for the next receive.
+        """
+        pieces, got = [first], len(first)
+        while got < limit:
+            try:
+                piece = self._conn.recv(limit - got)
+            except (SSL.WantReadError, SSL.WantWriteError):
+                break
+            except SSL.Error as exc:
+                self._deferred_error = exc  # the peer's close or a failure: the next receive reports it
+                break
+            pieces.append(piece)
+            got += len(piece)
+            if len(piece) < FULL_RECORD:
+                break
+        return b"".join(pieces)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Encrypt and send all of `data`; trio.BrokenResourceError when the peer is gone, as trio's streams."""

@@ -17,6 +17,7 @@ from OpenSSL import SSL
 from doors._transport._pyossl import IncomingBio, OutgoingBio, PyOpenSSLObject, memory_connection
 
 RECEIVE_BYTES = 64 * 1024
+FULL_RECORD = 16 * 1024  # TLS's largest plaintext record: one of these usually has others behind it
 
 
 class TlsFailure(Exception):
@@ -41,6 +42,7 @@ class TlsStream(trio.abc.Stream):
         # more than the flight's records (docs/decisions/bench.md). Any other stream goes through trio.
         self._socket = transport.socket if isinstance(transport, trio.SocketStream) else None
         self._waits = 0
+        self._deferred: ssl.SSLError | None = None
 
     @classmethod
     def wrap(cls, transport: trio.abc.Stream, ctx: ssl.SSLContext | SSL.Context, *, server_side: bool,
@@ -153,7 +155,8 @@ class TlsStream(trio.abc.Stream):
     async def _receive(self, max_bytes: int) -> bytes:
         while not self._eof:
             try:
-                return self.ssl_object.read(max_bytes)
+                data = self._read(max_bytes)
+                return self._records_behind(data, max_bytes) if len(data) >= FULL_RECORD else data
             except ssl.SSLWantReadError:
                 await self._flush()
                 await self._receive_or_fail()
@@ -165,6 +168,30 @@ class TlsStream(trio.abc.Stream):
                 await self._flush_after_failure()
                 raise TlsFailure(exc, str(exc)) from exc
         return b""
+
+    def _read(self, max_bytes: int) -> bytes:
+        if self._deferred is not None:
+            deferred, self._deferred = self._deferred, None
+            raise deferred
+        return self.ssl_object.read(max_bytes)
+
+    def _records_behind(self, first: bytes, limit: int) -> bytes:
+        """`first` and the full records OpenSSL already holds, up to `limit` (a bulk body in fewer steps);
+        the peer's close or a failure that ends it is kept for the next receive."""
+        pieces, got = [first], len(first)
+        while got < limit:
+            try:
+                piece = self.ssl_object.read(limit - got)
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLError as exc:
+                self._deferred = exc
+                break
+            pieces.append(piece)
+            got += len(piece)
+            if len(piece) < FULL_RECORD:
+                break
+        return b"".join(pieces)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         """Encrypt and send all of `data`."""

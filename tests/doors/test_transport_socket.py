@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 
@@ -13,6 +14,7 @@ from doors._transport import AsyncDoorClient, BlockingTls, client_context_from_f
 from doors._transport._socket_stream import SocketTlsStream
 from doors._transport._stream import TlsFailure, TlsStream
 from doors._transport.testing import Session, doors_in_thread, scratch_dir, session
+from doors.client import DoorClient
 from pki.testing import SessionPKI
 
 
@@ -106,3 +108,25 @@ def test_the_blocking_client_sends_its_held_flight_when_it_reads() -> None:
                 tls.recv(1024)
             assert caught.value.reason == "TLSV1_ALERT_UNKNOWN_CA"
             tls.close()
+
+
+async def test_a_bulk_body_goes_both_ways_whole_async() -> None:
+    body = os.urandom(600_000)  # many full records: the door and the client take them several at a time
+    async with session() as s, trio.open_nursery() as nursery:
+        path = await s.start_door(nursery, "fs")
+        async with AsyncDoorClient(s.dial("fs", path, s.client_ctx("app"), "app")) as client:
+            for _ in range(2):
+                assert (await client.request("POST", "/v0/echo", body=body)).body == body
+        nursery.cancel_scope.cancel()
+
+
+def test_a_bulk_body_goes_both_ways_whole_blocking() -> None:
+    body = os.urandom(600_000)
+    with scratch_dir() as directory:
+        s = Session(SessionPKI.create(), directory)
+        with doors_in_thread(s, {"fs": "fs"}) as doors:
+            bundle = s.pem_path("bundle", s.pki.bundle_pem())
+            with DoorClient.from_files("fs", doors["fs"], s.svid_path("app"), bundle, s.pki.trust_domain,
+                                       s.pki.session_id) as client:
+                for _ in range(2):
+                    assert client.request("POST", "/v0/echo", body=body).body == body
