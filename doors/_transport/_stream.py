@@ -2,7 +2,9 @@
 
 Unlike trio.SSLStream it always sends what OpenSSL wrote before failing, so a refused peer receives the
 TLS alert (unknown CA, certificate required, expired...) instead of a reset. It serves one task at a
-time: our HTTP loops never send and receive on one connection concurrently.
+time: our HTTP loops never send and receive on one connection concurrently. On a socket it reads and
+writes the fd itself; a door on pyOpenSSL gets SocketTlsStream (_socket_stream.py) instead, where
+OpenSSL does the socket's I/O.
 """
 
 from __future__ import annotations
