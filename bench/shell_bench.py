@@ -47,7 +47,8 @@ def app(runs: int, size: int) -> dict[str, Any]:
     from doors.shell.client import ShellClient
 
     samples: dict[str, list[float]] = {name: [] for name in (*FLOORS, "direct", "sh", "client", "door_bps",
-                                                              "pipe_bps", "client_cpu_ms_per_mib")}
+                                                              "pipe_bps", "client_cpu_ms_per_mib", "ndjson_bps",
+                                                              "ndjson_client_cpu_ms_per_mib")}
     with ShellClient.from_env() as shell:
         for _ in range(runs):
             start = time.perf_counter()
@@ -63,11 +64,15 @@ def app(runs: int, size: int) -> dict[str, Any]:
             start = time.perf_counter()
             assert shell.run(["true"]).final["exit_code"] == 0
             samples["client"].append(_ms(start))
-            start, cpu = time.perf_counter(), time.process_time()
-            got = sum(len(f.get("text", "")) for f in shell.stream(["sh", "-c", TEXT.format(size=size)],
-                                                                     max_output_bytes=2 * size))
-            samples["door_bps"].append(got / (time.perf_counter() - start))
-            samples["client_cpu_ms_per_mib"].append((time.process_time() - cpu) * 1000 / (got / (1 << 20)))
+            # The binary framing (ShellClient's default) and NDJSON (what curl gets), interleaved.
+            for key, ndjson in (("door_bps", False), ("ndjson_bps", True)):
+                cpu_key = "client_cpu_ms_per_mib" if key == "door_bps" else "ndjson_client_cpu_ms_per_mib"
+                start, cpu = time.perf_counter(), time.process_time()
+                got = sum(len(f.get("data", f.get("text", ""))) for f in shell.stream(
+                    ["sh", "-c", TEXT.format(size=size)], ndjson=ndjson, max_output_bytes=2 * size))
+                samples[key].append(got / (time.perf_counter() - start))
+                samples[cpu_key].append((time.process_time() - cpu) * 1000 / (got / (1 << 20)))
+                assert got == size
             start = time.perf_counter()
             with subprocess.Popen(["sh", "-c", TEXT.format(size=size)], stdout=subprocess.PIPE) as pipe:
                 assert pipe.stdout is not None
@@ -121,6 +126,9 @@ def run(quick: bool) -> dict[str, Any]:
             "shell_door_mb_per_s": round(p50["door_bps"] / 1e6, 1),
             "shell_pipe_mb_per_s": round(p50["pipe_bps"] / 1e6, 1),
             "shell_throughput_ratio": round(p50["door_bps"] / p50["pipe_bps"], 3),
+            "shell_ndjson_mb_per_s": round(p50["ndjson_bps"] / 1e6, 1),
+            "shell_ndjson_throughput_ratio": round(p50["ndjson_bps"] / p50["pipe_bps"], 3),
+            "shell_ndjson_client_cpu_ms_per_mib": round(p50["ndjson_client_cpu_ms_per_mib"], 2),
             "samples": {"shell true (ms)": {"direct": samples["direct"], "sh": samples["sh"],
                                             "client": samples["client"]}}}
 

@@ -125,7 +125,7 @@ def _stream(environ: Mapping[str, str], fields: dict[str, Any], as_json: bool) -
     """Show every frame as it arrives; return the final record (at once: the rest of the stream is not waited)."""
     tls = connect(environ)
     try:
-        for frame in frames(tls, fields):
+        for frame in frames(tls, fields, binary=not as_json):  # --json prints the NDJSON frames as they are
             _show(frame, sys.stdout.buffer, sys.stderr.buffer, as_json)
             if "final" in frame:
                 return dict(frame["final"])

@@ -38,7 +38,17 @@ from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RunRequest, pa
 from doors.shell._selftest import self_test
 from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
 from doors.shell._stdio import open_stdio
-from doors.shell._wire import APPLY_PATH, LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
+from doors.shell._wire import (
+    APPLY_PATH,
+    FRAMES_TYPE,
+    LIST_PATH,
+    POLL_PATH,
+    RUN_PATH,
+    SIGNAL_PATH,
+    START_PATH,
+    WRITE_PATH,
+    wants_frames,
+)
 from pki.vocabulary import EGRESS_CA_ROW
 
 if TYPE_CHECKING:
@@ -122,8 +132,10 @@ class ShellDoor:
             await trio.sleep_forever()
 
     async def run(self, request: Request) -> Response:
-        """POST /v0/shell/run: start the command and stream its frames as they happen."""
-        return await self._stream(await self._admit(request, started=False))
+        """POST /v0/shell/run: start the command and stream its frames as they happen (NDJSON, or the binary
+        framing when `accept` names it)."""
+        binary = wants_frames(request.header("accept"))
+        return await self._stream(await self._admit(request, started=False), binary)
 
     async def start(self, request: Request) -> Response:
         """POST /v0/shell/start: start the command; its frames are kept for poll."""
@@ -255,7 +267,7 @@ class ShellDoor:
                           f"made ({os.strerror(exc.errno or 0)})", "check doors.shell.process.scratch_mb and "
                           "max_pids; retry once a command has ended") from None
 
-    async def _stream(self, running: Running) -> Response:
+    async def _stream(self, running: Running, binary: bool) -> Response:
         send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
         scope = trio.CancelScope()
 
@@ -263,22 +275,22 @@ class ShellDoor:
             running.killed_by = running.killed_by or "client_gone"
             scope.cancel()
 
-        await self._supervise_in_door(running, send, scope)
-        return Response(200, (("content-type", NDJSON),), ChannelBody(receive, abandon))
+        await self._supervise_in_door(running, send, scope, binary)
+        return Response(200, (("content-type", FRAMES_TYPE if binary else NDJSON),), ChannelBody(receive, abandon))
 
     async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[bytes],
-                                 scope: trio.CancelScope) -> None:
+                                 scope: trio.CancelScope, binary: bool = False) -> None:
         await self._ready.wait()
         assert self._nursery is not None
         self.live[running.command_id] = running
-        self._nursery.start_soon(self._supervised, running, send, scope)
+        self._nursery.start_soon(self._supervised, running, send, scope, binary)
 
     async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
-                          scope: trio.CancelScope) -> None:
+                          scope: trio.CancelScope, binary: bool) -> None:
         try:
             with scope:
                 after = self._apply_after if running.request.apply else None
-                await supervise(running, Framer(running.request.max_output_bytes), send, after)
+                await supervise(running, Framer(running.request.max_output_bytes, binary=binary), send, after)
         finally:
             self.live.pop(running.command_id, None)
             shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
