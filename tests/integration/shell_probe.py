@@ -63,8 +63,7 @@ def _printable(frame: dict[str, Any]) -> dict[str, Any]:
     """A frame of the binary framing as the NDJSON one would hold it (`data` as text or base64), for the test."""
     if "data" not in frame:
         return frame
-    data = frame.pop("data")
-    return {**frame, **encode_chunk(data)}
+    return {**{key: value for key, value in frame.items() if key != "data"}, **encode_chunk(frame["data"])}
 
 
 def _until(shell: ShellClient, command_id: str, done: Any) -> list[dict[str, Any]]:
