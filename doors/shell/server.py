@@ -262,8 +262,6 @@ class ShellDoor:
         finally:
             for fd in stdio.close_after_fork:
                 os.close(fd)
-        assert self._nursery is not None
-        self._nursery.start_soon(self._refill)  # the next command's zygote, once this request is answered
         failure = await _read_report(spare.zygote.report)
         stdin = trio.lowlevel.FdStream(stdio.stdin) if stdio.stdin is not None else None
         running = Running(spare.command_id, run, spare.zygote.pid, spare.pidfd, spare.cgroup,
@@ -276,9 +274,6 @@ class ShellDoor:
             raise not_started(run, failure)
         return running
 
-    async def _refill(self) -> None:
-        self.spares.refill()
-
     async def _stream(self, running: Running, binary: bool) -> Response:
         send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
         scope = trio.CancelScope()
@@ -287,18 +282,20 @@ class ShellDoor:
             running.killed_by = running.killed_by or "client_gone"
             scope.cancel()
 
-        await self._supervise_in_door(running, send, scope, binary)
-        return Response(200, (("content-type", FRAMES_TYPE if binary else NDJSON),), ChannelBody(receive, abandon))
+        sent = trio.Event()
+        await self._supervise_in_door(running, send, scope, binary, sent)
+        return Response(200, (("content-type", FRAMES_TYPE if binary else NDJSON),),
+                        ChannelBody(receive, abandon, sent.set))
 
     async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[bytes],
-                                 scope: trio.CancelScope, binary: bool = False) -> None:
+                                 scope: trio.CancelScope, binary: bool = False, sent: trio.Event | None = None) -> None:
         await self._ready.wait()
         assert self._nursery is not None
         self.live[running.command_id] = running
-        self._nursery.start_soon(self._supervised, running, send, scope, binary)
+        self._nursery.start_soon(self._supervised, running, send, scope, binary, sent)
 
     async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
-                          scope: trio.CancelScope, binary: bool) -> None:
+                          scope: trio.CancelScope, binary: bool, sent: trio.Event | None) -> None:
         try:
             with scope:
                 after = self._apply_after if running.request.apply else None
@@ -308,6 +305,9 @@ class ShellDoor:
             shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
             self.report({"door": "shell", "kind": "shell.exit", "id": running.command_id,
                          "killed_by": running.killed_by, **(running.final or {"exit_code": None})})
+        if sent is not None:
+            await sent.wait()  # its response went out first: the next zygote's fork is not on that path
+        self.spares.refill()
 
 
 async def _read_report(fd: int) -> NotStarted | None:
