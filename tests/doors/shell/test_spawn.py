@@ -3,8 +3,14 @@ one leaves nothing. As root on the real kernel: its cgroup, fds and Landlock lay
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import platform
+import shutil
+import tempfile
+import time
+import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +25,8 @@ from doors.shell._spawn import Launch, Zygote, fork_zygote, read_report, send_la
 pytestmark = pytest.mark.root
 
 RECVMSG = {"x86_64": 47, "aarch64": 212}[platform.machine()]
+NOBODY = 65534
+PR_SET_NO_NEW_PRIVS = 38
 HIERARCHIES = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids")
 
 
@@ -34,6 +42,20 @@ def parents() -> Iterator[tuple[str, ...]]:
             if child.startswith("cmd-"):
                 os.rmdir(os.path.join(path, child))
         os.rmdir(path)
+
+
+def _rmdir(path: str) -> None:
+    """Remove a command's cgroup: a reaped process leaves it a moment later (EBUSY until then, as CommandCgroup's
+    callers retry)."""
+    for _ in range(500):
+        try:
+            os.rmdir(path)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
+            time.sleep(0.01)
+    os.rmdir(path)
 
 
 def _waiting(pid: int) -> None:
@@ -133,3 +155,58 @@ def test_an_unused_zygote_is_killed_and_its_cgroup_and_tmpdir_removed(parents: t
         assert not os.path.exists(gone.tmpdir)
         assert not any(os.path.exists(path) for path in gone.cgroup.dirs)
     assert os.listdir(tmp_path) == []
+
+
+def _beside(parents: tuple[str, ...], workdir: str, tell: int, go: int) -> bytes:
+    """As the shell's kind of user (not root: root may read a sibling domain's /proc files): a zygote waits,
+    another runs a command that tries to signal it and read its environ and maps."""
+    ruleset = command_ruleset((workdir, "/dev/null"))
+    waiting = fork_zygote(CommandCgroup((os.path.join(parents[0], "cmd-c2"),)).procs_files, ruleset)
+    os.write(tell, str(waiting.pid).encode())
+    os.read(go, 1)  # the test saw it wait (this process may not read its /proc: setuid made it undumpable)
+    running = fork_zygote(CommandCgroup((os.path.join(parents[0], "cmd-c1"),)).procs_files, ruleset)
+    script = (f"kill -0 {waiting.pid} 2>/dev/null; echo kill=$?; "
+              f"cat /proc/{waiting.pid}/environ >/dev/null 2>&1; echo environ=$?; "
+              f"cat /proc/{waiting.pid}/maps >/dev/null 2>&1; echo maps=$?")
+    stdout, _, _ = _run(running, ["sh", "-c", script], workdir)
+    os.kill(waiting.pid, 9)
+    os.waitpid(waiting.pid, 0)
+    return stdout
+
+
+def test_a_command_can_neither_signal_nor_read_the_zygote_waiting_beside_it(parents: tuple[str, ...]) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="sharness-test-", dir="/tmp"))  # tmp_path's parents are root's 0700
+    os.chown(workdir, NOBODY, NOBODY)
+    for name in ("cmd-c1", "cmd-c2"):
+        made = CommandCgroup.create(parents[:1], name)
+        os.chown(made.procs_files[0], NOBODY, NOBODY)
+    (result_r, result_w), (tell_r, tell_w), (go_r, go_w) = os.pipe(), os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the shell door's shape: its own uid, no_new_privs (the launcher sets it for the door)
+        try:
+            for fd in (result_r, tell_r, go_w):
+                os.close(fd)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            ctypes.CDLL(None).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            os.write(result_w, _beside(parents, str(workdir), tell_w, go_r))
+        except BaseException:
+            os.write(result_w, traceback.format_exc().encode())
+        finally:
+            os._exit(0)
+    for fd in (result_w, tell_w, go_r):
+        os.close(fd)
+    _waiting(int(os.read(tell_r, 32)))
+    os.write(go_w, b"g")
+    with os.fdopen(result_r, "rb") as result:
+        seen = result.read()
+    os.waitpid(pid, 0)
+    for fd in (tell_r, go_w):
+        os.close(fd)
+    for name in ("cmd-c1", "cmd-c2"):
+        _rmdir(os.path.join(parents[0], name))
+    shutil.rmtree(workdir)
+    # Without each zygote's own layer all three would be 0 (the same uid): Landlock scopes signals and refuses
+    # ptrace-mode access across domains, so the waiting zygote's memory is not the next command's to read.
+    assert seen == b"kill=1\nenviron=1\nmaps=1\n", seen
