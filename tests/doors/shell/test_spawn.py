@@ -210,3 +210,21 @@ def test_a_command_can_neither_signal_nor_read_the_zygote_waiting_beside_it(pare
     # Without each zygote's own layer all three would be 0 (the same uid): Landlock scopes signals and refuses
     # ptrace-mode access across domains, so the waiting zygote's memory is not the next command's to read.
     assert seen == b"kill=1\nenviron=1\nmaps=1\n", seen
+
+
+def test_a_zygote_that_died_while_it_waited_is_replaced_and_removed(parents: tuple[str, ...], tmp_path: Path) -> None:
+    ruleset = command_ruleset((str(tmp_path),))
+    spares = Spares(str(tmp_path), parents, ruleset)
+    try:
+        spares.refill()
+        dead = spares._waiting
+        assert dead is not None
+        os.kill(dead.zygote.pid, 9)  # the OOM killer, say: it is not reaped until the door looks
+        os.waitid(os.P_PIDFD, dead.pidfd, os.WEXITED | os.WNOWAIT)
+        taken = spares.take()
+        spares.discard(taken)
+    finally:
+        os.close(ruleset)
+    assert (dead.command_id, taken.command_id) == ("c1", "c2")
+    assert not Path(f"/proc/{dead.zygote.pid}").exists() and not os.path.exists(dead.tmpdir)
+    assert not any(os.path.exists(path) for path in dead.cgroup.dirs + taken.cgroup.dirs)
