@@ -253,16 +253,21 @@ class ShellDoor:
                 os.close(base)
 
     async def _start(self, spare: Spare, run: RunRequest, cwd_fd: int) -> Running:
-        stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
-        env = command_env(run.env, self.config.home, spare.tmpdir,
-                          command_proxy(self.config.proxy, spare.command_id), run.tty, self.config.model,
-                          self.config.trust)
         try:
-            send_launch(spare.zygote, Launch(run.argv, env, cwd_fd, stdio.child, run.tty))
-        finally:
-            for fd in stdio.close_after_fork:
-                os.close(fd)
-        failure = await _read_report(spare.zygote.report)
+            stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
+            env = command_env(run.env, self.config.home, spare.tmpdir,
+                              command_proxy(self.config.proxy, spare.command_id), run.tty, self.config.model,
+                              self.config.trust)
+            try:
+                send_launch(spare.zygote, Launch(run.argv, env, cwd_fd, stdio.child, run.tty))
+            finally:
+                for fd in stdio.close_after_fork:
+                    os.close(fd)
+            failure = await _read_report(spare.zygote.report)
+        except BaseException:  # not started, or cancelled while it started: nothing of it stays
+            self.spares.discard(spare)
+            raise
+        os.close(spare.zygote.report)
         stdin = trio.lowlevel.FdStream(stdio.stdin) if stdio.stdin is not None else None
         running = Running(spare.command_id, run, spare.zygote.pid, spare.pidfd, spare.cgroup,
                           trio.lowlevel.FdStream(stdio.stdout), trio.lowlevel.FdStream(stdio.stderr), stdin)
@@ -311,18 +316,15 @@ class ShellDoor:
 
 
 async def _read_report(fd: int) -> NotStarted | None:
-    """The child's report: EOF alone (execve closed it) means the command runs."""
+    """The child's report: EOF alone (execve closed it) means the command runs. The caller closes `fd`."""
     os.set_blocking(fd, False)
     data = b""
-    try:
-        while True:
-            await trio.lowlevel.wait_readable(fd)
-            piece = os.read(fd, 256)
-            if not piece:
-                return read_report(data)
-            data += piece
-    finally:
-        os.close(fd)
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        piece = os.read(fd, 256)
+        if not piece:
+            return read_report(data)
+        data += piece
 
 
 def serve(contract: DoorContract) -> None:
