@@ -1,28 +1,22 @@
 """The app's pty relay: a real pty pair stands for the person's terminal; the app is a real process.
 
 The core (plan_stdio, raw_modes, Channel) needs nothing. The relay tests fork an app that takes the
-relay's slave as its controlling terminal, as spawn_app does. The session tests run `sharness-launch run`
-with the person's pty as its stdio and controlling terminal, as from a shell.
+relay's slave as its controlling terminal, as spawn_app does (`person`: tests/launcher/lifecycle/conftest.py).
+Real sessions through a terminal: test_ptyrelay_session.py.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
-import selectors
-import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import termios
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from _pty_screen import WAIT_S, Screen, screen_until
 
 from launcher.kernel.confine import place_fds
 from launcher.lifecycle.ptyrelay import (
@@ -36,10 +30,6 @@ from launcher.lifecycle.ptyrelay import (
 )
 from launcher.policy.terminal_reset import reset_bytes
 from tests._terminal import judged
-from tests.integration._session import LAUNCHER, basic_manifest, leftovers, manifest_hash, write_manifest
-
-WAIT_S = 60.0  # a guard against hanging, never a measure: every wait below ends on what it waits for
-
 
 # -- the core -----------------------------------------------------------------------------------
 
@@ -94,18 +84,6 @@ def test_a_channel_stops_reading_when_full_and_drops_what_a_dead_sink_cannot_tak
 
 # -- the relay, with a forked app -----------------------------------------------------------------
 
-@pytest.fixture
-def person() -> Iterator[tuple[int, int]]:
-    """The person's terminal: (master the test types into and reads the screen from, slave the launcher holds)."""
-    master, slave = os.openpty()
-    termios.tcsetwinsize(slave, (33, 101))
-    try:
-        yield master, slave
-    finally:
-        os.close(master)
-        os.close(slave)
-
-
 def _fork_app(relay: PtyRelay, code: str) -> int:
     """An app as spawn_app makes it: own session, the relay's stdio in place, the slave its controlling terminal."""
     stdio = relay.app_stdio()
@@ -121,22 +99,6 @@ def _fork_app(relay: PtyRelay, code: str) -> int:
             os._exit(127)
     relay.app_started()
     return pid
-
-
-class Screen:
-    """What reaches the person's terminal, read from its master while the relay runs."""
-
-    def __init__(self, master: int) -> None:
-        self.master = master
-        self.text = b""
-        os.set_blocking(master, False)
-
-    def pump(self) -> None:
-        with contextlib.suppress(BlockingIOError):
-            self.text += os.read(self.master, 65536)
-
-    def type(self, keys: bytes) -> None:
-        os.write(self.master, keys)
 
 
 def _relay_until(relay: PtyRelay, screen: Screen, want: bytes) -> None:
@@ -287,7 +249,7 @@ def test_the_apps_last_words_are_passed_on_after_it_exits(person: tuple[int, int
     relay.drain()
     assert relay.fds_to_watch() == {}  # the pty hung up once its output was read: nothing left to watch
     relay.close()
-    _screen_until(screen, b"app: last words\r\n")
+    screen_until(screen, b"app: last words\r\n")
 
 
 def test_the_terminal_is_restored_when_the_launcher_fails(person: tuple[int, int]) -> None:
@@ -328,7 +290,7 @@ def test_at_close_the_persons_screen_is_reset_after_the_apps_last_words(person: 
     screen = Screen(master)
     pid = _fork_app(relay, f"import os; os.write(1, {LEFT_BEHIND!r} + b'app: last words')")
     assert os.WEXITSTATUS(_end(relay, screen, pid)) == 0
-    _screen_until(screen, reset_bytes(at_line_start=False, on_alternate_screen=True))
+    screen_until(screen, reset_bytes(at_line_start=False, on_alternate_screen=True))
     assert screen.text.endswith(b"app: last words" + reset_bytes(at_line_start=False, on_alternate_screen=True))
     state = judged(screen.text + b"sharness-launch: the verdict\r\n").clean()
     assert not any(state.values()), {name for name, left in state.items() if left}
@@ -390,101 +352,3 @@ def test_the_launchers_lines_go_to_its_stderr_when_that_is_not_the_terminal(pers
         relay.close()
         os.close(stderr_r)
         os.close(stderr_w)
-
-
-# -- real sessions --------------------------------------------------------------------------------
-
-SESSION_APP = """\
-import os, signal, sys, termios
-def winch(*_):
-    os.write(1, b'app: winch %dx%d\\n' % termios.tcgetwinsize(0))
-signal.signal(signal.SIGWINCH, winch)
-os.write(1, b'app: hello %dx%d\\n' % termios.tcgetwinsize(0))
-line = sys.stdin.buffer.readline()
-modes = termios.tcgetattr(0)
-modes[3] &= ~termios.ECHO
-modes[6][termios.VINTR] = b'\\x07'
-termios.tcsetattr(0, termios.TCSANOW, modes)
-os.write(1, b'app: got ' + line.strip() + b', echo off\\n')
-line = sys.stdin.buffer.readline()
-os.write(1, b'app: bye ' + line.strip() + b'\\n')
-os.write(2, b'app: stderr is not a terminal here\\n')
-sys.exit(5)
-"""
-
-FDS_APP = "import os; print({fd: os.readlink(f'/proc/self/fd/{fd}')[:5] for fd in (0, 1, 2)}, flush=True)"
-
-
-@pytest.fixture
-def session_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="sh-test-pty-", dir="/tmp"))
-    path.chmod(0o755)
-    (path / "workspace").mkdir()
-    (path / "audit").mkdir()
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _command(session_dir: Path, code: str) -> list[str]:
-    manifest = write_manifest(session_dir, basic_manifest(session_dir / "workspace", [sys.executable, "-c", code]))
-    return [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest),
-            "--audit-dir", str(session_dir / "audit")]
-
-
-def _controlling_terminal() -> None:
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def _screen_until(screen: Screen, want: bytes) -> None:
-    """Read the person's terminal until `want` shows (a pty passes written bytes on asynchronously)."""
-    deadline = time.monotonic() + WAIT_S
-    with selectors.DefaultSelector() as selector:
-        selector.register(screen.master, selectors.EVENT_READ)
-        while want not in screen.text:
-            assert time.monotonic() < deadline, f"no {want!r}: {screen.text!r}"
-            selector.select(1)
-            screen.pump()
-
-
-@pytest.mark.root
-def test_a_session_from_a_terminal_relays_and_leaves_the_terminal_as_it_was(
-        person: tuple[int, int], session_dir: Path) -> None:
-    master, slave = person
-    saved = termios.tcgetattr(slave)
-    stderr = (session_dir / "stderr").open("wb")
-    process = subprocess.Popen(_command(session_dir, SESSION_APP), stdin=slave, stdout=slave, stderr=stderr,
-                               start_new_session=True, preexec_fn=_controlling_terminal)
-    screen = Screen(master)
-    try:
-        _screen_until(screen, b"app: hello 33x101")
-        assert termios.tcgetattr(slave) == raw_modes(saved)
-        screen.type(b"ping\n")
-        _screen_until(screen, b"app: got ping, echo off")
-        assert termios.tcgetattr(slave) == raw_modes(saved)  # the app's tcsetattr moved its own pty only
-        termios.tcsetwinsize(slave, (50, 132))  # the launcher, the terminal's foreground, gets SIGWINCH
-        _screen_until(screen, b"app: winch 50x132")
-        screen.type(b"hidden\n")
-        assert process.wait(WAIT_S) == 5, (session_dir / "stderr").read_text()
-        _screen_until(screen, b"app: bye hidden\r\n")  # its last words, passed on after it exited
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(WAIT_S)
-        stderr.close()
-    assert screen.text.count(b"hidden") == 1  # typed with the app's echo off: not echoed
-    assert termios.tcgetattr(slave) == saved
-    assert os.get_blocking(slave)  # the launcher's O_NONBLOCK on the shared open file is gone too
-    ended = (session_dir / "stderr").read_text()
-    assert "app: stderr is not a terminal here" in ended  # the launcher's stderr, a file, was passed as it is
-    sid = ended.split("sharness-launch: session ", 1)[1].split()[0]
-    assert leftovers(sid) == {}
-
-
-@pytest.mark.root
-def test_a_session_without_a_terminal_passes_its_fds(session_dir: Path) -> None:
-    done = subprocess.run(_command(session_dir, FDS_APP), stdin=subprocess.PIPE, capture_output=True, text=True,
-                          timeout=WAIT_S)
-    assert done.returncode == 0, done.stderr
-    assert "{0: 'pipe:', 1: 'pipe:', 2: 'pipe:'}" in done.stdout
