@@ -279,7 +279,7 @@ class MatchStream:
         self._fed = 0
         self.finding: StreamFinding | None = None
 
-    def feed(self, chunk: bytes) -> StreamFinding | None:
+    def feed(self, chunk: bytes | bytearray) -> StreamFinding | None:
         """Scan `chunk` (only blocks reaching into it count); the finding once one is seen."""
         if self.finding is not None or not chunk:
             return self.finding

@@ -26,6 +26,9 @@ _MARKERS: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = (
 )
 # Longest possible marker minus one: enough history that a match ending in new data is always whole.
 CARRY = 5 + 1 + 6 + 40 + len("PRIVATE KEY") - 1
+# A literal is looked for FIND_WINDOW bytes at a time: CPython's bytes.find runs its simple search on a text under
+# 30,000 bytes and a slower one above (2.5x less CPU per MiB of source code: docs/decisions/fs.md).
+FIND_WINDOW = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -36,12 +39,16 @@ class Finding:
     end: int
 
 
-def _holds(literal: bytes, carry: bytes, chunk: bytes) -> bool:
+def _holds(literal: bytes, carry: bytes, chunk: bytes | bytearray) -> bool:
     """Whether carry + chunk holds `literal`, without copying the chunk (a literal is shorter than CARRY)."""
-    return literal in chunk or literal in carry + chunk[:CARRY]
+    if literal in carry + chunk[:CARRY]:
+        return True
+    reach = len(literal) - 1  # windows overlap by this much: a literal starting in one ends in the next
+    return any(chunk.find(literal, start, start + FIND_WINDOW + reach) >= 0
+               for start in range(0, len(chunk), FIND_WINDOW))
 
 
-def _first_match(carry: bytes, chunk: bytes) -> tuple[str, int] | None:
+def _first_match(carry: bytes, chunk: bytes | bytearray) -> tuple[str, int] | None:
     """The marker that ends first in carry + chunk, reaching into the chunk: its kind and end in carry + chunk."""
     best: tuple[str, int] | None = None
     window = b""
@@ -72,7 +79,7 @@ class SecretScanner:
         self._kept = kept.stream(history) if kept is not None else None
         self.finding: Finding | None = None
 
-    def feed(self, chunk: bytes) -> Finding | None:
+    def feed(self, chunk: bytes | bytearray) -> Finding | None:
         """Scan `chunk`; return the finding once one is seen (only matches reaching into new bytes count)."""
         if self.finding is not None or not chunk:
             return self.finding
