@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from doors._secret_match import CARRY as KEPT_CARRY
-from doors._secret_match import KeptSecret, SecretMatcher
+from doors._secret_match import FIND_WINDOW, KeptSecret, SecretMatcher
 
 # (kind, a literal every match contains, the pattern). The literal is searched first (bytes.find runs at
 # memory speed); the regular expression runs only on windows that hold it.
@@ -26,9 +26,6 @@ _MARKERS: tuple[tuple[str, bytes, re.Pattern[bytes]], ...] = (
 )
 # Longest possible marker minus one: enough history that a match ending in new data is always whole.
 CARRY = 5 + 1 + 6 + 40 + len("PRIVATE KEY") - 1
-# A literal is looked for FIND_WINDOW bytes at a time: CPython's bytes.find runs its simple search on a text under
-# 30,000 bytes and a slower one above (2.5x less CPU per MiB of source code: docs/decisions/fs.md).
-FIND_WINDOW = 16 * 1024
 
 
 @dataclass(frozen=True)
