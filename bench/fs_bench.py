@@ -30,6 +30,7 @@ from typing import Any
 
 from bench import _fs_audited
 from bench._fs_direct import Clock, Timed, socket_read, socket_write
+from bench._fs_scan import scan_figures
 
 RATIOS = (
     ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_atomic"),
@@ -262,6 +263,7 @@ def run(quick: bool) -> dict[str, Any]:
         large = [_large(root, door, large_size) for _ in range(rounds)]
         figures.update({key: _median([sample[key] for sample in large]) for key in large[0]})
         figures.update(_stat_rates(root, door, 1000 if quick else 5000))
+        figures.update(scan_figures(large_size))
         for figure, baseline in RATIOS:
             name = f"{figure}_over_{baseline.rsplit('_', 1)[-1]}_ratio"
             figures[name] = round(figures[figure] / figures[baseline], 3)

@@ -23,3 +23,11 @@ def test_the_clock_reads_another_process_cpu() -> None:
         sum(range(200_000))
     assert clock.timed.cpu_s > 0 and clock.timed.other_cpu_s >= 0
     assert process_cpu_s(os.getpid()) > 0
+
+
+def test_the_scan_figures_are_written() -> None:
+    from bench._fs_scan import scan_figures
+
+    figures = scan_figures(1 << 20)
+    assert set(figures) == {"fs_scan_cpu_ms_per_mb_markers", "fs_scan_cpu_ms_per_mb_kept8"}
+    assert all(value >= 0 for value in figures.values())
