@@ -94,7 +94,7 @@ class WriteHandlers(FsHandlers):
         if self.rows.refuse_secrets:
             scanner = SecretScanner(self.dispatch.recent.tail, self.rows.kept_secrets)
         declared = parse_length(request.header("content-length"))
-        keeper = BatchKeeper(scanner, sink, min(RECEIVE_BATCH, declared or RECEIVE_BATCH))
+        keeper = BatchKeeper(scanner, sink, RECEIVE_BATCH if declared is None else min(RECEIVE_BATCH, declared))
         count = 0
         async with contextlib.aclosing(body_pieces(request)) as pieces:
             async for piece in pieces:
