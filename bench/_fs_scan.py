@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import time
 
-from doors._secret_match import SecretMatcher, fingerprint_of
-from doors.fs._batches import RECEIVE_BATCH
-from doors.fs._secrets import SecretScanner
+from doors import SecretMatcher, fingerprint_of
+from doors.fs import RECEIVE_BATCH, SecretScanner
 
 KEPT_COUNT = 8
 KEPT_BYTES = 40  # a 40-hex-character token: three blocks, three needles each

@@ -4,25 +4,13 @@ docs/decisions/fs.md, "Bulk bytes")."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 
-from doors._http import Request
 from doors.fs._secrets import KEPT_CARRY, SecretScanner
 
 RECEIVE_BATCH = 256 * 1024  # what one scan and one write take: a buffer that stays in the CPU's cache
 
 Sink = Callable[[bytes | bytearray], None]  # must copy what it keeps: the batch's buffer is reused
-
-
-async def body_pieces(request: Request) -> AsyncGenerator[bytes, None]:
-    """The body as the HTTP layer hands it over (a TLS record, 16 KiB, at a time), or whole when it was read."""
-    stream = request.body_stream
-    if stream is None:
-        if request.body:
-            yield request.body
-        return
-    while piece := await stream.receive_some():
-        yield piece
 
 
 class BatchKeeper:

@@ -40,6 +40,8 @@ def _holds(literal: bytes, carry: bytes, chunk: bytes | bytearray) -> bool:
     """Whether carry + chunk holds `literal`, without copying the chunk (a literal is shorter than CARRY)."""
     if literal in carry + chunk[:CARRY]:
         return True
+    if len(chunk) <= FIND_WINDOW:
+        return literal in chunk
     reach = len(literal) - 1  # windows overlap by this much: a literal starting in one ends in the next
     return any(chunk.find(literal, start, start + FIND_WINDOW + reach) >= 0
                for start in range(0, len(chunk), FIND_WINDOW))

@@ -19,7 +19,7 @@ import trio
 
 from doors._http import Request, Response
 from doors._refusal import DoorRefused, Refusal
-from doors.fs._batches import RECEIVE_BATCH, BatchKeeper, body_pieces
+from doors.fs._batches import RECEIVE_BATCH, BatchKeeper
 from doors.fs._decide import DIR_MODE, file_mode, precheck_size
 from doors.fs._dispatch import Call, Upload
 from doors.fs._ops import Located, kernel_refusal, target_of
@@ -96,14 +96,18 @@ class WriteHandlers(FsHandlers):
         declared = parse_length(request.header("content-length"))
         keeper = BatchKeeper(scanner, sink, RECEIVE_BATCH if declared is None else min(RECEIVE_BATCH, declared))
         count = 0
-        async with contextlib.aclosing(body_pieces(request)) as pieces:
-            async for piece in pieces:
-                refusal = upload.take(len(piece))
-                if refusal is not None:
-                    raise Answered(self.dispatch.refused(call, refusal, byte_count=count + len(piece)))
-                count += len(piece)
-                if keeper.add(piece) or count > self.rows.max_file_bytes:
-                    break
+        stream = request.body_stream
+        pending = [request.body] if stream is None else []
+        while True:
+            piece = pending.pop() if pending else (await stream.receive_some() if stream is not None else b"")
+            if not piece:
+                break
+            refusal = upload.take(len(piece))
+            if refusal is not None:
+                raise Answered(self.dispatch.refused(call, refusal, byte_count=count + len(piece)))
+            count += len(piece)
+            if keeper.add(piece) or count > self.rows.max_file_bytes:
+                break
         keeper.finish()
         finding = scanner.finding if scanner is not None else None
         return Received(count, finding.kind if finding is not None else None, upload, keeper.tail)
