@@ -157,12 +157,13 @@ class HeldFd:
     __del__ = close
 
 
-def read_cached(fd: int, size: int, offset: int) -> bytes | None:
+def read_cached(fd: int, size: int, offset: int, buffer: memoryview | None = None) -> bytes | None:
     """Up to `size` bytes at `offset` if the page cache holds them now (preadv2 RWF_NOWAIT: never waits on the
-    disk, so the event loop may call it); None when they must be read from the disk (in a worker thread)."""
-    buffer = bytearray(size)
+    disk, so the event loop may call it); None when they must be read from the disk (in a worker thread).
+    `buffer` (at least `size` bytes, reused by the caller) spares a fresh zeroed buffer per piece."""
+    view = memoryview(bytearray(size)) if buffer is None else buffer[:size]
     try:
-        count = os.preadv(fd, [buffer], offset, os.RWF_NOWAIT)
+        count = os.preadv(fd, [view], offset, os.RWF_NOWAIT)
     except (BlockingIOError, InterruptedError):
         return None
     except OSError as err:
@@ -171,16 +172,16 @@ def read_cached(fd: int, size: int, offset: int) -> bytes | None:
         raise
     if count == 0 and size > 0:
         return None  # nothing cached at offset, or the end: the blocking read tells them apart
-    del buffer[count:]
-    return bytes(buffer)
+    return bytes(view[:count])
 
 
 async def _stream_file(held: HeldFd, offset: int, length: int) -> AsyncIterator[bytes]:
     try:
         end = offset + length
+        buffer = memoryview(bytearray(min(READ_CHUNK, length)))
         while offset < end:
             size = min(READ_CHUNK, end - offset)
-            piece = read_cached(held.fd, size, offset)
+            piece = read_cached(held.fd, size, offset, buffer)
             if piece is None:
                 piece = await trio.to_thread.run_sync(os.pread, held.fd, size, offset)
             if not piece:
