@@ -12,12 +12,9 @@ import ssl
 
 from OpenSSL import SSL
 
-from doors._transport._pyossl import memory_connection
+from doors._transport._pyossl import BIO_CHUNK, memory_connection
 
 SEND_PIECE = 256 * 1024
-# One recv takes what the socket holds, up to this: a large answer in few syscalls and few wake-ups
-# (a 16 MiB GET 2.5x faster than in 64 KiB reads, docs/decisions/bench.md "fs door").
-FILL_BYTES = 1024 * 1024
 
 
 class BlockingTls:
@@ -26,7 +23,6 @@ class BlockingTls:
     def __init__(self, sock: socket.socket, ctx: SSL.Context, session: object | None = None) -> None:
         self._sock = sock
         self._tls, self._incoming, self._outgoing = memory_connection(ctx, server_side=False, session=session)
-        self._failed: ssl.SSLError | None = None
 
     @classmethod
     def connect(cls, sock: socket.socket, ctx: SSL.Context, session: object | None = None) -> BlockingTls:
@@ -41,7 +37,7 @@ class BlockingTls:
             self._sock.sendall(pending)
 
     def _fill(self) -> None:
-        data = self._sock.recv(FILL_BYTES)
+        data = self._sock.recv(BIO_CHUNK)
         if data:
             self._incoming.write(data)
         else:
@@ -73,36 +69,15 @@ class BlockingTls:
             self._flush()
 
     def recv(self, max_bytes: int) -> bytes:
-        """Decrypted bytes, b"" once the door closed (with or without close_notify, as the stdlib does); every
-        record already received is returned at once, up to `max_bytes` (OpenSSL hands out one per read)."""
-        if self._failed is not None:
-            failed, self._failed = self._failed, None
-            raise failed
+        """Decrypted bytes, b"" once the door closed (with or without close_notify, as the stdlib does)."""
         while True:
             try:
-                first = self._tls.read(max_bytes)
+                return self._tls.read(max_bytes)
             except ssl.SSLWantReadError:
                 self._flush()
                 self._fill()
-                continue
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
                 return b""
-            return self._drain(first, max_bytes)
-
-    def _drain(self, first: bytes, max_bytes: int) -> bytes:
-        """`first` and the records after it that need no more bytes from the socket."""
-        pieces, held = [first], len(first)
-        while held < max_bytes:
-            try:
-                more = self._tls.read(max_bytes - held)
-            except (ssl.SSLWantReadError, ssl.SSLZeroReturnError, ssl.SSLEOFError):
-                break  # no whole record left, or the end: the next recv says which
-            except ssl.SSLError as exc:
-                self._failed = exc  # an alert after data: the data first, the alert on the next recv
-                break
-            pieces.append(more)
-            held += len(more)
-        return first if len(pieces) == 1 else b"".join(pieces)
 
     def pending(self) -> int:
         return self._tls.pending()
