@@ -4,7 +4,10 @@ and stats/s of four kept-alive loops with every request audited as in a session 
 The door runs in its own process (mutual TLS over a Unix socket, the real routes and dispatch); the client
 is the app's blocking DoorClient on one kept-alive connection. Direct baselines run in this process on the
 same file system in the same run: a plain open/write/close, and the same atomic sequence the door does
-(temporary file, fsync, rename, fsync of the directory). As root it also measures what the ownership
+(temporary file, fsync, rename, fsync of the directory); for large files also the same bytes moved between the
+page cache and another process over a Unix socket with no TLS and no HTTP (bench/_fs_direct.py: a door's floor,
+beside the in-process baselines, which stay). Each figure comes with CPU per operation of both sides (this
+process: time.process_time; the door: /proc/<pid>/stat). As root it also measures what the ownership
 options cost (an fchown per write; Landlock on the writer), for docs/decisions/fs.md.
 
     python -m bench.fs_bench [--quick]
@@ -13,6 +16,7 @@ options cost (an fchown per write; Landlock on the writer), for docs/decisions/f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -25,12 +29,16 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import _fs_audited
+from bench._fs_direct import Clock, Timed, socket_read, socket_write
+from bench._fs_scan import scan_figures
 
 RATIOS = (
     ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_atomic"),
     ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_plain"),
     ("fs_large_write_mb_per_s_door", "fs_large_write_mb_per_s_direct"),
+    ("fs_large_write_mb_per_s_door", "fs_large_write_mb_per_s_direct_socket"),
     ("fs_large_read_mb_per_s_door", "fs_large_read_mb_per_s_direct"),
+    ("fs_large_read_mb_per_s_door", "fs_large_read_mb_per_s_direct_socket"),
     ("fs_stat_per_s_audited", "fs_stat_per_s_unaudited"),
 )
 SMALL_BYTES = 4096
@@ -41,8 +49,9 @@ def _serve(directory: str, workspace: str) -> None:
     """The door process: serve the fs routes over mTLS on DIR/fs.sock until killed."""
     import trio
 
-    from doors import Limits, Router, serve_mtls, server_context_from_file, unix_listener
+    from doors import Router, serve_mtls, server_context_from_file, unix_listener
     from doors.fs import build
+    from doors.fs.server import FS_LIMITS
     from pki.edges import EdgePolicy
     from pki.spiffe import SessionIdentity
     from pki.vocabulary import DEFAULT_EDGES
@@ -57,7 +66,8 @@ def _serve(directory: str, workspace: str) -> None:
     identity = SessionIdentity(meta["trust_domain"], meta["session_id"], "fs")
     listener = unix_listener(os.path.join(directory, "fs.sock"))
     serve = functools.partial(serve_mtls, [listener], ctx, identity, EdgePolicy(DEFAULT_EDGES),
-                              Router("fs", api.routes()), lambda event: None, limits=Limits(idle_timeout_s=600))
+                              Router("fs", api.routes()), lambda event: None,
+                              limits=dataclasses.replace(FS_LIMITS, idle_timeout_s=600))
     trio.run(serve)
 
 
@@ -94,11 +104,11 @@ class _DoorProcess:
         self.process.wait()
 
 
-def _rate(count: int, action: Callable[[int], None]) -> float:
-    start = time.perf_counter()
-    for number in range(count):
-        action(number)
-    return count / (time.perf_counter() - start)
+def _rate(count: int, action: Callable[[int], None], door_pid: int) -> tuple[float, Timed]:
+    with Clock(door_pid) as clock:
+        for number in range(count):
+            action(number)
+    return count / clock.timed.wall_s, clock.timed
 
 
 def _direct_plain(directory: str, payload: bytes, number: int) -> None:
@@ -128,15 +138,18 @@ def _through_door(door: _DoorProcess, payload: bytes, number: int) -> None:
         raise RuntimeError(f"the door refused a bench write: {response.status} {response.body[:200]!r}")
 
 
-def _mb_per_s(size: int, action: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    action()
-    return size / MB / (time.perf_counter() - start)
+def _timed(door_pid: int, action: Callable[[], None]) -> Timed:
+    with Clock(door_pid) as clock:
+        action()
+    return clock.timed
 
 
 def _large(root: str, door: _DoorProcess, size: int) -> dict[str, float]:
+    """MB/s of each way to write and read `size` bytes, and CPU ms per MiB of this process and the other side
+    (the door, or the direct socket baseline's child)."""
     payload = os.urandom(size)
     direct_path = os.path.join(root, "direct", "large")
+    socket_path = os.path.join(root, "direct", "large-socket")
 
     def direct_write() -> None:
         with open(direct_path, "wb") as out:
@@ -156,12 +169,25 @@ def _large(root: str, door: _DoorProcess, size: int) -> dict[str, float]:
         if len(door.client.request("GET", "/v0/fs/files/large").body) != size:
             raise RuntimeError("the door returned a short read")
 
-    return {
-        "fs_large_write_mb_per_s_direct": round(_mb_per_s(size, direct_write), 1),
-        "fs_large_write_mb_per_s_door": round(_mb_per_s(size, door_write), 1),
-        "fs_large_read_mb_per_s_direct": round(_mb_per_s(size, direct_read), 1),
-        "fs_large_read_mb_per_s_door": round(_mb_per_s(size, door_read), 1),
+    pid = door.process.pid
+    timed = {
+        "write_mb_per_s_direct": _timed(pid, direct_write),
+        "write_mb_per_s_direct_socket": socket_write(socket_path, payload),
+        "write_mb_per_s_door": _timed(pid, door_write),
+        "read_mb_per_s_direct": _timed(pid, direct_read),
+        "read_mb_per_s_direct_socket": socket_read(socket_path, size),
+        "read_mb_per_s_door": _timed(pid, door_read),
     }
+    mib = size / MB
+    figures = {f"fs_large_{name}": round(mib / one.wall_s, 1) for name, one in timed.items()}
+    for way in ("write", "read"):
+        door_timed, socket_timed = timed[f"{way}_mb_per_s_door"], timed[f"{way}_mb_per_s_direct_socket"]
+        figures[f"fs_large_{way}_cpu_ms_per_mb_door"] = round(door_timed.other_cpu_s * 1e3 / mib, 2)
+        figures[f"fs_large_{way}_cpu_ms_per_mb_door_client"] = round(door_timed.cpu_s * 1e3 / mib, 2)
+        figures[f"fs_large_{way}_cpu_ms_per_mb_direct"] = round(timed[f"{way}_mb_per_s_direct"].cpu_s * 1e3 / mib, 2)
+        figures[f"fs_large_{way}_cpu_ms_per_mb_socket"] = round(
+            (socket_timed.cpu_s + socket_timed.other_cpu_s) * 1e3 / mib, 2)
+    return figures
 
 
 def _median(values: list[float]) -> float:
@@ -174,7 +200,8 @@ def _offset(action: Callable[[int], None], base: int, number: int) -> None:
 
 
 def _small(root: str, door: _DoorProcess, count: int, rounds: int) -> dict[str, Any]:
-    """Writes per second of each method, as the median of `rounds` interleaved rounds (fsync times wander)."""
+    """Writes per second of each method, as the median of `rounds` interleaved rounds (fsync times wander), and
+    CPU µs per write of the door, its client and the direct atomic writer (medians too)."""
     payload = os.urandom(SMALL_BYTES)
     direct = os.path.join(root, "direct")
     methods = {
@@ -183,13 +210,22 @@ def _small(root: str, door: _DoorProcess, count: int, rounds: int) -> dict[str, 
         "fs_small_writes_per_s_door": functools.partial(_through_door, door, payload),
     }
     rates: dict[str, list[float]] = {name: [] for name in methods}
+    cpu: dict[str, list[float]] = {"door": [], "door_client": [], "direct_atomic": []}
     per_round = max(1, count // rounds)
     for round_number in range(rounds):
         order = list(methods)[round_number % 3:] + list(methods)[: round_number % 3]
         for name in order:
             base = round_number * per_round
-            rates[name].append(_rate(per_round, functools.partial(_offset, methods[name], base)))
-    return {name: round(_median(values)) for name, values in rates.items()}
+            rate, timed = _rate(per_round, functools.partial(_offset, methods[name], base), door.process.pid)
+            rates[name].append(rate)
+            if name.endswith("_door"):
+                cpu["door"].append(timed.other_cpu_s * 1e6 / per_round)
+                cpu["door_client"].append(timed.cpu_s * 1e6 / per_round)
+            elif name.endswith("_atomic"):
+                cpu["direct_atomic"].append(timed.cpu_s * 1e6 / per_round)
+    figures: dict[str, Any] = {name: round(_median(values)) for name, values in rates.items()}
+    figures.update({f"fs_small_write_cpu_us_{side}": round(_median(values)) for side, values in cpu.items()})
+    return figures
 
 
 def _stat_rates(root: str, door: _DoorProcess, per_loop: int) -> dict[str, Any]:
@@ -227,6 +263,7 @@ def run(quick: bool) -> dict[str, Any]:
         large = [_large(root, door, large_size) for _ in range(rounds)]
         figures.update({key: _median([sample[key] for sample in large]) for key in large[0]})
         figures.update(_stat_rates(root, door, 1000 if quick else 5000))
+        figures.update(scan_figures(large_size))
         for figure, baseline in RATIOS:
             name = f"{figure}_over_{baseline.rsplit('_', 1)[-1]}_ratio"
             figures[name] = round(figures[figure] / figures[baseline], 3)

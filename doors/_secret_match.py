@@ -26,6 +26,9 @@ DIGEST_BYTES = 8  # a projection candidate is a false match with probability 2**
 KEY_BYTES = 32
 CARRY = WINDOW - 1  # bytes kept between chunks: a block ending in a new chunk is whole in carry + chunk
 _PACK = sum(1 << (7 * j + 7) for j in range(8))  # x * _PACK puts the 8 bits starting at each byte in that byte
+# A needle is looked for FIND_WINDOW bytes at a time: CPython's bytes.find runs its simple search on a text under
+# 30,000 bytes and a slower one above (1.2-2.5x more CPU per MiB: docs/decisions/fs.md, "Bulk bytes").
+FIND_WINDOW = 16 * 1024
 
 
 def _digest(key: bytes, block: bytes) -> bytes:
@@ -190,6 +193,19 @@ def fingerprint_of(values: Mapping[str, bytes], hosts: Mapping[str, Iterable[str
     return SecretFingerprint(key, tuple(kept), tuple(unmatched))
 
 
+def occurrences(haystack: bytes | bytearray, needle: bytes, start: int = 0) -> Iterator[int]:
+    """Every offset at or after `start` where `needle` begins in `haystack`, in order (searched FIND_WINDOW bytes
+    at a time; the windows overlap by len(needle) - 1, so one that straddles two is found once)."""
+    reach = len(needle) - 1
+    while start < len(haystack):
+        end = start + FIND_WINDOW + reach
+        at = haystack.find(needle, start, end)
+        while at >= 0:
+            yield at
+            at = haystack.find(needle, at + 1, end)
+        start += FIND_WINDOW
+
+
 def _needle(bits: int, length: int) -> bytes:
     projected = bytes((bits >> (length - 1 - i)) & 1 for i in range(length))
     return packed_windows(projected)
@@ -222,23 +238,18 @@ class SecretMatcher:
             return
         windows = packed_windows(data.translate(self._table))
         for needle, probes in self._probes.items():
-            at = windows.find(needle, max(0, min_end - len(needle) - 6))
-            while at >= 0:
+            for at in occurrences(windows, needle, max(0, min_end - len(needle) - 6)):
                 for probe in probes:
                     end = at + probe.block.length
                     if end > min_end and _digest(self._key, data[at:end]) == probe.block.digest:
                         yield Match(probe.secret, at, end, probe.block.offset)
-                at = windows.find(needle, at + 1)
 
     def candidates(self, data: bytes) -> int:
         """How many prefilter hits `data` holds (the bench's false-candidate count; each costs one digest)."""
         windows = packed_windows(data.translate(self._table))
         count = 0
         for needle, probes in self._probes.items():
-            at = windows.find(needle)
-            while at >= 0:
-                count += len(probes)
-                at = windows.find(needle, at + 1)
+            count += len(probes) * sum(1 for _ in occurrences(windows, needle))
         return count
 
     def first(self, data: bytes, min_end: int = 0) -> Match | None:
@@ -279,7 +290,7 @@ class MatchStream:
         self._fed = 0
         self.finding: StreamFinding | None = None
 
-    def feed(self, chunk: bytes) -> StreamFinding | None:
+    def feed(self, chunk: bytes | bytearray) -> StreamFinding | None:
         """Scan `chunk` (only blocks reaching into it count); the finding once one is seen."""
         if self.finding is not None or not chunk:
             return self.finding

@@ -1,6 +1,7 @@
 """The fs door: the only writer to the workspace. See README.md for its API and rows."""
 
 from doors.fs._api import FsApi
+from doors.fs._batches import RECEIVE_BATCH
 from doors.fs._decide import decide, file_mode
 from doors.fs._dispatch import Call, Dispatcher, UsageMeter
 from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
@@ -14,6 +15,7 @@ from doors.fs.server import build, describe, open_workspace, routes
 __all__ = [
     "MAX_DEPTH",
     "MAX_PATH_BYTES",
+    "RECEIVE_BATCH",
     "RESOLVE_BENEATH",
     "RESOLVE_NO_MAGICLINKS",
     "ROOT",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import AsyncIterator
 
@@ -15,7 +16,7 @@ from doors.fs._prelude import Answered, FsHandlers, json_ok, query_value, target
 from doors.fs._request import ByteRange, parse_range
 from doors.fs._rules import Facts, Op, Target, is_hidden, refuse
 
-READ_CHUNK = 256 * 1024
+READ_CHUNK = 256 * 1024  # a large file is sent this much at a time (what one stalled reader holds)
 SMALL_READ = 256 * 1024  # files up to this size are answered in one piece
 MAX_LIST = 10_000  # entries in one listing (the answer says when more were left out)
 Batch = tuple[list[tuple[str, Target]], bool]  # named here: the handlers' `list` method shadows the builtin
@@ -156,11 +157,33 @@ class HeldFd:
     __del__ = close
 
 
+def read_cached(fd: int, size: int, offset: int, buffer: memoryview | None = None) -> bytes | None:
+    """Up to `size` bytes at `offset` if the page cache holds them now (preadv2 RWF_NOWAIT: never waits on the
+    disk, so the event loop may call it); None when they must be read from the disk (in a worker thread).
+    `buffer` (at least `size` bytes, reused by the caller) spares a fresh zeroed buffer per piece."""
+    view = memoryview(bytearray(size)) if buffer is None else buffer[:size]
+    try:
+        count = os.preadv(fd, [view], offset, os.RWF_NOWAIT)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError as err:
+        if err.errno in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without RWF_NOWAIT
+            return None
+        raise
+    if count == 0 and size > 0:
+        return None  # nothing cached at offset, or the end: the blocking read tells them apart
+    return bytes(view[:count])
+
+
 async def _stream_file(held: HeldFd, offset: int, length: int) -> AsyncIterator[bytes]:
     try:
         end = offset + length
+        buffer = memoryview(bytearray(min(READ_CHUNK, length)))
         while offset < end:
-            piece = await trio.to_thread.run_sync(os.pread, held.fd, min(READ_CHUNK, end - offset), offset)
+            size = min(READ_CHUNK, end - offset)
+            piece = read_cached(held.fd, size, offset, buffer)
+            if piece is None:
+                piece = await trio.to_thread.run_sync(os.pread, held.fd, size, offset)
             if not piece:
                 break
             offset += len(piece)

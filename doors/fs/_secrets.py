@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from doors._secret_match import CARRY as KEPT_CARRY
-from doors._secret_match import KeptSecret, SecretMatcher
+from doors._secret_match import FIND_WINDOW, KeptSecret, SecretMatcher
 
 # (kind, a literal every match contains, the pattern). The literal is searched first (bytes.find runs at
 # memory speed); the regular expression runs only on windows that hold it.
@@ -36,12 +36,18 @@ class Finding:
     end: int
 
 
-def _holds(literal: bytes, carry: bytes, chunk: bytes) -> bool:
+def _holds(literal: bytes, carry: bytes, chunk: bytes | bytearray) -> bool:
     """Whether carry + chunk holds `literal`, without copying the chunk (a literal is shorter than CARRY)."""
-    return literal in chunk or literal in carry + chunk[:CARRY]
+    if literal in carry + chunk[:CARRY]:
+        return True
+    if len(chunk) <= FIND_WINDOW:
+        return literal in chunk
+    reach = len(literal) - 1  # windows overlap by this much: a literal starting in one ends in the next
+    return any(chunk.find(literal, start, start + FIND_WINDOW + reach) >= 0
+               for start in range(0, len(chunk), FIND_WINDOW))
 
 
-def _first_match(carry: bytes, chunk: bytes) -> tuple[str, int] | None:
+def _first_match(carry: bytes, chunk: bytes | bytearray) -> tuple[str, int] | None:
     """The marker that ends first in carry + chunk, reaching into the chunk: its kind and end in carry + chunk."""
     best: tuple[str, int] | None = None
     window = b""
@@ -72,7 +78,7 @@ class SecretScanner:
         self._kept = kept.stream(history) if kept is not None else None
         self.finding: Finding | None = None
 
-    def feed(self, chunk: bytes) -> Finding | None:
+    def feed(self, chunk: bytes | bytearray) -> Finding | None:
         """Scan `chunk`; return the finding once one is seen (only matches reaching into new bytes count)."""
         if self.finding is not None or not chunk:
             return self.finding

@@ -19,6 +19,7 @@ import trio
 
 from doors._http import Request, Response
 from doors._refusal import DoorRefused, Refusal
+from doors.fs._batches import RECEIVE_BATCH, BatchKeeper
 from doors.fs._decide import DIR_MODE, file_mode, precheck_size
 from doors.fs._dispatch import Call, Upload
 from doors.fs._ops import Located, kernel_refusal, target_of
@@ -26,7 +27,7 @@ from doors.fs._paths import parse_path
 from doors.fs._prelude import Answered, FsHandlers, json_ok, query_value
 from doors.fs._request import parse_flag, parse_length
 from doors.fs._rules import Facts, Op, Target, refuse
-from doors.fs._secrets import CARRY, KEPT_CARRY, SecretScanner, scan
+from doors.fs._secrets import CARRY, SecretScanner, scan
 from doors.fs._spool import SPOOL_MEMORY, Spool
 
 SMALL_BODY = 64 * 1024  # bodies up to this size are received whole, then handled in one worker call
@@ -86,29 +87,30 @@ class WriteHandlers(FsHandlers):
 
     async def _receive_body(self, request: Request, call: Call, sink: Any, upload: Upload) -> Received:
         """Read the body into `sink` until its end, a key marker or kept secret, or one byte past max_file_bytes;
-        each piece is counted against max_total_bytes before it is kept (refused at once when it does not fit).
-        A kept secret is looked for after the tail of the door's last write, so one split across two files is
-        found too."""
+        each piece is counted against max_total_bytes as it arrives (refused at once when it does not fit), and
+        scanned and kept RECEIVE_BATCH bytes at a time. A kept secret is looked for after the tail of the door's
+        last write, so one split across two files is found too."""
         scanner = None
         if self.rows.refuse_secrets:
             scanner = SecretScanner(self.dispatch.recent.tail, self.rows.kept_secrets)
-        count, tail = 0, b""
+        declared = parse_length(request.header("content-length"))
+        keeper = BatchKeeper(scanner, sink, RECEIVE_BATCH if declared is None else min(RECEIVE_BATCH, declared))
+        count = 0
         stream = request.body_stream
         pending = [request.body] if stream is None else []
-        while count <= self.rows.max_file_bytes:
-            chunk = pending.pop() if pending else (await stream.receive_some() if stream is not None else b"")
-            if not chunk:
+        while True:
+            piece = pending.pop() if pending else (await stream.receive_some() if stream is not None else b"")
+            if not piece:
                 break
-            refusal = upload.take(len(chunk))
+            refusal = upload.take(len(piece))
             if refusal is not None:
-                raise Answered(self.dispatch.refused(call, refusal, byte_count=count + len(chunk)))
-            count += len(chunk)
-            if scanner is not None and scanner.feed(chunk) is not None:
+                raise Answered(self.dispatch.refused(call, refusal, byte_count=count + len(piece)))
+            count += len(piece)
+            if keeper.add(piece) or count > self.rows.max_file_bytes:
                 break
-            sink(chunk)
-            tail = (tail + chunk[-KEPT_CARRY:])[-KEPT_CARRY:]
+        keeper.finish()
         finding = scanner.finding if scanner is not None else None
-        return Received(count, finding.kind if finding is not None else None, upload, tail)
+        return Received(count, finding.kind if finding is not None else None, upload, keeper.tail)
 
     # -- write --
     async def write(self, request: Request) -> Response:

@@ -11,12 +11,14 @@ import pytest
 
 from doors._secret_match import (
     CARRY,
+    FIND_WINDOW,
     MIN_SECRET,
     WINDOW,
     SecretFingerprint,
     SecretMatcher,
     block_offsets,
     fingerprint_of,
+    occurrences,
     packed_windows,
     projection_table,
 )
@@ -170,3 +172,24 @@ def test_blocks_that_do_not_fit_the_length_are_refused() -> None:
     raw["secrets"][0]["length"] = 100
     with pytest.raises(ValueError, match="bytes of blocks"):
         SecretFingerprint.from_json(raw)
+
+
+def _naive(haystack: bytes, needle: bytes, start: int) -> list[int]:
+    return [at for at in range(start, len(haystack) - len(needle) + 1) if haystack[at:at + len(needle)] == needle]
+
+
+@pytest.mark.parametrize("start", [0, 5, FIND_WINDOW - 3, FIND_WINDOW + 1])
+def test_occurrences_finds_each_once_also_across_a_search_window_boundary(start: int) -> None:
+    needle = b"\x01\x02\x01\x02\x01"
+    haystack = bytearray(3 * FIND_WINDOW)
+    for at in (0, 7, FIND_WINDOW - 4, FIND_WINDOW - 2, FIND_WINDOW, 2 * FIND_WINDOW - 1, 3 * FIND_WINDOW - 5):
+        haystack[at:at + len(needle)] = needle  # overlapping ones too (FIND_WINDOW - 4 and - 2)
+    assert list(occurrences(bytes(haystack), needle, start)) == _naive(bytes(haystack), needle, start)
+
+
+def test_a_secret_straddling_a_search_window_of_a_large_chunk_is_found() -> None:
+    matcher = SecretMatcher(fingerprint_of({"anthropic": ANTHROPIC}, {"anthropic": ["api.anthropic.com"]}, KEY))
+    for at in range(FIND_WINDOW - len(ANTHROPIC), FIND_WINDOW + 3, 7):
+        data = bytes(at) + ANTHROPIC + bytes(2 * FIND_WINDOW)
+        found = matcher.first(data)
+        assert found is not None and found.secret.name == "anthropic", at

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from doors.fs._secrets import CARRY, SecretScanner, scan
+from doors.fs._secrets import CARRY, FIND_WINDOW, SecretScanner, scan
 
 MARKERS = [
     (b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n", "PEM private key"),
@@ -100,3 +100,20 @@ def test_any_chunking_finds_an_embedded_key(before: bytes, after: bytes, key: by
         scanner.feed(content[offset:offset + size])
         offset, index = offset + size, index + 1
     assert scanner.finding is not None
+
+
+@pytest.mark.parametrize(("content", "kind"), MARKERS)
+def test_a_marker_across_a_search_window_boundary_is_found(content: bytes, kind: str) -> None:
+    """A chunk is searched FIND_WINDOW bytes at a time: a marker starting at any byte around a boundary is found,
+    in one chunk, and in a chunk that follows history."""
+    filler = b"x" * (3 * FIND_WINDOW)
+    for boundary in (FIND_WINDOW, 2 * FIND_WINDOW):
+        for start in range(boundary - len(content), boundary + 2):
+            chunk = filler[:start] + content + filler[start:]
+            found = scan(chunk)
+            assert found is not None and found.kind == kind, start
+            assert scan(chunk, history=b"y" * CARRY) is not None, start
+
+
+def test_a_large_chunk_without_a_marker_passes() -> None:
+    assert scan(b"PRIVATE KE" * (FIND_WINDOW // 3) + b"PuTTY-User-Key-File" * 2000) is None

@@ -1,0 +1,127 @@
+"""The fs bench's direct baselines that cross a process boundary, and CPU per side.
+
+The old direct baselines (bench/fs_bench.py) write and read a file in the bench's own process: the read is one
+copy out of the page cache, a floor no door can approach. `socket_write` and `socket_read` move the same bytes
+between the page cache and another process over a Unix socket, with no TLS and no HTTP: the kernel's floor for
+any door (docs/decisions/bench.md, "fs door").
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+PIECE = 256 * 1024
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (/proc/<pid>/stat, clock ticks)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One measured operation: wall seconds, this process's CPU seconds and the other side's."""
+
+    wall_s: float
+    cpu_s: float
+    other_cpu_s: float
+
+
+class Clock:
+    """Wall time, this process's CPU (time.process_time) and another process's CPU (/proc) around a block."""
+
+    def __init__(self, other_pid: int | None = None) -> None:
+        self._other = other_pid
+
+    def __enter__(self) -> Clock:
+        self._start = (time.perf_counter(), time.process_time(), self._other_cpu())
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        wall, cpu, other = self._start
+        self.timed = Timed(time.perf_counter() - wall, time.process_time() - cpu, self._other_cpu() - other)
+
+    def _other_cpu(self) -> float:
+        return process_cpu_s(self._other) if self._other is not None else 0.0
+
+
+def _child_cpu_s(pid: int) -> float:
+    _, status, usage = os.wait4(pid, 0)
+    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        raise RuntimeError("the bench's direct socket child failed")
+    return usage.ru_utime + usage.ru_stime
+
+
+def socket_write(path: str, payload: bytes) -> Timed:
+    """Send `payload` over a Unix socket to a child that writes it to `path` and fsyncs it (a door's floor)."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    start, cpu = time.perf_counter(), time.process_time()
+    pid = os.fork()
+    if pid == 0:  # the child: receive, write, fsync, say done; never run the parent's cleanups
+        code = 1
+        try:
+            parent.close()
+            _receive_to_file(child, path, len(payload))
+            child.sendall(b"k")
+            code = 0
+        finally:
+            os._exit(code)
+    child.close()
+    with parent:
+        parent.sendall(payload)
+        if parent.recv(1) != b"k":
+            raise RuntimeError("the bench's direct socket child did not finish the write")
+        wall, mine = time.perf_counter() - start, time.process_time() - cpu
+    return Timed(wall, mine, _child_cpu_s(pid))
+
+
+def _receive_to_file(sock: socket.socket, path: str, size: int) -> None:
+    buffer = bytearray(PIECE)
+    view = memoryview(buffer)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        received = 0
+        while received < size:
+            count = sock.recv_into(buffer, min(PIECE, size - received))
+            if not count:
+                raise RuntimeError("the bench's socket closed early")
+            os.write(fd, view[:count])
+            received += count
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def socket_read(path: str, size: int) -> Timed:
+    """A child sends `path` from the page cache (sendfile) over a Unix socket; this process receives it whole."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    start, cpu = time.perf_counter(), time.process_time()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            parent.close()
+            with open(path, "rb") as source:
+                offset = 0
+                while offset < size:
+                    offset += os.sendfile(child.fileno(), source.fileno(), offset, size - offset)
+            code = 0
+        finally:
+            os._exit(code)
+    child.close()
+    with parent:
+        received = bytearray(size)
+        view, got = memoryview(received), 0
+        while got < size:
+            count = parent.recv_into(view[got:], size - got)
+            if not count:
+                raise RuntimeError("the bench's direct socket child sent a short file")
+            got += count
+        wall, mine = time.perf_counter() - start, time.process_time() - cpu
+    return Timed(wall, mine, _child_cpu_s(pid))
