@@ -56,10 +56,11 @@ def check_document(doc: dict[str, Any]) -> None:
         _check_edges(doc)
     if doc["app"].get("cwd") == "workspace":
         _check_cwd_visible(doc)
-    for index, port in enumerate(doc["app"].get("bind_tcp", [])):
-        if port in (PROXY_PORT, MODEL_PORT):
-            raise ManifestError(f"/app/bind_tcp/{index}", f"port {port} is a door's listener in the app's network "
-                                "namespace", "choose another port")
+    for where, rows in (("/app", doc["app"]), ("/doors/shell", doc.get("doors", {}).get("shell", {}))):
+        for index, port in enumerate(rows.get("bind_tcp", [])):
+            if port in (PROXY_PORT, MODEL_PORT):
+                raise ManifestError(f"{where}/bind_tcp/{index}", f"port {port} is a door's listener in that network "
+                                    "namespace", "choose another port")
 
 
 def _check_cwd_visible(doc: dict[str, Any]) -> None:

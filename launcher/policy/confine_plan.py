@@ -211,13 +211,16 @@ def shell_allowance(
     files = rows.get("files")
     listed: dict[str, list[str]] = files if isinstance(files, dict) else {}
     files_read, files_exec = tuple(listed.get("read", ())), tuple(listed.get("exec", ()))
+    binds = rows.get("bind_tcp")
+    bind_tcp = tuple(int(port) for port in binds) if isinstance(binds, list) else ()
     return Allowance(
         read=(*SYSTEM_READ, *python, layout.private_dir("shell"), *read, *files_read, *files_exec),
         write=(*WRITE_DEVICES, CONTROLLING_TTY, layout.home_dir("shell"), layout.tmp_dir("shell"), DEVPTS, *overlay),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
-        tcp_bind=(),
-        tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),
-        deny_inet=not (may_use_proxy or may_use_model),
+        tcp_bind=bind_tcp,
+        tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ()),
+                     *bind_tcp),
+        deny_inet=not (may_use_proxy or may_use_model or bind_tcp),
     )
 
 

@@ -186,9 +186,9 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         yield _Spec("pidns", "own pid namespace: sees no host process", BOUNDARY, f"{kernel} (pid namespace)", root)
     yield _Spec("landlock.fs", "files: only what this plan lists for it; nothing it writes is executable, compared by "
                 "what each path resolves to", BOUNDARY, f"{kernel} (Landlock)", landlock_fs("file rules"))
-    binds = manifest.app.bind_tcp if role == "app" else ()
-    bind_words = f"binds only {', '.join(map(str, binds))} (app.bind_tcp, in its own netns)" if binds \
-        else "binds nothing"
+    binds = manifest.app.bind_tcp if role == "app" else tuple(manifest.door_rows(role).get("bind_tcp", ()))
+    row = "app.bind_tcp" if role == "app" else f"doors.{role}.bind_tcp"
+    bind_words = f"binds only {', '.join(map(str, binds))} ({row}, in its own netns)" if binds else "binds nothing"
     yield _Spec("landlock.tcp", f"TCP: {bind_words}, connects only to the ports its rows need", BOUNDARY,
                 f"{kernel} (Landlock)", landlock_tcp)
     yield _Spec("landlock.scope", "cannot signal, or reach abstract sockets of, processes outside it",

@@ -18,17 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attack_app import (
-    attempt,
-    connect_unix,
-    open_read,
-    open_write,
-    report,
-    run_status,
-    socket_families,
-    steal_fd,
-    write_text,
-)
+from attack_app import socket_families, steal_fd, write_text
+from attack_probes import attempt, connect_unix, open_read, open_write, report, run_status
 
 from launcher.kernel.landlock import LandlockRules, apply_landlock
 from launcher.kernel.probe import landlock_abi

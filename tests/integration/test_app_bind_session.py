@@ -1,6 +1,6 @@
-"""app.bind_tcp in a real session: the app (a coding agent's test server) binds and listens on the ports the row
-names, in its own network namespace, and serves itself there; any other port is refused by Landlock, and
-without the row listen() is refused by seccomp where TCP may be made."""
+"""app.bind_tcp and doors.shell.bind_tcp in real sessions: the app (a coding agent's test server), or a shell
+command, binds and listens on the ports the row names, in its own network namespace, and serves itself there;
+any other port is refused by Landlock, and without the row listen() is refused by seccomp where TCP may be made."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration._session import LAUNCHER, basic_manifest, manifest_hash, probes_and_summary, write_manifest
+from tests.integration._shell import final, output, py, run_session
 
 pytestmark = pytest.mark.root
 
@@ -78,3 +79,29 @@ def test_without_the_row_and_edges_the_app_has_no_tcp_server(tmp_path: Path) -> 
     probes = _run(tmp_path, {})
     assert probes["serve_listed_port"]["errno"] in (errno.EAFNOSUPPORT, errno.EPERM)
     assert probes["unix_server"]["ok"] is True  # no inet at all here: a Unix listener is all it could have
+
+
+SERVE = """
+import socket, threading
+server = socket.create_server(("127.0.0.1", 8765))
+threading.Thread(target=lambda: (lambda c: (c.sendall(c.recv(64).upper()), c.close()))(server.accept()[0])).start()
+with socket.create_connection(("127.0.0.1", 8765)) as client:
+    client.sendall(b"ping")
+    print(client.recv(64).decode())
+try:
+    socket.create_server(("127.0.0.1", 8766))
+except OSError as exc:
+    print("other port", exc.errno)
+"""
+
+
+def test_a_shell_command_serves_itself_on_the_shells_listed_port(tmp_path: Path) -> None:
+    probes, _ = run_session(tmp_path, [py("serve", SERVE)], shell={"workspace": "none", "bind_tcp": [8765]})
+    assert output(probes["serve"], "stdout").split() == [b"PING", b"other", b"port", str(errno.EACCES).encode()]
+    assert final(probes["serve"])["exit_code"] == 0
+
+
+def test_without_the_row_a_shell_command_with_tcp_cannot_listen(tmp_path: Path) -> None:
+    probes, _ = run_session(tmp_path, [py("serve", SERVE)], shell={"workspace": "none"}, net=True)
+    assert b"PermissionError" in output(probes["serve"], "stderr")  # listen(): EPERM from seccomp
+    assert final(probes["serve"])["exit_code"] == 1
