@@ -3,12 +3,12 @@
 Each door role has its server (`server_for`); a role that is not a door's gets the generic door, which answers
 hello and reports its rows unheld (no door uses it now: every role in DOOR_ORDER has its own). A role's server
 is imported when it is first asked for, so an exec'd door loads only its own code; the launcher calls
-`preload()` before it forks, so that each forked door starts from pre-imported code.
+`preload(its doors)` before it forks, so that each forked door starts from pre-imported code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from doors._contract import DoorContract
 from doors._door import run_door
@@ -43,9 +43,10 @@ def server_for(role: str) -> Server:
     return run_door
 
 
-def preload() -> None:
-    """Import every door's server now (the launcher does, before it forks its doors)."""
-    for role in ROLES_WITH_SERVERS:
+def preload(roles: Iterable[str] = ROLES_WITH_SERVERS) -> None:
+    """Import the servers of `roles` (default: every door's) now: the launcher does, for its session's doors, before
+    it forks them, so that each forked door starts from pre-imported code."""
+    for role in roles:
         server_for(role)
 
 

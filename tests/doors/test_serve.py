@@ -38,7 +38,11 @@ def test_an_execd_door_imports_only_its_own_server() -> None:
     assert _loaded_after("import doors.serve; doors.serve.server_for('net')") == {"doors.net.server"}
 
 
-def test_preload_and_the_launcher_import_every_server_before_forking() -> None:
-    both = {"doors.fs.server", "doors.net.server", "doors.keys.server", "doors.model.server", "doors.shell.server"}
-    assert _loaded_after("import doors.serve; doors.serve.preload()") == both
-    assert _loaded_after("import launcher.lifecycle.session") >= both
+def test_preload_imports_the_servers_it_is_given_and_the_launcher_none_before_its_session() -> None:
+    every = {"doors.fs.server", "doors.net.server", "doors.keys.server", "doors.model.server", "doors.shell.server"}
+    assert _loaded_after("import doors.serve; doors.serve.preload()") == every
+    assert _loaded_after("import doors.serve; doors.serve.preload(('fs', 'keys'))") == {"doors.fs.server",
+                                                                                          "doors.keys.server"}
+    # A session preloads its own doors (launcher/lifecycle/session.py, run); the daemon preloads every door.
+    assert _loaded_after("import launcher.lifecycle.session") == set()
+    assert _loaded_after("import launcher.daemon.main; launcher.daemon.main.preload()") >= every
