@@ -16,7 +16,7 @@ import os
 import select
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -111,10 +111,11 @@ def _seal(fd: int) -> None:
 
 def mint_session(
     trust_domain: str, session_id: str, roles: Iterable[str], ttl_s: int, deliveries: Mapping[str, Delivery],
-    egress_to: EgressDelivery | None = None,
+    egress_to: EgressDelivery | None = None, while_minting: Callable[[], None] | None = None,
 ) -> MintedSession:
     """Fork the CA child, let it write every role's SVID to its delivery (and the egress leaves to `egress_to`),
-    return the public material."""
+    return the public material. `while_minting` is the caller's own work, run once the child is forked and before
+    its reply is read: the two run side by side."""
     roles = tuple(roles)
     validate_trust_domain(trust_domain)
     for role in roles:
@@ -133,6 +134,8 @@ def mint_session(
         _child_main(write_end, parent, trust_domain, session_id, roles, ttl_s, deliveries, egress_to)
     os.close(write_end)
     try:
+        if while_minting is not None:
+            while_minting()
         reply = _read_reply(read_end, pid)
     finally:
         os.close(read_end)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import functools
 import os
 import signal
 import sys
@@ -34,7 +34,15 @@ from launcher.lifecycle.preflight import (
 )
 from launcher.lifecycle.preflight_paths import Pins, resolve_paths
 from launcher.lifecycle.preflight_sealed import SecretSources, open_secret_sources
-from launcher.lifecycle.spawn import Spawned, exit_code_of, single_threaded, spawn_app, spawn_door
+from launcher.lifecycle.spawn import (
+    Spawned,
+    door_main,
+    exit_code_of,
+    import_door_code,
+    single_threaded,
+    spawn_app,
+    spawn_door,
+)
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import python_paths
@@ -160,11 +168,6 @@ class Session:
         self._read_home_seed()
         if "keys" in self.manifest.roles:
             self._secret_fds = open_secret_sources(self.manifest.door_rows("keys").get("secrets", {}))
-        from doors.serve import preload  # the launcher is its doors' zygote: their code (only) before any fork
-
-        preload(role for role in DOOR_ORDER if role in self.manifest.roles)
-        # All imported: forked doors share these pages, exit does not walk them (docs/decisions/session-bench.md)
-        gc.freeze()
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
         if self.options.on_journaled is not None:
@@ -176,7 +179,8 @@ class Session:
         try:
             self.audit("session.start", {"sid": self.layout.sid, "manifest": self.manifest.sha256,
                                          "roles": list(self.manifest.roles)})
-            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids).build()
+            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids,
+                                       functools.partial(import_door_code, self.manifest.roles)).build()
             self._mark("created")
             supervisor = Supervisor(self.audit, on_round_end=self._commit_audit)
             ending = self._start(resources, supervisor, journal)
@@ -351,10 +355,8 @@ class Session:
         contract = door_contract(self.manifest, door, self.layout.sid, resources.minted.bundle_pem.decode(), fds,
                                  resources.minted.not_after, kept, owner, resources.minted.egress_ca_pem)
         spec = self.spec(door, resources, door_env(), fds.keep)
-        from doors.serve import serve  # imported already (run: preload)
-
         try:
-            return spawn_door(door, spec, handles, lambda: serve(contract))
+            return spawn_door(door, spec, handles, lambda: door_main(contract))
         finally:
             if mount is not None:  # the door holds the device now: its death must end the FUSE connection
                 mount.close_device()
