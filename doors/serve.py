@@ -8,6 +8,7 @@ is imported when it is first asked for, so an exec'd door loads only its own cod
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 
 from doors._contract import DoorContract
@@ -43,11 +44,18 @@ def server_for(role: str) -> Server:
     return run_door
 
 
+# What a door imports only once it needs it, after its fork and confinement (where it may no longer read the tree):
+# the zygote imports it with the door's server.
+LATE_IMPORTS = {"net": ("doors.keys.client",)}  # doors/net/server.py: the keys client, for bound credentials
+
+
 def preload(roles: Iterable[str] = ROLES_WITH_SERVERS) -> None:
     """Import the servers of `roles` (default: every door's) now: the launcher does, for its session's doors, before
     it forks them, so that each forked door starts from pre-imported code."""
     for role in roles:
         server_for(role)
+        for module in LATE_IMPORTS.get(role, ()):
+            importlib.import_module(module)
 
 
 def serve(contract: DoorContract) -> None:
