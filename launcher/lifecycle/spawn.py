@@ -45,11 +45,16 @@ def import_door_code(roles: Iterable[str]) -> None:
     """The launcher is its doors' zygote: the code of the doors among `roles` (no other door's) imported before
     they fork, then frozen: the forked doors share these pages and the launcher's exit does not walk them
     (docs/decisions/session-bench.md). A session runs this while its CA child mints (docs/decisions/bench.md)."""
-    from doors.serve import preload
+    wanted, collecting = set(roles), gc.isenabled()
+    gc.disable()  # no collector passes over a heap that only grows here: ~9 ms of CPU (docs/decisions/bench.md)
+    try:
+        from doors.serve import preload
 
-    wanted = set(roles)
-    preload(role for role in DOOR_ORDER if role in wanted)
-    gc.freeze()
+        preload(role for role in DOOR_ORDER if role in wanted)
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
 
 
 def door_main(contract: DoorContract) -> None:
