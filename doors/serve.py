@@ -49,13 +49,18 @@ def server_for(role: str) -> Server:
 LATE_IMPORTS = {"net": ("doors.keys.client",)}  # doors/net/server.py: the keys client, for bound credentials
 
 
-def preload(roles: Iterable[str] = ROLES_WITH_SERVERS) -> None:
-    """Import the servers of `roles` (default: every door's) now: the launcher does, for its session's doors, before
-    it forks them, so that each forked door starts from pre-imported code."""
+def preload(roles: Iterable[str] = ROLES_WITH_SERVERS, mount: bool = True) -> None:
+    """Import the servers of `roles` (default: every door's) now, and with `mount` the fs door's FUSE front: the
+    launcher does, for its session's doors, before it forks them, so that each forked door starts from pre-imported
+    code."""
     for role in roles:
         server_for(role)
         for module in LATE_IMPORTS.get(role, ()):
             importlib.import_module(module)
+        if role == "fs" and mount:
+            from doors.fs import server as fs_server
+
+            fs_server.mount_front()
 
 
 def serve(contract: DoorContract) -> None:

@@ -180,7 +180,8 @@ class Session:
             self.audit("session.start", {"sid": self.layout.sid, "manifest": self.manifest.sha256,
                                          "roles": list(self.manifest.roles)})
             resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids,
-                                       functools.partial(import_door_code, self.manifest.roles)).build()
+                                       functools.partial(import_door_code, self.manifest.roles,
+                                                         self.manifest.app.mounts_workspace)).build()
             self._mark("created")
             supervisor = Supervisor(self.audit, on_round_end=self._commit_audit)
             ending = self._start(resources, supervisor, journal)

@@ -41,16 +41,17 @@ class Spawned:
     exit_report: int | None = None  # the app's init reports the app's wait status here (app_init.py)
 
 
-def import_door_code(roles: Iterable[str]) -> None:
-    """The launcher is its doors' zygote: the code of the doors among `roles` (no other door's) imported before
-    they fork, then frozen: the forked doors share these pages and the launcher's exit does not walk them
-    (docs/decisions/session-bench.md). A session runs this while its CA child mints (docs/decisions/bench.md)."""
+def import_door_code(roles: Iterable[str], mount: bool = False) -> None:
+    """The launcher is its doors' zygote: the code of the doors among `roles` (no other door's; the fs door's FUSE
+    front only with `mount`) imported before they fork, then frozen: the forked doors share these pages and the
+    launcher's exit does not walk them (docs/decisions/session-bench.md). A session runs this while its CA child
+    mints (docs/decisions/bench.md)."""
     wanted, collecting = set(roles), gc.isenabled()
     gc.disable()  # no collector passes over a heap that only grows here: ~9 ms of CPU (docs/decisions/bench.md)
     try:
         from doors.serve import preload
 
-        preload(role for role in DOOR_ORDER if role in wanted)
+        preload((role for role in DOOR_ORDER if role in wanted), mount)
     finally:
         gc.freeze()
         if collecting:
