@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench gc clean system-tools fuse-libs bytecode install install-units uninstall
+.PHONY: run test lint bench gc clean system-tools fuse-libs bytecode claude-code install install-units uninstall
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,7 +54,26 @@ system-tools:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) || \
 	  echo "make: could not install bubblewrap; the bwrap render's run tests will skip saying so" >&2
 
-test: $(STAMP) $(INIT) system-tools
+# Claude Code's native binary (the npm package @anthropic-ai/claude-code-linux-x64, which needs no node), pinned
+# to one version and its sha512 from the registry, checked before it is unpacked; tests/integration/
+# test_claude_code_session.py runs it as the app (and skips naming this target without it). npm fetches into a
+# throw-away cache, so nothing is left in root's home; ~15-25 s for 186 MB (docs/decisions/agents.md).
+CLAUDE_CODE_VERSION := 2.1.332
+CLAUDE_CODE_SHA512 := sha512-f4JWhzwYutJIHScC7/dYOPX6s28tt7ZADhsOi8zwOHq5fFPEuUeChh2NMfinSg0GrUckYxaeebC4h0DqiKzLcw==
+CLAUDE_CODE_DIR ?= /var/cache/sharness/claude-code-$(CLAUDE_CODE_VERSION)
+claude-code:
+	@test -x $(CLAUDE_CODE_DIR)/claude || { \
+	  tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  npm pack --silent --cache "$$tmp/npm" --pack-destination "$$tmp" \
+	    @anthropic-ai/claude-code-linux-x64@$(CLAUDE_CODE_VERSION) >/dev/null && \
+	  test "sha512-$$(openssl dgst -sha512 -binary "$$tmp"/*.tgz | base64 -w0)" = "$(CLAUDE_CODE_SHA512)" && \
+	  tar -xzf "$$tmp"/*.tgz -C "$$tmp" package/claude && \
+	  install -d -m 0755 $(CLAUDE_CODE_DIR) && install -m 0755 "$$tmp/package/claude" $(CLAUDE_CODE_DIR)/claude.part && \
+	  mv $(CLAUDE_CODE_DIR)/claude.part $(CLAUDE_CODE_DIR)/claude; \
+	} || echo "make: could not fetch Claude Code $(CLAUDE_CODE_VERSION) with sha512 as pinned (npm, openssl);" \
+	  "the Claude Code session test will skip saying so" >&2
+
+test: $(STAMP) $(INIT) system-tools claude-code
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -70,13 +70,15 @@ def _open(address: Address, timeout_s: float) -> socket.socket:
     return sock
 
 
-def _wrap(raw: socket.socket, ctx: TlsContext, tls_session: TlsSession | None) -> ssl.SSLSocket | BlockingTls:
-    """TLS on `raw` with the backend of `ctx` (both raise stdlib-shaped ssl errors)."""
+def _wrap(raw: socket.socket, ctx: TlsContext, tls_session: TlsSession | None,
+          sends_next: bool) -> ssl.SSLSocket | BlockingTls:
+    """TLS on `raw` with the backend of `ctx` (both raise stdlib-shaped ssl errors); a caller that
+    `sends_next` has pyOpenSSL send its Finished with the first request."""
     if isinstance(ctx, ssl.SSLContext):
         if tls_session is not None and not isinstance(tls_session, ssl.SSLSession):
             raise TypeError("an ssl.SSLContext cannot resume a pyOpenSSL session: offer its own session")
         return ctx.wrap_socket(raw, server_side=False, session=tls_session)
-    return BlockingTls.connect(raw, ctx, tls_session)
+    return BlockingTls.connect(raw, ctx, tls_session, hold_last_flight=sends_next)
 
 
 class _Connection:
@@ -97,14 +99,15 @@ class _Connection:
         self.sock.close()
 
 
-def _handshake(dial: Dial, tls_session: TlsSession | None, timeout_s: float) -> _Connection | Failure:
+def _handshake(dial: Dial, tls_session: TlsSession | None, timeout_s: float,
+               sends_next: bool = False) -> _Connection | Failure:
     """A TLS connection to the door, offering `tls_session`, or what failed on the way."""
     try:
         raw = _open(dial.address, timeout_s)
     except OSError as exc:
         return Failure("unreachable", exc)
     try:
-        return _Connection(_wrap(raw, dial.ctx, tls_session))
+        return _Connection(_wrap(raw, dial.ctx, tls_session, sends_next))
     except ssl.SSLError as exc:
         failure = Failure("tls", exc, exc)
     except TimeoutError as exc:
@@ -196,7 +199,7 @@ class DoorClient:
 
     def _connect(self, tls_session: TlsSession | None) -> Action:
         self._close_connection()
-        outcome = _handshake(self.dial, tls_session, self.timeout_s)
+        outcome = _handshake(self.dial, tls_session, self.timeout_s, sends_next=True)  # the policy sends or closes
         if isinstance(outcome, Failure):
             return self._policy.failed(outcome)
         self._conn = outcome

@@ -42,8 +42,12 @@ async def _open(dial: Dial) -> trio.SocketStream:
     return await trio.open_tcp_stream(*dial.address)
 
 
-async def _handshake(dial: Dial, tls_session: TlsSession | None) -> TlsStream | Failure:
-    """A TLS connection to the door, offering `tls_session`, or what failed on the way."""
+async def _handshake(dial: Dial, tls_session: TlsSession | None, *,
+                     sends_next: bool = False) -> TlsStream | Failure:
+    """A TLS connection to the door, offering `tls_session`, or what failed on the way.
+
+    A caller that `sends_next` gets its Finished sent with its first request (one write, not two).
+    """
     try:
         stream = await _open(dial)
     except OSError as exc:
@@ -54,7 +58,7 @@ async def _handshake(dial: Dial, tls_session: TlsSession | None) -> TlsStream | 
         await stream.aclose()
         raise
     try:
-        await tls.do_handshake()
+        await tls.do_handshake(hold_last_flight=sends_next)
     except TlsFailure as exc:
         await tls.aclose()
         return Failure("tls", exc, exc.ssl_error)
@@ -183,7 +187,7 @@ class AsyncDoorClient:
 
     async def _connect(self, tls_session: TlsSession | None) -> Action:
         await self._close_connection()
-        outcome = await _handshake(self.dial, tls_session)
+        outcome = await _handshake(self.dial, tls_session, sends_next=True)  # the policy sends or closes next
         if isinstance(outcome, Failure):
             return self._policy.failed(outcome)
         self._tls = outcome

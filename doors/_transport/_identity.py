@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Any
+
+from cryptography import x509
 
 from doors._http import ClientResponse, Response, error_response
 from doors._refusal import DoorRefused, Refusal, read_refusal
@@ -17,6 +20,39 @@ EDGE_ROW = "edges"
 SVID_ROW = "svid"
 TRANSPORT_ROWS = frozenset({EDGE_ROW, SVID_ROW})
 SVID_HINT = "connect with this session's SVID for your role (SHARNESS_SVID for the app)"
+# Distinct peer certificates whose accepted verdict is kept: a session has one SVID per role.
+SVID_VERDICTS_KEPT = 64
+
+
+@functools.lru_cache(maxsize=SVID_VERDICTS_KEPT)
+def _verdict_in_validity(cert_der: bytes, trust_domain: str, session_id: str,
+                         expected_role: str | None) -> tuple[SvidVerdict, dt.datetime, dt.datetime] | None:
+    """check_svid's verdict on `cert_der` at its own notBefore, with its validity: all but the clock."""
+    try:
+        cert = x509.load_der_x509_certificate(cert_der)
+    except ValueError:
+        return None
+    start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
+    verdict = check_svid(cert, trust_domain=trust_domain, session_id=session_id, now=start,
+                         expected_role=expected_role)
+    return verdict, start, end
+
+
+def checked_svid(cert_der: bytes, *, trust_domain: str, session_id: str, now: dt.datetime,
+                 expected_role: str | None = None) -> SvidVerdict:
+    """check_svid at `now`, parsing each accepted certificate once (about 20 µs a connection, each side).
+
+    Only an acceptance is reused, and only while `now` is inside the certificate's validity; anything
+    else runs check_svid again, so a refusal keeps its own words. OpenSSL checked the chain already.
+    """
+    kept = _verdict_in_validity(cert_der, trust_domain, session_id, expected_role)
+    if kept is not None:
+        verdict, start, end = kept
+        aware = now if now.tzinfo is not None else now.replace(tzinfo=dt.UTC)
+        if verdict.ok and start <= aware <= end:
+            return verdict
+    return check_svid(cert_der, trust_domain=trust_domain, session_id=session_id, now=now,
+                      expected_role=expected_role)
 
 
 @dataclass(frozen=True)
@@ -43,7 +79,7 @@ def admit_client(
     """Check the client's SVID for this session, then the edge (client role, door role)."""
     if cert_der is None:
         return Admission(False, None, "svid", "client presented no certificate")
-    verdict = check_svid(cert_der, trust_domain=door.trust_domain, session_id=door.session_id, now=now)
+    verdict = checked_svid(cert_der, trust_domain=door.trust_domain, session_id=door.session_id, now=now)
     if not verdict.ok or verdict.identity is None:
         return Admission(False, None, "svid", verdict.reason)
     decision = edge_policy.decide(verdict.identity.role, door.role)
@@ -79,8 +115,8 @@ def check_door(
     """The client's check of the door: a valid SVID of this session whose role is the one dialled."""
     if cert_der is None:
         return SvidVerdict(False, None, "the door presented no certificate")
-    return check_svid(cert_der, trust_domain=trust_domain, session_id=session_id, now=now,
-                      expected_role=dialled)
+    return checked_svid(cert_der, trust_domain=trust_domain, session_id=session_id, now=now,
+                        expected_role=dialled)
 
 
 def refusal_from_response(response: ClientResponse, dialled: str) -> DoorRefused | None:

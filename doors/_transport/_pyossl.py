@@ -30,21 +30,28 @@ def _verify_message(conn: SSL.Connection) -> str | None:
     return str(_ffi.string(_lib.X509_verify_cert_error_string(code)).decode("ascii", "replace"))
 
 
+def as_stdlib_error(conn: SSL.Connection, exc: SSL.Error) -> ssl.SSLError:
+    """The ssl error the stdlib would have raised for pyOpenSSL's `exc` on `conn`."""
+    if isinstance(exc, SSL.WantReadError):
+        return ssl.SSLWantReadError("The operation did not complete (read)")
+    if isinstance(exc, SSL.WantWriteError):
+        return ssl.SSLWantWriteError("The operation did not complete (write)")
+    if isinstance(exc, SSL.ZeroReturnError):
+        return ssl.SSLZeroReturnError("TLS/SSL connection has been closed (EOF)")
+    if isinstance(exc, SSL.SysCallError):
+        return eof_error()
+    errors = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+    return as_ssl_error(errors, _verify_message(conn))
+
+
 def call(conn: SSL.Connection, operation: Callable[[], T]) -> T:
     """Run one pyOpenSSL operation on `conn`, raising the ssl error the stdlib would have raised."""
     try:
         return operation()
-    except SSL.WantReadError:
-        raise ssl.SSLWantReadError("The operation did not complete (read)") from None
-    except SSL.WantWriteError:
-        raise ssl.SSLWantWriteError("The operation did not complete (write)") from None
-    except SSL.ZeroReturnError:
-        raise ssl.SSLZeroReturnError("TLS/SSL connection has been closed (EOF)") from None
-    except SSL.SysCallError as exc:
-        raise eof_error() from exc
+    except (SSL.WantReadError, SSL.WantWriteError, SSL.ZeroReturnError) as exc:
+        raise as_stdlib_error(conn, exc) from None
     except SSL.Error as exc:
-        errors = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
-        raise as_ssl_error(errors, _verify_message(conn)) from exc
+        raise as_stdlib_error(conn, exc) from exc
 
 
 def peer_der(conn: SSL.Connection) -> bytes | None:
@@ -131,10 +138,8 @@ class OutgoingBio:
         return b"".join(pieces)
 
 
-def memory_connection(ctx: SSL.Context, *, server_side: bool,
-                      session: object | None = None) -> tuple[PyOpenSSLObject, IncomingBio, OutgoingBio]:
-    """A memory-BIO connection on `ctx`; a client may offer `session` (from this backend) to resume it."""
-    conn = SSL.Connection(ctx, None)
+def client_or_server(conn: SSL.Connection, server_side: bool, session: object | None) -> SSL.Connection:
+    """Set `conn` to accept or to connect; a client may offer `session` (from this backend) to resume it."""
     if session is not None:
         if not isinstance(session, SSL.Session):
             raise TypeError(f"a pyOpenSSL context cannot resume a {type(session).__name__}: offer its own session")
@@ -143,4 +148,11 @@ def memory_connection(ctx: SSL.Context, *, server_side: bool,
         conn.set_accept_state()
     else:
         conn.set_connect_state()
+    return conn
+
+
+def memory_connection(ctx: SSL.Context, *, server_side: bool,
+                      session: object | None = None) -> tuple[PyOpenSSLObject, IncomingBio, OutgoingBio]:
+    """A memory-BIO connection on `ctx`; a client may offer `session` (from this backend) to resume it."""
+    conn = client_or_server(SSL.Connection(ctx, None), server_side, session)
     return PyOpenSSLObject(conn), IncomingBio(conn), OutgoingBio(conn)

@@ -95,7 +95,7 @@ class _Door:
         if uid is not None:
             self.per_peer[uid] = self.per_peer.get(uid, 0) + 1
         try:
-            await self._serve(transport)
+            await self._serve(transport, peer)
         finally:
             self.slots.release()
             if uid is not None:
@@ -103,8 +103,7 @@ class _Door:
                 if not self.per_peer[uid]:
                     del self.per_peer[uid]
 
-    async def _serve(self, transport: trio.SocketStream) -> None:
-        peer = peer_of(transport)
+    async def _serve(self, transport: trio.SocketStream, peer: dict[str, Any]) -> None:
         tls = TlsStream.wrap(transport, self.ctx, server_side=True)
         try:
             admission = await self._handshake(tls, peer)

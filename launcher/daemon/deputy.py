@@ -29,6 +29,9 @@ class Caller:
     groups: frozenset[int]  # primary and supplementary
     pid: int
 
+    def audit_fields(self) -> dict[str, object]:
+        return {"uid": self.uid, "gid": self.gid, "caller_pid": self.pid}
+
 
 @dataclass(frozen=True)
 class Reach:

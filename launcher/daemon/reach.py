@@ -6,6 +6,7 @@ root's view. The child holds nothing of the daemon's: every other fd is closed b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -52,46 +53,92 @@ def _child(caller: Caller, paths: tuple[str, ...], answer: int) -> None:
         os._exit(code)
 
 
+class ReachCheck:
+    """One checker child at work, as the caller. The daemon's loop feeds it whenever its pipe is readable, so a
+    path on a hung mount holds this request only, never the daemon (the deadline then refuses it)."""
+
+    def __init__(self, caller: Caller, paths: Iterable[str]) -> None:
+        self.wanted = tuple(dict.fromkeys(paths))
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            _child(caller, self.wanted, write_end)
+        os.close(write_end)
+        os.set_blocking(read_end, False)
+        self.fd, self.pid = read_end, pid
+        self.deadline = time.monotonic() + CHECK_TIMEOUT_S
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._ended = False
+        self._status: int | None = None
+
+    def feed(self) -> bool:
+        """Read what the child wrote so far; True once it closed its end. OSError when the answer is too large."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return False
+            if not chunk:
+                return True
+            self._size += len(chunk)
+            if self._size > _MAX_ANSWER_BYTES:
+                raise OSError("the path checker's answer is too large")
+            self._chunks.append(chunk)
+
+    def result(self) -> dict[str, Reach]:
+        """Once feed() said True: path → what the caller could do with it; OSError when the checker failed."""
+        status = self.close(exited=True)
+        if status is None or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+            raise OSError(f"the path checker failed (wait status {status})")
+        facts = [Reach(**fact) for fact in json.loads(b"".join(self._chunks))]
+        if [fact.path for fact in facts] != list(self.wanted):
+            raise OSError("the path checker answered for other paths than asked")
+        return {fact.path: fact for fact in facts}
+
+    def close(self, *, exited: bool = False) -> int | None:
+        """Close the pipe and end the child (killed unless it exited); its wait status, or None when it is not
+        reaped yet (a kill takes effect at its next killable wait: `reap_abandoned` reaps it later).
+        `exited`: the child closed its end, which it does only by exiting: wait for that exit."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self._ended:
+            return self._status
+        self._ended = True
+        pid, self._status = os.waitpid(self.pid, 0 if exited else os.WNOHANG)
+        if pid == 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            pid, self._status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            _abandoned.add(self.pid)
+            self._status = None
+        return self._status
+
+
+_abandoned: set[int] = set()  # killed checkers not reaped yet
+
+
+def reap_abandoned() -> None:
+    """Reap the killed checkers that have ended since (once per daemon round)."""
+    for pid in list(_abandoned):
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                continue
+        _abandoned.discard(pid)
+
+
 def caller_reach(caller: Caller, paths: Iterable[str]) -> dict[str, Reach]:
-    """path → what the caller could do with it, as the caller; OSError when the checker fails or hangs."""
-    wanted = tuple(dict.fromkeys(paths))
-    read_end, write_end = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        _child(caller, wanted, write_end)
-    os.close(write_end)
+    """path → what the caller could do with it, as the caller, waiting for the answer here; OSError when the
+    checker fails or gives no answer within CHECK_TIMEOUT_S."""
+    check = ReachCheck(caller, paths)
     try:
-        raw = _read_all(read_end, time.monotonic() + CHECK_TIMEOUT_S)
+        while not check.feed():
+            left = check.deadline - time.monotonic()
+            if left <= 0 or not select.select([check.fd], [], [], left)[0]:
+                raise OSError(f"the path checker gave no answer within {CHECK_TIMEOUT_S:g} s")
+        return check.result()
     finally:
-        os.close(read_end)
-        _reap(pid)
-    facts = [Reach(**fact) for fact in json.loads(raw)]
-    if [fact.path for fact in facts] != list(wanted):
-        raise OSError("the path checker answered for other paths than asked")
-    return {fact.path: fact for fact in facts}
-
-
-def _read_all(fd: int, deadline: float) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise OSError(f"the path checker gave no answer within {CHECK_TIMEOUT_S:g} s")
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > _MAX_ANSWER_BYTES:
-            raise OSError("the path checker's answer is too large")
-        chunks.append(chunk)
-
-
-def _reap(pid: int) -> None:
-    _, status = os.waitpid(pid, os.WNOHANG)
-    if _ == 0:
-        os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        raise OSError(f"the path checker failed (wait status {status})")
+        check.close()

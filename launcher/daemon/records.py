@@ -10,8 +10,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
+from launcher.daemon.refusal_rate import Counted
 from launcher.lifecycle import audit_keys
 from launcher.lifecycle.audit import AuditLog
 from pki.vocabulary import LAUNCHD_STATE_ROOT, new_sid, valid_sid
@@ -43,6 +44,12 @@ class DaemonRecords:
         self.audit.append({"event": event, **fields})
         self.audit.commit()
         log_line(event, **fields)
+
+    def counted(self, summaries: Iterable[Counted]) -> None:
+        """One `launchd.refusals_counted` event per summary of refusals counted, not written whole."""
+        for each in summaries:
+            self.event("launchd.refusals_counted", {"uid": each.uid, "count": each.count, "kinds": dict(each.kinds),
+                                                    "over_s": round(each.last - each.first, 3)})
 
     def own(self, sid: str, uid: int) -> None:
         """Record that `uid` started session `sid` (written whole, then renamed)."""

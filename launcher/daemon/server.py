@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import selectors
 import signal
 import socket
@@ -15,17 +16,20 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from launcher.daemon.admission import gate_run
+from launcher.daemon.admission import gate_after_reach, gate_before_reach, unchecked
 from launcher.daemon.deputy import Caller, Load, Refusal
 from launcher.daemon.peer import peer_caller, peer_pidfd
 from launcher.daemon.policy import LaunchdPolicy
 from launcher.daemon.protocol import FrameReader, ProtocolError, RunRequest, WinchRequest, parse_request
 from launcher.daemon.queries import answer_query
+from launcher.daemon.reach import CHECK_TIMEOUT_S, ReachCheck, reap_abandoned
 from launcher.daemon.records import DaemonRecords, log_line
+from launcher.daemon.refusal_rate import RefusalRate
 from launcher.daemon.runner import run_session
 from launcher.daemon.sessions import Running, SessionTable
 from launcher.daemon.systemd import Notifier
 from launcher.daemon.wire import close_fds, receive_available, send_bounded
+from launcher.manifest import Manifest
 from pki.vocabulary import EXIT_SIGNAL_BASE, EXIT_UNAVAILABLE, EXIT_USAGE
 
 REQUEST_DEADLINE_S = 5.0  # a whole request, from accept: a slow client is refused, not waited for
@@ -44,6 +48,8 @@ class Pending:
     deadline: float
     reader: FrameReader = field(default_factory=FrameReader)
     fds: list[int] = field(default_factory=list)
+    # A run request whose paths are being checked as the caller: the request, its manifest, the checker.
+    checking: tuple[RunRequest, Manifest, ReachCheck] | None = None
 
 
 class Daemon:
@@ -63,6 +69,7 @@ class Daemon:
         self._stopping = False
         self.request_deadline_s = REQUEST_DEADLINE_S
         self._next_watchdog = time.monotonic()
+        self.refusal_rate = RefusalRate()
 
     # -- the loop --
     def serve(self) -> int:
@@ -82,6 +89,7 @@ class Daemon:
             self._stop_all()
         finally:
             self.listener.setblocking(listener_blocking)
+            self._write_counted(time.monotonic(), every=True)
             self.records.event("launchd.stop", {"pid": os.getpid()})
             self.records.close()
         return 0
@@ -94,6 +102,8 @@ class Daemon:
         deadlines = [p.deadline for p in self.pending]
         if self.watchdog_s is not None:
             deadlines.append(self._next_watchdog)
+        if (summary_due := self.refusal_rate.next_due()) is not None:
+            deadlines.append(summary_due)
         timeout = max(0.0, min(deadlines) - now) if deadlines else None
         for key, _ in self.selector.select(timeout):
             kind, subject = key.data
@@ -104,8 +114,14 @@ class Daemon:
                 self._abandon(subject)
         now = time.monotonic()
         for pending in [p for p in self.pending if p.deadline <= now]:
-            self._refuse(pending, Refusal(f"the request was not whole within {self.request_deadline_s:g} s",
-                                          "send the whole request at once", EXIT_USAGE), op="unknown")
+            if pending.checking is not None:
+                self._refuse(pending, unchecked(f"the path checker gave no answer within {CHECK_TIMEOUT_S:g} s"),
+                             op="run", manifest=pending.checking[0].expect_hash)
+            else:
+                self._refuse(pending, Refusal(f"the request was not whole within {self.request_deadline_s:g} s",
+                                              "send the whole request at once", EXIT_USAGE), op="unknown")
+        reap_abandoned()
+        self._write_counted(now)
 
     def _on_signal(self, _: None) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -162,13 +178,43 @@ class Daemon:
             self._close_conn(pending.conn, pending.client_pidfd)
 
     # -- run --
+    def _load(self, caller: Caller) -> Load:
+        return Load(callers=self.sessions.of_uid(caller.uid), total=len(self.sessions))
+
     def _run(self, pending: Pending, request: RunRequest) -> None:
-        load = Load(callers=self.sessions.of_uid(pending.caller.uid), total=len(self.sessions))
-        verdict = gate_run(self.policy, pending.caller, request, pending.fds, load)
+        """Gate the request; its paths are checked by a child the loop waits for (`_on_reach`), never here."""
+        verdict = gate_before_reach(self.policy, pending.caller, request, pending.fds, self._load(pending.caller))
         if isinstance(verdict, Refusal):
             self._refuse(pending, verdict, op="run", manifest=request.expect_hash)
             return
-        self.records.event("launchd.request", {"op": "run", "verdict": "allowed", **self._who(pending.caller),
+        try:
+            check = ReachCheck(pending.caller, verdict[1])
+        except OSError as exc:
+            self._refuse(pending, unchecked(str(exc)), op="run", manifest=request.expect_hash)
+            return
+        pending.checking, pending.deadline = (request, verdict[0], check), check.deadline
+        self._drop(pending.conn)  # the request is whole: nothing more is read from the caller meanwhile
+        self.selector.register(check.fd, selectors.EVENT_READ, ("reach", pending))
+
+    def _on_reach(self, pending: Pending) -> None:
+        assert pending.checking is not None
+        request, manifest, check = pending.checking
+        try:
+            if not check.feed():
+                return
+            self._drop(check.fd)
+            reach = check.result()
+        except OSError as exc:
+            self._refuse(pending, unchecked(str(exc)), op="run", manifest=request.expect_hash)
+            return
+        verdict = gate_after_reach(self.policy, pending.caller, request, manifest, reach, self._load(pending.caller))
+        if isinstance(verdict, Refusal):
+            self._refuse(pending, verdict, op="run", manifest=request.expect_hash)
+            return
+        self._start(pending, request, verdict)
+
+    def _start(self, pending: Pending, request: RunRequest, verdict: Manifest) -> None:
+        self.records.event("launchd.request", {"op": "run", "verdict": "allowed", **pending.caller.audit_fields(),
                                                "manifest": verdict.sha256, "name": verdict.session.name})
         self._forget_pending(pending)
         report_r, report_w = os.pipe2(os.O_CLOEXEC)
@@ -205,7 +251,7 @@ class Daemon:
         if sid is not None and session.sid is None:
             session.sid = sid
             self.records.own(sid, session.caller.uid)
-            self.records.event("launchd.session", {"sid": sid, **self._who(session.caller),
+            self.records.event("launchd.session", {"sid": sid, **session.caller.audit_fields(),
                                                    "runner_pid": session.runner_pid})
             self._drop(session.report_fd)
             session.report_fd = -1
@@ -247,7 +293,7 @@ class Daemon:
         code = EXIT_SIGNAL_BASE - code if code < 0 else code
         if session.report_fd >= 0:
             self._on_report(session)
-        self.records.event("launchd.end", {"sid": session.sid, **self._who(session.caller), "exit_code": code})
+        self.records.event("launchd.end", {"sid": session.sid, **session.caller.audit_fields(), "exit_code": code})
         with contextlib.suppress(KeyError, ValueError, OSError):
             self.selector.unregister(session.conn)
         send_bounded(session.conn, {"type": "exit", "code": code, "sid": session.sid})
@@ -285,11 +331,13 @@ class Daemon:
     # -- helpers --
     def _refuse(self, pending: Pending, refusal: Refusal, op: str, manifest: str | None = None, *,
                 registered: bool = True) -> None:
-        """Audit the refusal, tell the caller its words and rows, close everything it brought."""
-        self.records.event("launchd.request", {
-            "op": op, "verdict": "refused", **self._who(pending.caller), "manifest": manifest,
-            "reason": refusal.reason, "row": refusal.row, "policy_row": refusal.policy_row,
-            "exit_code": refusal.exit_code})
+        """Audit the refusal (whole, or counted once the caller's uid has made many: refusal_rate.py), tell the
+        caller its words and rows, close everything it brought."""
+        if self.refusal_rate.admit(pending.caller.uid, op, refusal.row or refusal.policy_row, time.monotonic()):
+            self.records.event("launchd.request", {
+                "op": op, "verdict": "refused", **pending.caller.audit_fields(), "manifest": manifest,
+                "reason": refusal.reason, "row": refusal.row, "policy_row": refusal.policy_row,
+                "exit_code": refusal.exit_code})
         if registered:
             self._forget_pending(pending)
         close_fds(pending.fds)
@@ -298,13 +346,16 @@ class Daemon:
                                     "exit_code": refusal.exit_code, "words": refusal.words()})
         self._close_conn(pending.conn, pending.client_pidfd)
 
-    @staticmethod
-    def _who(caller: Caller) -> dict[str, object]:
-        return {"uid": caller.uid, "gid": caller.gid, "caller_pid": caller.pid}
+    def _write_counted(self, now: float, *, every: bool = False) -> None:
+        self.records.counted(self.refusal_rate.due(now, every=every))
 
     def _forget_pending(self, pending: Pending) -> None:
         self.pending.remove(pending)
         self._drop(pending.conn)
+        if pending.checking is not None:
+            check = pending.checking[2]
+            self._drop(check.fd)
+            check.close()
 
     def _drop(self, fileobj: socket.socket | int) -> None:
         with contextlib.suppress(KeyError, ValueError, OSError):
@@ -333,6 +384,7 @@ class Daemon:
         self.notifier.close()
         for pending in self.pending:
             pending.conn.close()
+            close_fds([pending.checking[2].fd] if pending.checking is not None and pending.checking[2].fd >= 0 else [])
         for session in self.sessions:
             session.conn.close()
             for fd in (session.runner_pidfd, session.report_fd, session.client_pidfd):
@@ -343,9 +395,6 @@ class Daemon:
 
 
 def _wait_readable(fd: int, timeout_s: float) -> bool:
-    waiting = selectors.DefaultSelector()
-    try:
-        waiting.register(fd, selectors.EVENT_READ)
-        return bool(waiting.select(timeout_s))
-    finally:
-        waiting.close()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))

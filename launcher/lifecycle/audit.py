@@ -293,6 +293,10 @@ class AuditLog:
     def lines(self) -> int:
         return self._chain.seq
 
+    def size_bytes(self) -> int:
+        """How much the log holds on disk now."""
+        return os.fstat(self._fd).st_size
+
     def statistics(self) -> AuditStatistics:
         return AuditStatistics(self._chain.seq, self._commits)
 

@@ -18,6 +18,7 @@ from launcher.kernel.probe_facts import KernelFacts
 from launcher.lifecycle import audit as audit_mod
 from launcher.lifecycle import audit_keys
 from launcher.lifecycle.app_stdio import AppStdio
+from launcher.lifecycle.audit_cap import AuditCap
 from launcher.lifecycle.component_spec import spec_of
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.home_seed import read_home_seed, write_home_seed
@@ -118,6 +119,7 @@ class Session:
         self._workspace_mount: WorkspaceMount | None = None
         model_rows = manifest.door_rows("model")
         self._model_spend = ModelSpend(int(model_rows["budget_microusd"])) if model_rows else None
+        self._audit_cap = AuditCap(manifest.session.max_audit_mb)
 
     # -- audit: buffered until the log exists (its signing key is made after every fork) --
     def audit(self, event: str, fields: Mapping[str, object]) -> None:
@@ -131,20 +133,17 @@ class Session:
 
     def _write_audit(self, record: dict[str, object]) -> None:
         assert self._audit_log is not None
-        role = str(record.get("role", ""))
+        role, log = str(record.get("role", "")), self._audit_log
         try:
-            self._audit_log.append(record)
+            log.append(record)
         except audit_mod.AuditRefused as refused:
             # A door's event that would put a secret (or a forged chain field) in the log is replaced, not lost.
-            self._audit_log.append({"event": "audit.refused", "role": role,
-                                    "where": refused.where, "rule": refused.rule})
+            log.append({"event": "audit.refused", "role": role, "where": refused.where, "rule": refused.rule})
         except (TypeError, ValueError) as exc:
-            self._audit_log.append({"event": "audit.refused", "role": role,
-                                    "where": "event", "rule": type(exc).__name__})
+            log.append({"event": "audit.refused", "role": role, "where": "event", "rule": type(exc).__name__})
 
-    def _commit_audit(self) -> None:
-        if self._audit_log is not None:
-            self._audit_log.commit()  # once per supervisor round: one fsync for the round's lines
+    def _commit_audit(self) -> Ending | None:
+        return self._audit_cap.commit(self._audit_log)  # once per supervisor round: one fsync for its lines
 
     def _progress(self, text: str) -> None:
         if self.options.progress is not None:

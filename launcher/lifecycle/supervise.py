@@ -78,10 +78,10 @@ class Supervisor:
 
     def __init__(self, on_audit: Callable[[str, dict[str, object]], None],
                  say: Callable[[str], None] = say_on_stderr, *,
-                 on_round_end: Callable[[], None] | None = None) -> None:
+                 on_round_end: Callable[[], Ending | None] | None = None) -> None:
         self._selector = selectors.DefaultSelector()
         self._on_audit = on_audit
-        self._on_round_end = on_round_end or (lambda: None)
+        self._on_round_end = on_round_end or (lambda: None)  # an Ending from it ends the session too
         self._say = say
         self._diagnostics: dict[str, tuple[int, DoorDiagnostics]] = {}  # role → (its stderr's read end, its lines)
         self._processes: dict[str, Spawned] = {}
@@ -164,9 +164,10 @@ class Supervisor:
     def _step(self, timeout: float, app_role: str | None = None) -> Ending | None:
         self._sync_io()
         try:
-            return self._serve_ready(self._selector.select(timeout), app_role)
+            ending = self._serve_ready(self._selector.select(timeout), app_role)
         finally:
-            self._on_round_end()
+            after_round = self._on_round_end()
+        return ending if ending is not None else after_round
 
     def _serve_ready(self, ready: list[tuple[selectors.SelectorKey, int]], app_role: str | None) -> Ending | None:
         for key, events in ready:

@@ -18,6 +18,7 @@ from launcher.manifest._model import (
     scratch_limits_of,
     started_roles,
 )
+from launcher.policy.layout import MODEL_PORT, PROXY_PORT
 from pki.vocabulary import SEALED_PREFIX, internal_range_problem, valid_secret_name
 
 _FS_PATH_ROWS = ("read_only", "append_only", "hidden", "exec")
@@ -53,6 +54,22 @@ def check_document(doc: dict[str, Any]) -> None:
             _refuse_reserved(f"/doors/shell/files/{key}/{index}", path)
     if "edges" in doc:
         _check_edges(doc)
+    if doc["app"].get("cwd") == "workspace":
+        _check_cwd_visible(doc)
+    for index, port in enumerate(doc["app"].get("bind_tcp", [])):
+        if port in (PROXY_PORT, MODEL_PORT):
+            raise ManifestError(f"/app/bind_tcp/{index}", f"port {port} is a door's listener in the app's network "
+                                "namespace", "choose another port")
+
+
+def _check_cwd_visible(doc: dict[str, Any]) -> None:
+    app, workspace = doc["app"], doc["workspace"].rstrip("/")
+    reads = [path.rstrip("/") or "/" for path in app.get("files", {}).get("read", [])]
+    if app.get("workspace") == "mount" or any(workspace == path or workspace.startswith(path.rstrip("/") + "/")
+                                              for path in reads):
+        return
+    raise ManifestError("/app/cwd", "the app would start in the workspace, which it cannot see",
+                        'add "workspace": "mount" to app (or the workspace to app.files.read), or remove app.cwd')
 
 
 def _refuse_abs(ptr: str, path: str) -> None:

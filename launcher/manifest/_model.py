@@ -25,11 +25,15 @@ OVERLAY_MEMORY_SHARE = 4
 SHELL_APPLY_EDGE = ("shell", "fs")
 
 
+DEFAULT_MAX_AUDIT_MB = 256  # what an app that only makes requests in a loop can add to the audit disk
+
+
 @dataclass(frozen=True)
 class Session:
     name: str
     trust_domain: str
     ttl_s: int
+    max_audit_mb: int = DEFAULT_MAX_AUDIT_MB
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class App:
     env: tuple[tuple[str, str], ...] = ()  # app.env, in the manifest's order
     home_seed: str | None = None  # app.home_seed: the directory copied into its HOME at start
     workspace: str = "api"  # "mount": the fs door's FUSE mount at the workspace path (launcher/kernel/fuse_mount.py)
+    cwd: str = "private"  # "workspace": the app starts in the workspace path
+    bind_tcp: tuple[int, ...] = ()  # ports it may bind in its own netns (and listen() is allowed)
 
     @property
     def mounts_workspace(self) -> bool:
@@ -145,7 +151,8 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
         document=document,
         canonical=canonical,
         sha256=sha256,
-        session=Session(session["name"], session["trust_domain"], session["ttl_s"]),
+        session=Session(session["name"], session["trust_domain"], session["ttl_s"],
+                        session.get("max_audit_mb", DEFAULT_MAX_AUDIT_MB)),
         workspace=document["workspace"],
         app=App(
             argv=tuple(app["argv"]),
@@ -158,6 +165,8 @@ def build_manifest(document: dict[str, Any], canonical: bytes, sha256: str) -> M
             env=tuple(app.get("env", {}).items()),
             home_seed=app.get("home_seed"),
             workspace=app.get("workspace", "api"),
+            cwd=app.get("cwd", "private"),
+            bind_tcp=tuple(app.get("bind_tcp", ())),
         ),
         roles=started_roles(document),
         edges=effective_edges(document),

@@ -102,7 +102,7 @@ def allowance_of(manifest: Manifest, role: str, layout: SessionPaths, python: tu
     if role == "app":
         app = manifest.app
         allowance = app_allowance(layout, python, app.files_read, app.files_exec, may_use_proxy=may_use_proxy,
-                                  may_use_model=(role, "model") in manifest.edges)
+                                  may_use_model=(role, "model") in manifest.edges, bind_tcp=app.bind_tcp)
         return with_workspace_mount(allowance, manifest) if app.mounts_workspace else allowance
     if role == "shell":
         return shell_allowance(layout, python, door_rows(manifest, role), may_use_proxy=may_use_proxy,
@@ -166,17 +166,20 @@ def app_allowance(
     files_exec: tuple[str, ...],
     may_use_proxy: bool,
     may_use_model: bool = False,
+    bind_tcp: tuple[int, ...] = (),
 ) -> Allowance:
     """The app reads the system and what the manifest lists, writes only its scratch tmpfs (HOME, TMPDIR); it
-    connects only to the net door's proxy and the model door's listener in its netns, with those edges."""
+    connects only to the net door's proxy and the model door's listener in its netns, with those edges, and
+    binds only app.bind_tcp's ports there."""
     private = layout.private_dir("app")
     return Allowance(
         read=(*SYSTEM_READ, *python, *files_read, *files_exec, private),
         write=(*WRITE_DEVICES, layout.home_dir("app"), layout.tmp_dir("app")),
         exec=(*SYSTEM_EXEC, *python_paths_exec(python), *files_exec),
-        tcp_bind=(),
-        tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ())),
-        deny_inet=not (may_use_proxy or may_use_model),
+        tcp_bind=bind_tcp,
+        tcp_connect=(*((PROXY_PORT,) if may_use_proxy else ()), *((MODEL_PORT,) if may_use_model else ()),
+                     *bind_tcp),
+        deny_inet=not (may_use_proxy or may_use_model or bind_tcp),
     )
 
 

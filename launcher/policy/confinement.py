@@ -45,7 +45,8 @@ def confinement_of(
         allowance=allowance,
         door_groups=groups_of(role, door_client_groups(manifest.edges, manifest.roles)),
         nofile=APP_NOFILE if role == "app" else DOOR_NOFILE,
-        cwd="/" if fs_door else layout.private_dir(role),
+        cwd="/" if fs_door else manifest.workspace if role == "app" and manifest.app.cwd == "workspace"
+        else layout.private_dir(role),
         owner_fenced=fs_door,
         mount_keep=mount_keep(role, allowance, layout, manifest.edges, resolv_conf),
         scratch=scratch_of(manifest, role, layout),

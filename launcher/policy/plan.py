@@ -32,6 +32,7 @@ from launcher.policy.plan_kernel import (
     seccomp,
 )
 from launcher.policy.plan_net import NET_DEFAULT_MAX_WILDCARD_NAMES, NOT_REDACTED, net_rows
+from launcher.policy.plan_session import session_rows
 from launcher.policy.plan_spec import RowSpec as _Spec
 from launcher.policy.scratch import scratch_meaning, scratch_of
 from launcher.policy.wildcard_names import wildcard_notes
@@ -40,9 +41,10 @@ from pki.vocabulary import BOUNDARY, SETTING
 # Row ids whose holder is built. An entry is a row id ("landlock.fs": every component) or
 # "<component>:<row id>" ("app:netns": that component only). Added as the launcher and doors land.
 IMPLEMENTED_ROWS: frozenset[str] = frozenset({
-    # The launcher's confinement (tests/launcher/kernel, tests/integration, hello).
-    "session.ttl", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp", "no_new_privs",
-    "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
+    # The launcher's confinement (tests/launcher/kernel, tests/integration, hello; session.audit:
+    # tests/integration/test_audit_cap_session.py).
+    "session.ttl", "session.audit", "uid", "netns", "landlock.fs", "landlock.tcp", "landlock.scope", "seccomp",
+    "no_new_privs", "memory", "pids", "proxy_env", "ipc", "app:pidns", "app:scratch", "root",
     # What an unmodified agent needs (tests/launcher/test_manifest_env.py, tests/launcher/lifecycle/
     # test_home_seed_copy.py, tests/integration/test_demo.py).
     "app:env", "app:home_seed", "app:children",
@@ -184,7 +186,10 @@ def _confinement(manifest: Manifest, role: str) -> Iterator[_Spec]:
         yield _Spec("pidns", "own pid namespace: sees no host process", BOUNDARY, f"{kernel} (pid namespace)", root)
     yield _Spec("landlock.fs", "files: only what this plan lists for it; nothing it writes is executable, compared by "
                 "what each path resolves to", BOUNDARY, f"{kernel} (Landlock)", landlock_fs("file rules"))
-    yield _Spec("landlock.tcp", "TCP: binds nothing, connects only to the ports its rows need", BOUNDARY,
+    binds = manifest.app.bind_tcp if role == "app" else ()
+    bind_words = f"binds only {', '.join(map(str, binds))} (app.bind_tcp, in its own netns)" if binds \
+        else "binds nothing"
+    yield _Spec("landlock.tcp", f"TCP: {bind_words}, connects only to the ports its rows need", BOUNDARY,
                 f"{kernel} (Landlock)", landlock_tcp)
     yield _Spec("landlock.scope", "cannot signal, or reach abstract sockets of, processes outside it",
                 BOUNDARY, f"{kernel} (Landlock scoping)", landlock_scoping)
@@ -365,9 +370,7 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
     """Every row of `manifest` with its barrier kind, holder, and whether it holds on a kernel with `facts`;
     each component's paths as the kernel gets them, with `python` (default: this launcher's) for the interpreter."""
     python = python_paths() if python is None else python
-    specs: list[tuple[str, _Spec]] = [("session", _Spec(
-        "session.ttl", f"the launcher ends the session after {manifest.session.ttl_s} s", BOUNDARY,
-        "the launcher (root)", always))]
+    specs: list[tuple[str, _Spec]] = [("session", spec) for spec in session_rows(manifest)]
     for role in manifest.roles:
         specs.extend((role, spec) for spec in _confinement(manifest, role))
         specs.extend((role, spec) for spec in _door_rows(manifest, role))

@@ -43,6 +43,8 @@ def _tcp_hold(manifest: Manifest, row: PlanRow) -> Hold:
 _NO_DOOR = Hold(UNHELD, "bwrap runs the app alone: this door is not started (sharness-launch, as root, starts it)")
 
 HOLDS: HoldTable = {
+    "session.audit": Hold(UNHELD, "no session audit log to cap: bwrap runs the app alone, with no door and no launcher "
+                          "to write one"),
     "session.ttl": Hold(BOUNDARY, "timeout(1) outside the sandbox kills it after ttl_s (the app, in its own pid "
                         "namespace, cannot signal it)"),
     "app:uid": Hold(UNHELD, "bwrap runs the app as whoever starts it (its user namespace maps that uid): give it a "

@@ -22,6 +22,9 @@ def _addresses(manifest: Manifest, row: PlanRow) -> Hold:
 
 
 HOLDS: HoldTable = {
+    "session.audit": Hold(UNHELD, "no launcher writes a session audit log here: the doors' lines go to `docker logs`, "
+                          "which this rendering does not cap (the daemon's log-opts max-size rotates, and loses, "
+                          "old lines)"),
     "session.ttl": Hold(BOUNDARY, "the script outside (timeout docker wait, then docker rm --force every container)"),
     "uid": Hold(BOUNDARY, "the kernel (--user: its own uid and gid)"),
     "fs:uid": Hold(BOUNDARY, "the kernel (--user: its own uid and gid; the workspace must be writable by it)"),

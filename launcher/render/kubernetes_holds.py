@@ -73,6 +73,8 @@ _OWN_LISTENER = ", less what a door needs to make its own listener: socket(), li
                 "model doors' listeners"
 
 HOLDS: HoldTable = {
+    "session.audit": Hold(UNHELD, "no launcher writes a session audit log here: the doors' lines are container logs, "
+                          "which the kubelet rotates at containerLogMaxSize (old lines lost, the Pod not ended)"),
     "session.ttl": Hold(BOUNDARY, "the kubelet (activeDeadlineSeconds: the Pod is ended at the TTL)"),
     "uid": Hold(BOUNDARY, "the kernel (its own runAsUser and runAsGroup, set by the container runtime; "
                 "runAsNonRoot)"),

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from manifests.samples import load, sample
+from manifests.samples import DROP, load, sample
 
 from launcher.manifest import ManifestError
 from launcher.policy.environment import app_env
@@ -99,3 +99,45 @@ def test_check_refuses_a_secret_in_app_env_with_65(tmp_path: Path, capsys: pytes
     assert cli.main(["check", "--json", str(path)]) == 65
     refusal = json.loads(capsys.readouterr().out)
     assert refusal["pointer"] == "/app/env/ANTHROPIC_MODEL" and "x" * 40 not in json.dumps(refusal)
+
+
+@pytest.mark.parametrize(("rows", "starts_in"), [
+    ({"app__cwd": "workspace", "app__workspace": "mount"}, "workspace"),
+    ({"app__cwd": "workspace", "app__files": {"read": ["/srv/sh-test"]}, "doors__fs__hidden": DROP}, "workspace"),
+    ({"app__cwd": "workspace", "app__files": {"read": ["/srv/sh-test/ws"]}, "doors__fs__hidden": DROP}, "workspace"),
+    ({"app__cwd": "private", "app__workspace": "mount"}, "private"),
+    ({"app__workspace": "mount"}, "private"),
+])
+def test_app_cwd_loads(rows: dict[str, object], starts_in: str) -> None:
+    assert load(sample(**rows)).app.cwd == starts_in
+
+
+@pytest.mark.parametrize("rows", [
+    {"app__cwd": "workspace", "app__workspace": "api"},
+    {"app__cwd": "workspace", "app__workspace": DROP, "app__files": {"read": ["/srv/other"]}},
+    {"app__cwd": "workspace", "app__workspace": DROP, "app__files": {"read": ["/srv/sr"]}},  # a prefix, no parent
+])
+def test_app_cwd_workspace_needs_the_workspace_visible(rows: dict[str, object]) -> None:
+    document = sample(**rows)
+    document["workspace"] = "/srv/src"
+    with pytest.raises(ManifestError) as refused:
+        load(document)
+    assert refused.value.pointer == "/app/cwd" and "cannot see" in refused.value.message
+
+
+def test_app_cwd_is_one_of_two_words() -> None:
+    with pytest.raises(ManifestError) as refused:
+        load(sample(app__cwd="/tmp"))
+    assert refused.value.pointer == "/app/cwd"
+
+
+def test_app_bind_tcp_loads_and_a_doors_port_is_refused() -> None:
+    manifest = load(sample(app__bind_tcp=[8000, 8001]))
+    assert manifest.app.bind_tcp == (8000, 8001)
+    for port in (3128, 3129):
+        with pytest.raises(ManifestError) as refused:
+            load(sample(app__bind_tcp=[8000, port]))
+        assert refused.value.pointer == "/app/bind_tcp/1" and "door's listener" in refused.value.message
+    for bad in ([80], [8000, 8000], [70000]):
+        with pytest.raises(ManifestError):
+            load(sample(app__bind_tcp=bad))

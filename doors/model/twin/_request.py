@@ -29,6 +29,7 @@ class MessagesCall:
     last_user_text: str
     stop_sequences: tuple[str, ...] = ()
     thinking: bool = False
+    last_tool_results: str = ""  # the text of the tool_result blocks of the last user message
 
 
 def read_json(raw: bytes) -> Mapping[str, Any] | ApiError:
@@ -67,7 +68,8 @@ def messages_call(body: Mapping[str, Any], *, counting: bool = False) -> Message
     thinking = body.get("thinking")
     enabled = isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
     limit = max_tokens if type(max_tokens) is int else 0
-    return MessagesCall(body, model, limit, stream, _last_user_text(messages), tuple(stops), enabled)
+    return MessagesCall(body, model, limit, stream, _last_user_text(messages), tuple(stops), enabled,
+                        _last_tool_results(messages))
 
 
 def _message_problem(message: Any) -> str | None:
@@ -93,6 +95,28 @@ def _last_user_text(messages: list[Any]) -> str:
             return content
         return "".join(block["text"] for block in content
                        if block.get("type") == "text" and isinstance(block.get("text"), str))
+    return ""
+
+
+def _last_tool_results(messages: list[Any]) -> str:
+    """The text of the last user message's tool_result blocks (a string content, or its text blocks), joined
+    by newlines; "" when it has none. What an agent sent back of its tools: an output, an errno."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        results = [block.get("content") for block in content if block.get("type") == "tool_result"] \
+            if isinstance(content, list) else []
+        return "\n".join(_result_text(result) for result in results)
+    return ""
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(block["text"] for block in content if isinstance(block, dict)
+                       and block.get("type") == "text" and isinstance(block.get("text"), str))
     return ""
 
 

@@ -74,6 +74,7 @@ class When:
     contains: str | None = None  # a substring of the last user message's text
     model: str | None = None
     stream: bool | None = None
+    tool_result: str | None = None  # a substring of the last user message's tool results (their text)
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,12 @@ class TwinScript:
 
 def _rule(value: Any, where: str) -> Rule:
     rule = _object(value, where, {"when", "reply", "fault", "times"})
-    when = _object(rule.get("when", {}), f"{where}/when", {"contains", "model", "stream"})
+    when = _object(rule.get("when", {}), f"{where}/when", {"contains", "model", "stream", "tool_result"})
     condition = When(
         _string(when["contains"], f"{where}/when/contains") if "contains" in when else None,
         _string(when["model"], f"{where}/when/model") if "model" in when else None,
         _bool(when["stream"], f"{where}/when/stream") if "stream" in when else None,
+        _string(when["tool_result"], f"{where}/when/tool_result") if "tool_result" in when else None,
     )
     reply = _reply(rule["reply"], f"{where}/reply") if "reply" in rule else None
     fault = parse_fault(rule["fault"], f"{where}/fault") if "fault" in rule else Fault()

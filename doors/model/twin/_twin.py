@@ -179,7 +179,8 @@ def _matches(rule: Rule, call: MessagesCall) -> bool:
     when = rule.when
     return ((when.contains is None or when.contains in call.last_user_text)
             and (when.model is None or when.model == call.model)
-            and (when.stream is None or when.stream == call.stream))
+            and (when.stream is None or when.stream == call.stream)
+            and (when.tool_result is None or when.tool_result in call.last_tool_results))
 
 
 def _model_info(model: str) -> dict[str, object]:

@@ -46,7 +46,7 @@ def test_every_started_component_has_the_confinement_rows() -> None:
         assert set(CONFINEMENT) <= set(_ids(plan, role)), role
     assert "netns" in _ids(plan, "app") and "netns" in _ids(plan, "fs") and "netns" not in _ids(plan, "net")
     assert "pidns" in _ids(plan, "app") and not any("pidns" in _ids(plan, door) for door in ("fs", "net", "keys"))
-    assert _ids(plan, "session") == ["session.ttl"]
+    assert _ids(plan, "session") == ["session.ttl", "session.audit"]
 
 
 def test_door_rows_follow_the_manifest() -> None:
@@ -117,7 +117,7 @@ def test_the_kernel_decides_what_can_be_held(monkeypatch: pytest.MonkeyPatch) ->
     assert all(not row.kernel_can_hold for row in unheld.values())
     nothing = build_plan(load(FULL), NOTHING)
     held = [(row.component, row.row_id) for row in nothing.rows if row.held]
-    assert all(row_id in ("no_new_privs", "session.ttl", "proxy_env", "env") for _, row_id in held)
+    assert all(row_id in ("no_new_privs", "session.ttl", "session.audit", "proxy_env", "env") for _, row_id in held)
 
 
 @pytest.mark.parametrize(("abi", "held"), [

@@ -48,6 +48,7 @@ def test_empty_script_is_the_defaults() -> None:
     ({"twin": V, "rules": {}}, "/rules"),
     ({"twin": V, "rules": [{"when": {"contain": "x"}}]}, "/rules/0/when/contain"),
     ({"twin": V, "rules": [{"when": {"stream": "yes"}}]}, "/rules/0/when/stream"),
+    ({"twin": V, "rules": [{"when": {"tool_result": 1}}]}, "/rules/0/when/tool_result"),
     ({"twin": V, "rules": [{"reply": {}}]}, "/rules/0/reply"),
     ({"twin": V, "rules": [{"reply": {"text": "a", "content": []}}]}, "/rules/0/reply"),
     ({"twin": V, "rules": [{"reply": {"content": [{"type": "image"}]}}]}, "/rules/0/reply/content/0/type"),
@@ -93,6 +94,27 @@ def test_first_matching_rule_answers_then_the_default() -> None:
     assert _text(twin, "the weather?", model="small") == "small sun"
     assert _text(twin, "anything") == "default"
     assert b'"text":"stre"' in _ask(twin, "anything", stream=True)["body"]  # streamed one token a delta
+
+
+def _send_back(twin: Twin, result: Any, text: str = "") -> str:
+    """What the twin answers an agent that sends back `result` for its tool call (and `text` beside it)."""
+    turn: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": result}]
+    messages = [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Write", "input": {}}]},
+                {"role": "user", "content": [*turn, *([{"type": "text", "text": text}] if text else [])]}]
+    body = {"model": "m", "max_tokens": 100, "messages": messages}
+    answer = twin.answer(b"POST", b"/v1/messages", HEADERS, json.dumps(body).encode())
+    return "".join(block.get("text", "") for block in json.loads(answer.body)["content"])
+
+
+def test_a_rule_can_match_what_the_agent_sent_back_of_its_tool() -> None:
+    twin = Twin(TwinScript.parse({"twin": V, "rules": [
+        {"when": {"tool_result": "EACCES"}, "reply": {"text": "refused"}}], "default": {"text": "other"}}))
+    assert _send_back(twin, "EACCES: permission denied, fsync") == "refused"
+    assert _send_back(twin, [{"type": "text", "text": "Error: EACCES: permission denied"}]) == "refused"
+    assert _send_back(twin, "File created successfully") == "other"
+    assert _send_back(twin, "ok", text="EACCES in the user's words") == "other"  # text blocks are `contains`'
+    assert _text(twin, "EACCES") == "other"  # a plain user message has no tool result
 
 
 def test_without_a_default_the_twin_echoes() -> None:
