@@ -14,8 +14,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# compat: the editable install is a plain path in a .pth, not setuptools' import finder, which loads pathlib and
+# friends in site: ~9-12 ms of every Python start here (the launcher, each door, `sh`; docs/decisions/bench.md,
+# "Shell door"). A regular install (`make install`) has no finder either.
 $(STAMP): pyproject.toml | $(BIN)/python fuse-libs
-	$(BIN)/pip install --quiet -e '.[test,lint,bench,mount]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[test,lint,bench,mount]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 # The workspace mount (app.workspace "mount"): pyfuse3 builds against libfuse3 (headers and pkg-config), and

@@ -42,12 +42,64 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+def door_cpu_ms() -> float:
+    """The shell door's own CPU so far (user + system, ms), asked of the bench runner outside the session (the app
+    cannot see the door's /proc); NaN when it could not tell."""
+    print(json.dumps({"door_cpu": os.environ["SHARNESS_SESSION"]}), flush=True)
+    answer = sys.stdin.readline().strip()
+    return float(answer) if answer else float("nan")
+
+
+def _door_cpu_of(session_id: str) -> float:
+    """The oldest process of the session's shell user is its door (asked between commands): its utime + stime."""
+    import pwd
+
+    try:
+        uid = pwd.getpwnam(f"sh-{session_id}-shell").pw_uid
+    except KeyError:
+        return float("nan")
+    oldest: tuple[int, float] | None = None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            fields = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        started, cpu = int(fields[19]), (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+        if oldest is None or started < oldest[0]:
+            oldest = (started, cpu)
+    return oldest[1] if oldest is not None else float("nan")
+
+
+def _session(command: list[str]) -> list[str]:
+    """Run the session, answering the app's door_cpu questions; its stdout lines."""
+    lines: list[str] = []
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=ROOT) as session:
+        assert session.stdin is not None and session.stdout is not None and session.stderr is not None
+        for line in session.stdout:
+            if line.startswith('{"door_cpu"'):
+                session.stdin.write(f"{_door_cpu_of(json.loads(line)['door_cpu'])}\n")
+                session.stdin.flush()
+                continue
+            lines.append(line)
+        errors = session.stderr.read()
+        if session.wait(timeout=600) != 0:
+            raise RuntimeError(f"the shell bench session failed: {errors[-2000:]}")
+    return lines
+
+
 def app(runs: int, size: int) -> dict[str, Any]:
     """Inside the session: every figure, as lists of samples (ms) and throughputs (bytes/s)."""
     from doors.shell.client import ShellClient
 
     samples: dict[str, list[float]] = {name: [] for name in (*FLOORS, "direct", "sh", "client", "door_bps",
-                                                              "pipe_bps", "client_cpu_ms_per_mib")}
+                                                              "pipe_bps", "client_cpu_ms_per_mib", "ndjson_bps",
+                                                              "ndjson_client_cpu_ms_per_mib", "door_bps_door_cpu",
+                                                              "ndjson_bps_door_cpu")}
     with ShellClient.from_env() as shell:
         for _ in range(runs):
             start = time.perf_counter()
@@ -63,11 +115,17 @@ def app(runs: int, size: int) -> dict[str, Any]:
             start = time.perf_counter()
             assert shell.run(["true"]).final["exit_code"] == 0
             samples["client"].append(_ms(start))
-            start, cpu = time.perf_counter(), time.process_time()
-            got = sum(len(f.get("text", "")) for f in shell.stream(["sh", "-c", TEXT.format(size=size)],
-                                                                     max_output_bytes=2 * size))
-            samples["door_bps"].append(got / (time.perf_counter() - start))
-            samples["client_cpu_ms_per_mib"].append((time.process_time() - cpu) * 1000 / (got / (1 << 20)))
+            # The binary framing (ShellClient's default) and NDJSON (what curl gets), interleaved.
+            for key, ndjson in (("door_bps", False), ("ndjson_bps", True)):
+                cpu_key = "client_cpu_ms_per_mib" if key == "door_bps" else "ndjson_client_cpu_ms_per_mib"
+                door_cpu = door_cpu_ms()
+                start, cpu = time.perf_counter(), time.process_time()
+                got = sum(len(f.get("data", f.get("text", ""))) for f in shell.stream(
+                    ["sh", "-c", TEXT.format(size=size)], ndjson=ndjson, max_output_bytes=2 * size))
+                samples[key].append(got / (time.perf_counter() - start))
+                samples[cpu_key].append((time.process_time() - cpu) * 1000 / (got / (1 << 20)))
+                samples[f"{key}_door_cpu"].append((door_cpu_ms() - door_cpu) / (got / (1 << 20)))
+                assert got == size
             start = time.perf_counter()
             with subprocess.Popen(["sh", "-c", TEXT.format(size=size)], stdout=subprocess.PIPE) as pipe:
                 assert pipe.stdout is not None
@@ -103,11 +161,8 @@ def run(quick: bool) -> dict[str, Any]:
         path = os.path.join(root, "manifest.json")
         Path(path).write_text(json.dumps(document))
         digest = load_manifest(Path(path).read_bytes()).sha256
-        done = subprocess.run([LAUNCHER, "run", path, "--expect-hash", digest, "--json", "--best-effort"],
-                              capture_output=True, text=True, timeout=600, cwd=ROOT, stdin=subprocess.DEVNULL)
-        if done.returncode != 0:
-            raise RuntimeError(f"the shell bench session failed: {done.stderr[-2000:]}")
-        samples = json.loads(next(line for line in done.stdout.splitlines() if line.startswith('{"python_S_pass"')))
+        lines = _session([LAUNCHER, "run", path, "--expect-hash", digest, "--json", "--best-effort"])
+        samples = json.loads(next(line for line in lines if line.startswith('{"python_S_pass"')))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     p50 = {name: percentile(values, 50) for name, values in samples.items()}
@@ -121,6 +176,12 @@ def run(quick: bool) -> dict[str, Any]:
             "shell_door_mb_per_s": round(p50["door_bps"] / 1e6, 1),
             "shell_pipe_mb_per_s": round(p50["pipe_bps"] / 1e6, 1),
             "shell_throughput_ratio": round(p50["door_bps"] / p50["pipe_bps"], 3),
+            "shell_ndjson_mb_per_s": round(p50["ndjson_bps"] / 1e6, 1),
+            "shell_ndjson_throughput_ratio": round(p50["ndjson_bps"] / p50["pipe_bps"], 3),
+            "shell_ndjson_client_cpu_ms_per_mib": round(p50["ndjson_client_cpu_ms_per_mib"], 2),
+            # the door's own CPU per MiB sent (clock ticks of 10 ms: read over a whole transfer)
+            "shell_door_cpu_ms_per_mib": round(p50["door_bps_door_cpu"], 2),
+            "shell_ndjson_door_cpu_ms_per_mib": round(p50["ndjson_bps_door_cpu"], 2),
             "samples": {"shell true (ms)": {"direct": samples["direct"], "sh": samples["sh"],
                                             "client": samples["client"]}}}
 

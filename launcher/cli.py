@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default sys.argv[1:]), run the command, return its exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["sh"]:  # the in-session client: no launcher import (docs/decisions/bench.md, "sh")
-        from doors.shell.cli import main as sh_main
+        from doors.shell.cli import program as sh_main
 
         return sh_main(given[1:])
     only = _the_one_command(given)

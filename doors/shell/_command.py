@@ -184,9 +184,11 @@ async def clean_up(running: Running) -> None:
 class ChannelBody:
     """A response body read from the command's frame channel; closing it early (the client left) kills it."""
 
-    def __init__(self, receive: trio.MemoryReceiveChannel[bytes], on_abandon: Callable[[], None]) -> None:
+    def __init__(self, receive: trio.MemoryReceiveChannel[bytes], on_abandon: Callable[[], None],
+                 on_end: Callable[[], None] = lambda: None) -> None:
         self._receive = receive
         self._on_abandon = on_abandon
+        self._on_end = on_end  # the whole body was taken, or it was closed
         self._done = False
 
     def __aiter__(self) -> AsyncIterator[bytes]:
@@ -197,6 +199,7 @@ class ChannelBody:
             lines = [await self._receive.receive()]
         except trio.EndOfChannel:
             self._done = True
+            self._on_end()
             raise StopAsyncIteration from None
         # What is already queued goes out with it: one chunk and one TLS record instead of one per frame,
         # and never a wait for more (frames stay live).
@@ -212,4 +215,5 @@ class ChannelBody:
     async def aclose(self) -> None:
         if not self._done:
             self._on_abandon()
+        self._on_end()
         await self._receive.aclose()

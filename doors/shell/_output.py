@@ -79,9 +79,10 @@ def json_string_bytes(data: bytes) -> bytes | None:
 class Framer:
     """Numbers the frames of one command and caps each stream: data in, NDJSON lines out."""
 
-    def __init__(self, max_output_bytes: int) -> None:
+    def __init__(self, max_output_bytes: int, *, binary: bool = False) -> None:
         self.caps = {stream: StreamCap(max_output_bytes) for stream in STREAMS}
         self.seq = 0
+        self.binary = binary  # data frames as a header line and their raw bytes (doors/shell/_wire.py, FRAMES_TYPE)
 
     def _line(self, record: dict[str, Any]) -> bytes:
         self.seq += 1
@@ -101,7 +102,11 @@ class Framer:
         return self._data(stream, now) if now else b""
 
     def _data(self, stream: str, data: bytes) -> bytes:
-        """`{"seq","stream","text"|"base64"}` made by hand: the same JSON as _line, without json.dumps's cost."""
+        """`{"seq","stream","text"|"base64"}` made by hand: the same JSON as _line, without json.dumps's cost;
+        in the binary framing `{"seq","stream","length"}` and the bytes as they are."""
+        if self.binary:
+            self.seq += 1
+            return b'{"seq":%d,"stream":"%s","length":%d}\n%s' % (self.seq, stream.encode(), len(data), data)
         text = json_string_bytes(data)
         field, value = (b"text", text) if text is not None else (b"base64", base64.b64encode(data))
         self.seq += 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from doors.shell._cgroup import CommandCgroup
-from doors.shell._spawn import Launch, fork_command, read_report, threads
+from doors.shell._spawn import Launch, fork_zygote, read_report, send_launch, threads
 
 PROBE = "/bin/true"
 
@@ -30,11 +30,11 @@ def self_test(cgroups: tuple[str, ...], ruleset_fd: int, cwd: str) -> None:
     cwd_fd = os.open(cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     try:
-        pid, report = fork_command(Launch((PROBE,), {"PATH": "/usr/bin:/bin"}, cwd_fd, (null, null, null),
-                                          cgroup.procs_files, ruleset_fd))
-        with os.fdopen(report, "rb") as pipe:
+        zygote = fork_zygote(cgroup.procs_files, ruleset_fd)  # the path every command takes
+        send_launch(zygote, Launch((PROBE,), {"PATH": "/usr/bin:/bin"}, cwd_fd, (null, null, null)))
+        with os.fdopen(zygote.report, "rb") as pipe:
             failure = read_report(pipe.read())
-        _, status = os.waitpid(pid, 0)
+        _, status = os.waitpid(zygote.pid, 0)
     finally:
         os.close(cwd_fd)
         os.close(null)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from doors.shell._response import ResponseError, ResponseReader
-from doors.shell._wire import RUN_PATH
+from doors.shell._wire import FRAMES_TYPE, RUN_PATH, FrameReader
 
 RECEIVE_BYTES = 256 * 1024
 MAX_ERROR_BYTES = 64 * 1024
@@ -100,19 +100,21 @@ def connect(environ: Mapping[str, str], timeout_s: float | None = None) -> ssl.S
     return tls
 
 
-def run_request(body: Mapping[str, Any]) -> bytes:
-    """The bytes of `POST /v0/shell/run` with `body` as JSON."""
+def run_request(body: Mapping[str, Any], binary: bool = True) -> bytes:
+    """The bytes of `POST /v0/shell/run` with `body` as JSON (asking for the binary framing unless not `binary`)."""
     payload = json.dumps(body, separators=(",", ":")).encode()
-    head = (f"POST {RUN_PATH} HTTP/1.1\r\nhost: shell\r\ncontent-type: application/json\r\n"
+    accept = FRAMES_TYPE if binary else "application/x-ndjson"
+    head = (f"POST {RUN_PATH} HTTP/1.1\r\nhost: shell\r\ncontent-type: application/json\r\naccept: {accept}\r\n"
             f"content-length: {len(payload)}\r\n\r\n")
     return head.encode() + payload
 
 
-def frames(tls: ssl.SSLSocket, body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """Send the run request; yield each frame as it arrives; Refused when the door answered with an error."""
+def frames(tls: ssl.SSLSocket, body: Mapping[str, Any], binary: bool = True) -> Iterator[dict[str, Any]]:
+    """Send the run request; yield each frame as it arrives (a data frame's bytes as `data` in the binary
+    framing); Refused when the door answered with an error."""
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a door that refused and closed: read why
-        tls.sendall(run_request(body))
-    reader, partial = ResponseReader(), bytearray()
+        tls.sendall(run_request(body, binary))
+    reader, partial, framed = ResponseReader(), bytearray(), None
     while not reader.done:
         try:
             data = tls.recv(RECEIVE_BYTES)
@@ -121,12 +123,12 @@ def frames(tls: ssl.SSLSocket, body: Mapping[str, Any]) -> Iterator[dict[str, An
         except OSError as exc:
             raise Unreachable(f"the shell door closed the connection: {os.strerror(exc.errno or 0)}") from None
         for piece in reader.feed(data):
-            partial += piece
-            if reader.status != 200 or b"\n" not in piece:  # a TLS record is 16 KiB; a frame up to 1 MiB
+            if reader.status != 200:
+                partial += piece
                 continue
-            *lines, rest = partial.split(b"\n")
-            partial = bytearray(rest)
-            yield from (json.loads(line) for line in lines if line)
+            if framed is None:  # the door answers NDJSON to a client that did not ask (or an older door)
+                framed = FrameReader(reader.headers.get("content-type", "").startswith(FRAMES_TYPE))
+            yield from framed.feed(piece)
         if reader.status not in (None, 200) and len(partial) > MAX_ERROR_BYTES:
             break
         if not data:

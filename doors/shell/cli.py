@@ -9,37 +9,21 @@ With --json every frame is printed as a JSON line on stdout instead (the final r
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
+from doors.shell._args import HELP, USAGE, Args, Usage, parse_args
 from doors.shell._response import ResponseError
 from doors.shell._stdlib_client import NotTheDoor, Refused, Unreachable, connect, frames
 from doors.shell._wire import decode_chunk, shell_status
 from pki.vocabulary import EXIT_EXEC_FAILED, EXIT_FAILED, EXIT_SIGNAL_BASE, EXIT_TTL, EXIT_UNAVAILABLE, EXIT_USAGE
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sharness-launch sh", description="Run a command through this session's shell door.",
-        epilog="Exit: the command's code; 128+N on signal N; 124 on timeout; 1 refused; 127 not found; "
-               "69 no shell door. Needs the SHARNESS_* variables a session sets.")
-    parser.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds before it is killed")
-    parser.add_argument("--cwd", default=None, metavar="DIR", help="directory relative to the workspace")
-    parser.add_argument("--json", action="store_true", help="print every frame as a JSON line on stdout")
-    parser.add_argument("--script", action="store_true", help="CMD is one string run by /bin/sh -c")
-    parser.add_argument("--tty", action="store_true", help="run it on a pty (both streams on stdout)")
-    parser.add_argument("--apply", action="store_true",
-                        help="overlay mode: once it exits 0, apply the overlay through fs (refusals on stderr)")
-    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
-    return parser
-
-
-def _fields(args: argparse.Namespace) -> dict[str, Any]:
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+def _fields(args: Args) -> dict[str, Any]:
+    argv = args.command
     if not argv:
         raise ValueError("give the command after --")
     fields: dict[str, Any] = {"script": " ".join(argv)} if args.script else {"argv": argv}
@@ -100,10 +84,14 @@ def _refused(error: Refused | NotTheDoor | Unreachable | ResponseError) -> int:
 def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     """Run one command through the shell door, streaming its output; return its status."""
     try:
-        args = _parser().parse_args(argv)
+        args = parse_args(sys.argv[1:] if argv is None else argv)
+        if args.help:
+            print(HELP, end="")
+            return 0
         fields = _fields(args)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except Usage as exc:
+        print(f"{USAGE}\nsharness-launch sh: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ValueError as exc:
         print(f"sharness-launch sh: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -121,11 +109,23 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     return shell_status(final, EXIT_TTL, EXIT_SIGNAL_BASE)
 
 
+def program(argv: list[str]) -> int:
+    """main(argv); when that call is the whole process (`sharness-launch sh ...`: its argv is the process's), the
+    process ends here without the interpreter's teardown of ssl and the rest (~4 ms of CPU per call, measured in
+    docs/decisions/bench.md, "Shell door"): the output is flushed, the connection closed, nothing is left."""
+    code = main(argv)
+    if sys.argv[1:] == ["sh", *argv]:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 def _stream(environ: Mapping[str, str], fields: dict[str, Any], as_json: bool) -> dict[str, Any]:
     """Show every frame as it arrives; return the final record (at once: the rest of the stream is not waited)."""
     tls = connect(environ)
     try:
-        for frame in frames(tls, fields):
+        for frame in frames(tls, fields, binary=not as_json):  # --json prints the NDJSON frames as they are
             _show(frame, sys.stdout.buffer, sys.stderr.buffer, as_json)
             if "final" in frame:
                 return dict(frame["final"])

@@ -4,8 +4,9 @@
         result = shell.run(["pytest", "-q"], cwd="src", timeout_ms=600_000)
         print(result.stdout.decode(), result.final["exit_code"])
 
-`stream(...)` yields each frame (dicts: `started`, `{"stream", "text"|"base64"}`, `omitted`, `final`) as the
-door sends it; `run(...)` collects them. A refusal raises DoorRefused naming the row and who refused.
+`stream(...)` yields each frame (dicts: `started`, `{"stream", "data": bytes}`, `omitted`, `final`) as the
+door sends it, read from the binary framing (`ndjson=True`: the door's NDJSON, data frames `{"stream",
+"text"|"base64"}`); `run(...)` collects them. A refusal raises DoorRefused naming the row and who refused.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from doors._refusal import DoorRefused, read_refusal
 from doors.client import DoorClient, connect_door
 from doors.shell._wire import (
     APPLY_PATH,
+    FRAMES_TYPE,
     LIST_PATH,
     POLL_PATH,
     RUN_PATH,
     SIGNAL_PATH,
     START_PATH,
     WRITE_PATH,
+    FrameReader,
     decode_chunk,
 )
 
@@ -82,7 +85,7 @@ class ShellClient:
         """GET /v0/hello of the shell door."""
         return self.door.hello()
 
-    def stream(self, argv: list[str] | None = None, **fields: Any) -> Iterator[dict[str, Any]]:
+    def stream(self, argv: list[str] | None = None, *, ndjson: bool = False, **fields: Any) -> Iterator[dict[str, Any]]:
         """Start a command; yield every frame as it arrives, the final record last."""
         payload = json.dumps(run_body(argv, **fields), separators=(",", ":")).encode()
         sock = connect_door(self.door.dial)
@@ -90,7 +93,8 @@ class ShellClient:
         http = h11.Connection(h11.CLIENT)
         try:
             sock.sendall(http.send(h11.Request(method="POST", target=RUN_PATH, headers=[
-                ("host", "shell"), ("content-type", "application/json"), ("content-length", str(len(payload)))]))
+                ("host", "shell"), ("content-type", "application/json"), ("content-length", str(len(payload))),
+                ("accept", "application/x-ndjson" if ndjson else FRAMES_TYPE)]))
                 + http.send(h11.Data(data=payload)) + http.send(h11.EndOfMessage()))
             yield from _frames(sock, http)
         finally:
@@ -99,6 +103,7 @@ class ShellClient:
     def run(self, argv: list[str] | None = None, **fields: Any) -> RunResult:
         """Run a command to its end and return what it printed and how it ended."""
         result = RunResult()
+        output: dict[str, list[bytes]] = {"stdout": [], "stderr": []}  # joined once: += is quadratic
         for frame in self.stream(argv, **fields):
             if "started" in frame:
                 result.command_id = str(frame["started"]["id"])
@@ -106,10 +111,9 @@ class ShellClient:
                 result.final = dict(frame["final"])
             elif "apply" in frame:
                 result.applied = dict(frame["apply"])
-            elif frame.get("stream") == "stdout":
-                result.stdout += decode_chunk(frame)
-            elif frame.get("stream") == "stderr":
-                result.stderr += decode_chunk(frame)
+            elif frame.get("stream") in output:
+                output[frame["stream"]].append(decode_chunk(frame))
+        result.stdout, result.stderr = b"".join(output["stdout"]), b"".join(output["stderr"])
         return result
 
     def start(self, argv: list[str] | None = None, *, stdin_pipe: bool = False, **fields: Any) -> str:
@@ -177,22 +181,18 @@ def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
 
 def _frames(sock: Any, http: h11.Connection) -> Iterator[dict[str, Any]]:
     status, pending = 0, b""
-    parts: list[bytes] = []
+    reader = FrameReader(binary=False)
     for event in _events(sock, http):
         if isinstance(event, h11.Response):
             status = event.status_code
+            content_type = dict(event.headers).get(b"content-type", b"").decode("latin-1")
+            reader = FrameReader(binary=content_type.startswith(FRAMES_TYPE))
         elif isinstance(event, h11.Data) and status != 200:
             pending += event.data
             if len(pending) > MAX_ERROR_BYTES:
                 break
         elif isinstance(event, h11.Data):
-            if b"\n" not in event.data:  # a long frame arrives in many pieces: join them once, at its end
-                parts.append(bytes(event.data))
-                continue
-            *lines, rest = (b"".join(parts) + event.data).split(b"\n")
-            parts = [rest]
-            yield from (json.loads(line) for line in lines if line)
-    pending = pending or b"".join(parts)
+            yield from reader.feed(event.data)
     if status != 200:
         try:
             body = json.loads(pending)

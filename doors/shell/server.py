@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import itertools
 import os
 import shutil
 from collections.abc import Awaitable, Callable, Mapping
@@ -24,7 +23,7 @@ from doors._http import Limits, Request, Response, Route, json_response
 from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient, Dial
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
-from doors.shell._cgroup import CommandCgroup, own_cgroup_dirs
+from doors.shell._cgroup import own_cgroup_dirs
 from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
 from doors.shell._env import command_env, command_proxy, write_trust_bundle
 from doors.shell._fs_calls import FsDoorCalls
@@ -36,9 +35,20 @@ from doors.shell._overlay import Applier, OverlayPlaces, check_overlay, no_overl
 from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
 from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RunRequest, parse_run
 from doors.shell._selftest import self_test
-from doors.shell._spawn import Launch, NotStarted, fork_command, read_report, threads
+from doors.shell._spare import NotSingleThreaded, Spare, Spares
+from doors.shell._spawn import Launch, NotStarted, read_report, send_launch
 from doors.shell._stdio import open_stdio
-from doors.shell._wire import APPLY_PATH, LIST_PATH, POLL_PATH, RUN_PATH, SIGNAL_PATH, START_PATH, WRITE_PATH
+from doors.shell._wire import (
+    APPLY_PATH,
+    FRAMES_TYPE,
+    LIST_PATH,
+    POLL_PATH,
+    RUN_PATH,
+    SIGNAL_PATH,
+    START_PATH,
+    WRITE_PATH,
+    wants_frames,
+)
 from pki.vocabulary import EGRESS_CA_ROW
 
 if TYPE_CHECKING:
@@ -102,7 +112,7 @@ class ShellDoor:
         self.applier = applier  # overlay mode: applies the upper layer through the fs door
         self.live: dict[str, Running] = {}
         self.jobs = JobTable()
-        self._ids = itertools.count(1)
+        self.spares = Spares(config.tmp, config.cgroups, config.ruleset_fd)
         self._nursery: trio.Nursery | None = None
         self._ready = trio.Event()
 
@@ -116,14 +126,20 @@ class ShellDoor:
 
     async def serve_commands(self) -> None:
         """The nursery every command runs in; cancelled (every command killed) when the door stops."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            self._ready.set()
-            await trio.sleep_forever()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self.spares.refill()
+                self._ready.set()
+                await trio.sleep_forever()
+        finally:
+            self.spares.close()  # the zygote no command took: killed, its cgroup and TMPDIR removed
 
     async def run(self, request: Request) -> Response:
-        """POST /v0/shell/run: start the command and stream its frames as they happen."""
-        return await self._stream(await self._admit(request, started=False))
+        """POST /v0/shell/run: start the command and stream its frames as they happen (NDJSON, or the binary
+        framing when `accept` names it)."""
+        binary = wants_frames(request.header("accept"))
+        return await self._stream(await self._admit(request, started=False), binary)
 
     async def start(self, request: Request) -> Response:
         """POST /v0/shell/start: start the command; its frames are kept for poll."""
@@ -188,19 +204,40 @@ class ShellDoor:
                 raise refuse(429, "shell.max_live", f"{len(self.live)} commands are live, the most this "
                               "session allows", "wait for one to end, or raise doors.shell.max_live")
             cwd_fd = self._cwd(run.cwd)
+            spare = self._spare(cwd_fd)
         except DoorRefused as refused:
             self.report(refusal_event(refused.refusal))
             raise
-        command_id = f"c{next(self._ids)}"
+        command_id = spare.command_id
         try:
             self.audit({"door": "shell", "kind": "shell.run", "id": command_id, **run.audit_command(),
                         "cwd": run.cwd, "env_names": [name for name, _ in run.env], "timeout_ms": run.timeout_ms,
                         "stdin_bytes": len(run.stdin or b""), "tty": run.tty, "by": request.peer_id or "",
                         # the net door's events of its requests carry `command` = this id (a label it could change)
                         "egress_command": command_id if self.config.proxy else None})
-            return await self._start(command_id, run, cwd_fd)
+        except BaseException:
+            self.spares.discard(spare)
+            os.close(cwd_fd)
+            raise
+        try:
+            return await self._start(spare, run, cwd_fd)
         finally:
             os.close(cwd_fd)
+
+    def _spare(self, cwd_fd: int) -> Spare:
+        """The zygote the command will run in (its id, TMPDIR and cgroup), or 503: it is not run."""
+        try:
+            return self.spares.take()
+        except NotSingleThreaded:
+            os.close(cwd_fd)
+            raise refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
+                         "command safely, so it runs none", "report this: the shell door must stay "
+                         "single-threaded") from None
+        except OSError as exc:
+            os.close(cwd_fd)
+            raise refuse(503, "shell.confinement", f"the command was not run: its TMPDIR or cgroup cannot be "
+                         f"made ({os.strerror(exc.errno or 0)})", "check doors.shell.process.scratch_mb and "
+                         "max_pids; retry once a command has ended") from None
 
     def _cwd(self, cwd: str) -> int:
         """An fd on `cwd`, resolved beneath the workspace (or HOME): no symlink or `..` leads out."""
@@ -215,47 +252,34 @@ class ShellDoor:
             if root is None:
                 os.close(base)
 
-    async def _start(self, command_id: str, run: RunRequest, cwd_fd: int) -> Running:
-        if threads() != 1:
-            raise refuse(503, "shell.confinement", "the door has more than one thread: it cannot fork a "
-                          "command safely, so it runs none", "report this: the shell door must stay single-threaded")
-        tmpdir, cgroup = self._prepare(command_id)
-        stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
-        env = command_env(run.env, self.config.home, tmpdir, command_proxy(self.config.proxy, command_id), run.tty,
-                          self.config.model, self.config.trust)
-        launch = Launch(run.argv, env, cwd_fd, stdio.child, cgroup.procs_files, self.config.ruleset_fd, run.tty)
+    async def _start(self, spare: Spare, run: RunRequest, cwd_fd: int) -> Running:
         try:
-            pid, report = fork_command(launch)
-        finally:
-            for fd in stdio.close_after_fork:
-                os.close(fd)
-        failure = await _read_report(report)
+            stdio = open_stdio(run.tty, run.stdin is not None or run.stdin_pipe)
+            env = command_env(run.env, self.config.home, spare.tmpdir,
+                              command_proxy(self.config.proxy, spare.command_id), run.tty, self.config.model,
+                              self.config.trust)
+            try:
+                send_launch(spare.zygote, Launch(run.argv, env, cwd_fd, stdio.child, run.tty))
+            finally:
+                for fd in stdio.close_after_fork:
+                    os.close(fd)
+            failure = await _read_report(spare.zygote.report)
+        except BaseException:  # not started, or cancelled while it started: nothing of it stays
+            self.spares.discard(spare)
+            raise
+        os.close(spare.zygote.report)
         stdin = trio.lowlevel.FdStream(stdio.stdin) if stdio.stdin is not None else None
-        running = Running(command_id, run, pid, os.pidfd_open(pid), cgroup, trio.lowlevel.FdStream(stdio.stdout),
-                          trio.lowlevel.FdStream(stdio.stderr), stdin)
+        running = Running(spare.command_id, run, spare.zygote.pid, spare.pidfd, spare.cgroup,
+                          trio.lowlevel.FdStream(stdio.stdout), trio.lowlevel.FdStream(stdio.stderr), stdin)
         if failure is not None:
             await clean_up(running)
-            shutil.rmtree(tmpdir, ignore_errors=True)
-            self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
+            shutil.rmtree(spare.tmpdir, ignore_errors=True)
+            self.report({"door": "shell", "kind": "shell.exit", "id": spare.command_id, "started": False,
                          "step": failure.step, "errno": failure.errno})
             raise not_started(run, failure)
         return running
 
-    def _prepare(self, command_id: str) -> tuple[str, CommandCgroup]:
-        """Its TMPDIR and its cgroup, or 503 (and neither left) when either cannot be made: it does not run."""
-        tmpdir = os.path.join(self.config.tmp, command_id)
-        try:
-            os.mkdir(tmpdir, 0o700)
-            return tmpdir, CommandCgroup.create(self.config.cgroups, f"cmd-{command_id}")
-        except OSError as exc:
-            shutil.rmtree(tmpdir, ignore_errors=True)
-            self.report({"door": "shell", "kind": "shell.exit", "id": command_id, "started": False,
-                         "step": "prepare", "errno": exc.errno})
-            raise refuse(503, "shell.confinement", f"the command was not run: its TMPDIR or cgroup cannot be "
-                          f"made ({os.strerror(exc.errno or 0)})", "check doors.shell.process.scratch_mb and "
-                          "max_pids; retry once a command has ended") from None
-
-    async def _stream(self, running: Running) -> Response:
+    async def _stream(self, running: Running, binary: bool) -> Response:
         send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
         scope = trio.CancelScope()
 
@@ -263,42 +287,44 @@ class ShellDoor:
             running.killed_by = running.killed_by or "client_gone"
             scope.cancel()
 
-        await self._supervise_in_door(running, send, scope)
-        return Response(200, (("content-type", NDJSON),), ChannelBody(receive, abandon))
+        sent = trio.Event()
+        await self._supervise_in_door(running, send, scope, binary, sent)
+        return Response(200, (("content-type", FRAMES_TYPE if binary else NDJSON),),
+                        ChannelBody(receive, abandon, sent.set))
 
     async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[bytes],
-                                 scope: trio.CancelScope) -> None:
+                                 scope: trio.CancelScope, binary: bool = False, sent: trio.Event | None = None) -> None:
         await self._ready.wait()
         assert self._nursery is not None
         self.live[running.command_id] = running
-        self._nursery.start_soon(self._supervised, running, send, scope)
+        self._nursery.start_soon(self._supervised, running, send, scope, binary, sent)
 
     async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
-                          scope: trio.CancelScope) -> None:
+                          scope: trio.CancelScope, binary: bool, sent: trio.Event | None) -> None:
         try:
             with scope:
                 after = self._apply_after if running.request.apply else None
-                await supervise(running, Framer(running.request.max_output_bytes), send, after)
+                await supervise(running, Framer(running.request.max_output_bytes, binary=binary), send, after)
         finally:
             self.live.pop(running.command_id, None)
             shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
             self.report({"door": "shell", "kind": "shell.exit", "id": running.command_id,
                          "killed_by": running.killed_by, **(running.final or {"exit_code": None})})
+        if sent is not None:
+            await sent.wait()  # its response went out first: the next zygote's fork is not on that path
+        self.spares.refill()
 
 
 async def _read_report(fd: int) -> NotStarted | None:
-    """The child's report: EOF alone (execve closed it) means the command runs."""
+    """The child's report: EOF alone (execve closed it) means the command runs. The caller closes `fd`."""
     os.set_blocking(fd, False)
     data = b""
-    try:
-        while True:
-            await trio.lowlevel.wait_readable(fd)
-            piece = os.read(fd, 256)
-            if not piece:
-                return read_report(data)
-            data += piece
-    finally:
-        os.close(fd)
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        piece = os.read(fd, 256)
+        if not piece:
+            return read_report(data)
+        data += piece
 
 
 def serve(contract: DoorContract) -> None:

@@ -2,93 +2,127 @@
 session id, the host paths, the exit codes, and the characters a person cannot read (legible). Pure, and
 imports nothing of the project (tests/test_fence.py), so the launcher, every door and pki share it without
 importing each other.
+
+Each name loads its module on first use (PEP 562): every process imports this package, and all of it costs
+~8 ms (typing, json, the legible tables) that the in-session `sharness-launch sh` needs two names of
+(docs/decisions/bench.md, "Shell door").
 """
 
-from pki.vocabulary.addresses import EMBEDDED_V4, NEVER_INTERNAL, internal_range_problem
-from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
-from pki.vocabulary.client_env import (
-    COMMAND_PROXY_USER_PREFIX,
-    MODEL_VARIABLES,
-    NO_PROXY_VARIABLES,
-    PROXY_VARIABLES,
-    TRUST_VARIABLES,
-)
-from pki.vocabulary.exits import (
-    CHILD_EXITS,
-    EXIT_BAD_MANIFEST,
-    EXIT_CONFINEMENT_FAILED,
-    EXIT_DOOR_CRASHED,
-    EXIT_EXEC_FAILED,
-    EXIT_FAIL_CLOSED,
-    EXIT_FAILED,
-    EXIT_HASH_MISMATCH,
-    EXIT_NO_INPUT,
-    EXIT_NOT_ROOT,
-    EXIT_OK,
-    EXIT_PARENT_GONE,
-    EXIT_SIGNAL_BASE,
-    EXIT_STEP_BASE,
-    EXIT_TTL,
-    EXIT_UNAVAILABLE,
-    EXIT_UNHELD,
-    EXIT_USAGE,
-    LAUNCHER_EXITS,
-    ExitMeaning,
-    child_exit_meaning,
-    exit_codes_help,
-)
-from pki.vocabulary.fds import (
-    DOOR_LISTENER,
-    EGRESS_CA_ROW,
-    FIRST_LISTENER_FD,
-    MODEL_LISTENER_PREFIX,
-    MOUNT_FD_ROW,
-    MOUNT_OWNER_ROW,
-    PROXY_LISTENER_PREFIX,
-    STATUS_FD,
-    SVID_FD,
-)
-from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
-from pki.vocabulary.names import INJECT_FORMATS, SECRET_NAME_PATTERN, valid_secret_name
-from pki.vocabulary.paths import (
-    AUDIT_ROOT,
-    DEMO_ROOT,
-    HELLO_ROOT,
-    LAUNCHD_POLICY,
-    LAUNCHD_SOCKET,
-    LAUNCHD_STATE_ROOT,
-    MACHINE_KEY_NAME,
-    NETNS_ROOT,
-    REMOVABLE_ROOTS,
-    RUN_ROOT,
-    SEALED_PREFIX,
-    SEALED_ROOT,
-    SEALED_SUFFIX,
-    SESSIONS_ROOT,
-    STATE_ROOT,
-)
-from pki.vocabulary.roles import DEFAULT_EDGES, DOOR_ORDER, ROLES
-from pki.vocabulary.sid import SID_BYTES, SID_LENGTH, SID_PATTERN, new_sid, valid_sid
-from pki.vocabulary.status import (
-    AUDIT,
-    DROPPED_BEFORE,
-    FATAL,
-    FINGERPRINT,
-    FORBID,
-    LOST,
-    MAX_FATAL_DETAIL_CHARS,
-    MAX_STATUS_BYTES,
-    READY,
-    STATUS_TYPES,
-    audit_message,
-    decode_status,
-    encode_status,
-    fatal_message,
-    fingerprint_message,
-    forbid_message,
-    lost_message,
-    ready_message,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pki.vocabulary.addresses import EMBEDDED_V4, NEVER_INTERNAL, internal_range_problem
+    from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
+    from pki.vocabulary.client_env import (
+        COMMAND_PROXY_USER_PREFIX,
+        MODEL_VARIABLES,
+        NO_PROXY_VARIABLES,
+        PROXY_VARIABLES,
+        TRUST_VARIABLES,
+    )
+    from pki.vocabulary.exits import (
+        CHILD_EXITS,
+        EXIT_BAD_MANIFEST,
+        EXIT_CONFINEMENT_FAILED,
+        EXIT_DOOR_CRASHED,
+        EXIT_EXEC_FAILED,
+        EXIT_FAIL_CLOSED,
+        EXIT_FAILED,
+        EXIT_HASH_MISMATCH,
+        EXIT_NO_INPUT,
+        EXIT_NOT_ROOT,
+        EXIT_OK,
+        EXIT_PARENT_GONE,
+        EXIT_SIGNAL_BASE,
+        EXIT_STEP_BASE,
+        EXIT_TTL,
+        EXIT_UNAVAILABLE,
+        EXIT_UNHELD,
+        EXIT_USAGE,
+        LAUNCHER_EXITS,
+        ExitMeaning,
+        child_exit_meaning,
+        exit_codes_help,
+    )
+    from pki.vocabulary.fds import (
+        DOOR_LISTENER,
+        EGRESS_CA_ROW,
+        FIRST_LISTENER_FD,
+        MODEL_LISTENER_PREFIX,
+        MOUNT_FD_ROW,
+        MOUNT_OWNER_ROW,
+        PROXY_LISTENER_PREFIX,
+        STATUS_FD,
+        SVID_FD,
+    )
+    from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
+    from pki.vocabulary.names import INJECT_FORMATS, SECRET_NAME_PATTERN, valid_secret_name
+    from pki.vocabulary.paths import (
+        AUDIT_ROOT,
+        DEMO_ROOT,
+        HELLO_ROOT,
+        LAUNCHD_POLICY,
+        LAUNCHD_SOCKET,
+        LAUNCHD_STATE_ROOT,
+        MACHINE_KEY_NAME,
+        NETNS_ROOT,
+        REMOVABLE_ROOTS,
+        RUN_ROOT,
+        SEALED_PREFIX,
+        SEALED_ROOT,
+        SEALED_SUFFIX,
+        SESSIONS_ROOT,
+        STATE_ROOT,
+    )
+    from pki.vocabulary.roles import DEFAULT_EDGES, DOOR_ORDER, ROLES
+    from pki.vocabulary.sid import SID_BYTES, SID_LENGTH, SID_PATTERN, new_sid, valid_sid
+    from pki.vocabulary.status import (
+        AUDIT,
+        DROPPED_BEFORE,
+        FATAL,
+        FINGERPRINT,
+        FORBID,
+        LOST,
+        MAX_FATAL_DETAIL_CHARS,
+        MAX_STATUS_BYTES,
+        READY,
+        STATUS_TYPES,
+        audit_message,
+        decode_status,
+        encode_status,
+        fatal_message,
+        fingerprint_message,
+        forbid_message,
+        lost_message,
+        ready_message,
+    )
+
+_HOMES = {
+    "pki.vocabulary.addresses": ("EMBEDDED_V4", "NEVER_INTERNAL", "internal_range_problem"),
+    "pki.vocabulary.barriers": ("BARRIER_KINDS", "BOUNDARY", "EXPECTATION", "SETTING", "UNHELD"),
+    "pki.vocabulary.client_env": ("COMMAND_PROXY_USER_PREFIX", "MODEL_VARIABLES", "NO_PROXY_VARIABLES",
+                                  "PROXY_VARIABLES", "TRUST_VARIABLES"),
+    "pki.vocabulary.exits": ("CHILD_EXITS", "EXIT_BAD_MANIFEST", "EXIT_CONFINEMENT_FAILED", "EXIT_DOOR_CRASHED",
+                             "EXIT_EXEC_FAILED", "EXIT_FAIL_CLOSED", "EXIT_FAILED", "EXIT_HASH_MISMATCH",
+                             "EXIT_NO_INPUT", "EXIT_NOT_ROOT", "EXIT_OK", "EXIT_PARENT_GONE", "EXIT_SIGNAL_BASE",
+                             "EXIT_STEP_BASE", "EXIT_TTL", "EXIT_UNAVAILABLE", "EXIT_UNHELD", "EXIT_USAGE",
+                             "LAUNCHER_EXITS", "ExitMeaning", "child_exit_meaning", "exit_codes_help"),
+    "pki.vocabulary.fds": ("DOOR_LISTENER", "EGRESS_CA_ROW", "FIRST_LISTENER_FD", "MODEL_LISTENER_PREFIX",
+                           "MOUNT_FD_ROW", "MOUNT_OWNER_ROW", "PROXY_LISTENER_PREFIX", "STATUS_FD", "SVID_FD"),
+    "pki.vocabulary.legible": ("Unreadable", "escaped", "unreadable", "unreadable_char"),
+    "pki.vocabulary.names": ("INJECT_FORMATS", "SECRET_NAME_PATTERN", "valid_secret_name"),
+    "pki.vocabulary.paths": ("AUDIT_ROOT", "DEMO_ROOT", "HELLO_ROOT", "LAUNCHD_POLICY", "LAUNCHD_SOCKET",
+                             "LAUNCHD_STATE_ROOT", "MACHINE_KEY_NAME", "NETNS_ROOT", "REMOVABLE_ROOTS", "RUN_ROOT",
+                             "SEALED_PREFIX", "SEALED_ROOT", "SEALED_SUFFIX", "SESSIONS_ROOT", "STATE_ROOT"),
+    "pki.vocabulary.roles": ("DEFAULT_EDGES", "DOOR_ORDER", "ROLES"),
+    "pki.vocabulary.sid": ("SID_BYTES", "SID_LENGTH", "SID_PATTERN", "new_sid", "valid_sid"),
+    "pki.vocabulary.status": ("AUDIT", "DROPPED_BEFORE", "FATAL", "FINGERPRINT", "FORBID", "LOST",
+                              "MAX_FATAL_DETAIL_CHARS", "MAX_STATUS_BYTES", "READY", "STATUS_TYPES", "audit_message",
+                              "decode_status", "encode_status", "fatal_message", "fingerprint_message",
+                              "forbid_message", "lost_message", "ready_message"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "AUDIT",
@@ -184,3 +218,16 @@ __all__ = [
     "valid_secret_name",
     "valid_sid",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pki.vocabulary' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -16,6 +16,7 @@ from typing import Any
 
 from doors._refusal import DoorRefused
 from doors.fs.client import FsClient
+from doors.shell._wire import decode_chunk, encode_chunk
 from doors.shell.client import ShellClient
 
 
@@ -47,8 +48,8 @@ def run_case(shell: ShellClient, name: str, body: dict[str, Any], until: str | N
     try:
         stream = shell.stream(argv, **body)
         for frame in stream:
-            frames.append(frame)
-            if until is not None and until in str(frame.get("text", "")):
+            frames.append(_printable(frame))
+            if until is not None and until.encode() in decode_chunk(frame):
                 stream.close()
                 break
     except DoorRefused as refused:
@@ -56,6 +57,13 @@ def run_case(shell: ShellClient, name: str, body: dict[str, Any], until: str | N
                           "frames": frames}), flush=True)
         return
     print(json.dumps({"probe": name, "frames": frames}), flush=True)
+
+
+def _printable(frame: dict[str, Any]) -> dict[str, Any]:
+    """A frame of the binary framing as the NDJSON one would hold it (`data` as text or base64), for the test."""
+    if "data" not in frame:
+        return frame
+    return {**{key: value for key, value in frame.items() if key != "data"}, **encode_chunk(frame["data"])}
 
 
 def _until(shell: ShellClient, command_id: str, done: Any) -> list[dict[str, Any]]:

@@ -1,0 +1,230 @@
+"""A zygote is confined before it is sent anything, runs what it is sent, says which step refused, and an unused
+one leaves nothing. As root on the real kernel: its cgroup, fds and Landlock layer are the kernel's."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import shutil
+import tempfile
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from doors.shell._cgroup import CommandCgroup
+from doors.shell._landlock import command_ruleset
+from doors.shell._spare import Spares
+from doors.shell._spawn import Launch, Zygote, fork_zygote, read_report, send_launch
+
+pytestmark = pytest.mark.root
+
+RECVMSG = {"x86_64": 47, "aarch64": 212}[platform.machine()]
+NOBODY = 65534
+PR_SET_NO_NEW_PRIVS = 38
+HIERARCHIES = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids")
+
+
+@pytest.fixture
+def parents() -> Iterator[tuple[str, ...]]:
+    name = f"sharness-test-{uuid.uuid4().hex[:8]}"
+    made = tuple(os.path.join(root, name) for root in HIERARCHIES)
+    for path in made:
+        os.mkdir(path)
+    yield made
+    for path in made:
+        for child in os.listdir(path):
+            if child.startswith("cmd-"):
+                os.rmdir(os.path.join(path, child))
+        os.rmdir(path)
+
+
+def _rmdir(path: str) -> None:
+    """Remove a command's cgroup: a reaped process leaves it a moment later (EBUSY until then, as CommandCgroup's
+    callers retry)."""
+    for _ in range(500):
+        try:
+            os.rmdir(path)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
+            time.sleep(0.01)
+    os.rmdir(path)
+
+
+def _waiting(pid: int) -> None:
+    """Until the zygote blocks in recvmsg: every step before it has been taken (bounded by pytest's run, not a
+    threshold: the zygote either gets there or has exited)."""
+    while True:
+        syscall = Path(f"/proc/{pid}/syscall").read_text().split()
+        if syscall and syscall[0] == str(RECVMSG):
+            return
+        assert Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z", "the zygote exited before it waited"
+        os.sched_yield()
+
+
+def _run(zygote: Zygote, argv: list[str], cwd: str) -> tuple[bytes, bytes, int]:
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    cwd_fd = os.open(cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    send_launch(zygote, Launch(tuple(argv), {"PATH": "/usr/bin:/bin", "X": "x-value"}, cwd_fd, (null, out_w, err_w)))
+    for fd in (out_w, err_w, null, cwd_fd):
+        os.close(fd)
+    with os.fdopen(zygote.report, "rb") as report:
+        assert read_report(report.read()) is None
+    with os.fdopen(out_r, "rb") as out, os.fdopen(err_r, "rb") as err:
+        stdout, stderr = out.read(), err.read()
+    _, status = os.waitpid(zygote.pid, 0)
+    return stdout, stderr, os.waitstatus_to_exitcode(status)
+
+
+def test_a_zygote_waits_in_its_cgroup_holding_no_fd_of_the_door_then_runs_its_command_in_its_layer(
+        parents: tuple[str, ...], tmp_path: Path) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    cgroup = CommandCgroup.create(parents, "cmd-c1")
+    ruleset = command_ruleset((str(home),))
+    door_secret = os.open(os.devnull, os.O_RDONLY)  # inheritable, as a careless fd of the door's would be
+    os.set_inheritable(door_secret, True)
+    try:
+        zygote = fork_zygote(cgroup.procs_files, ruleset)
+        _waiting(zygote.pid)
+        held = {int(fd) for fd in os.listdir(f"/proc/{zygote.pid}/fd")}
+        cgroups = Path(f"/proc/{zygote.pid}/cgroup").read_text()
+        script = f"echo $X; pwd; echo in > {home}/ok; echo out > {elsewhere}/no"
+        stdout, stderr, code = _run(zygote, ["sh", "-c", script], str(home))
+    finally:
+        os.close(door_secret)
+        os.close(ruleset)
+    assert door_secret not in held and len(held - {0, 1, 2}) == 2, held  # its control socket and report pipe
+    assert {line.rpartition(":")[2] for line in cgroups.splitlines() if line.split(":")[1] in ("memory", "pids")} == {
+        f"/{os.path.basename(parents[0])}/cmd-c1"}, cgroups
+    assert stdout == f"x-value\n{home}\n".encode()
+    assert (home / "ok").read_text() == "in\n" and not (elsewhere / "no").exists()
+    assert b"Permission denied" in stderr and code != 0  # the command's Landlock layer held outside HOME
+    cgroup.remove()
+
+
+def test_a_zygote_that_cannot_join_its_cgroup_says_so_and_runs_nothing(tmp_path: Path) -> None:
+    ruleset = command_ruleset((str(tmp_path),))
+    try:
+        zygote = fork_zygote((str(tmp_path / "no-such-cgroup" / "cgroup.procs"),), ruleset)
+    finally:
+        os.close(ruleset)
+    marker = tmp_path / "ran"
+    null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+    cwd_fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    send_launch(zygote, Launch(("touch", str(marker)), {"PATH": "/usr/bin:/bin"}, cwd_fd, (null, null, null)))
+    os.close(null)
+    os.close(cwd_fd)
+    with os.fdopen(zygote.report, "rb") as report:
+        failure = read_report(report.read())
+    os.waitpid(zygote.pid, 0)
+    assert failure is not None and (failure.step, failure.errno) == ("cgroup", 2) and not marker.exists()
+
+
+def test_an_unused_zygote_is_killed_and_its_cgroup_and_tmpdir_removed(parents: tuple[str, ...],
+                                                                      tmp_path: Path) -> None:
+    ruleset = command_ruleset((str(tmp_path),))
+    spares = Spares(str(tmp_path), parents, ruleset)
+    try:
+        spares.refill()
+        spare = spares.take()  # the one made ahead, and the next one waiting after a refill
+        spares.refill()
+        waiting = spares.take()
+        assert (spare.command_id, waiting.command_id) == ("c1", "c2")
+        spares.discard(spare)
+        spares.refill()
+        _waiting(spares._waiting.zygote.pid)  # type: ignore[union-attr]
+        third = spares._waiting
+        spares.close()
+        spares.discard(waiting)
+    finally:
+        os.close(ruleset)
+    assert third is not None and third.command_id == "c3"
+    for gone in (spare, waiting, third):
+        assert not Path(f"/proc/{gone.zygote.pid}").exists()  # killed and reaped
+        assert not os.path.exists(gone.tmpdir)
+        assert not any(os.path.exists(path) for path in gone.cgroup.dirs)
+    assert os.listdir(tmp_path) == []
+
+
+def _beside(parents: tuple[str, ...], workdir: str, tell: int, go: int) -> bytes:
+    """As the shell's kind of user (not root: root may read a sibling domain's /proc files): a zygote waits,
+    another runs a command that tries to signal it and read its environ and maps."""
+    ruleset = command_ruleset((workdir, "/dev/null"))
+    waiting = fork_zygote(CommandCgroup((os.path.join(parents[0], "cmd-c2"),)).procs_files, ruleset)
+    os.write(tell, str(waiting.pid).encode())
+    os.read(go, 1)  # the test saw it wait (this process may not read its /proc: setuid made it undumpable)
+    running = fork_zygote(CommandCgroup((os.path.join(parents[0], "cmd-c1"),)).procs_files, ruleset)
+    script = (f"kill -0 {waiting.pid} 2>/dev/null; echo kill=$?; "
+              f"cat /proc/{waiting.pid}/environ >/dev/null 2>&1; echo environ=$?; "
+              f"cat /proc/{waiting.pid}/maps >/dev/null 2>&1; echo maps=$?")
+    stdout, _, _ = _run(running, ["sh", "-c", script], workdir)
+    os.kill(waiting.pid, 9)
+    os.waitpid(waiting.pid, 0)
+    return stdout
+
+
+def test_a_command_can_neither_signal_nor_read_the_zygote_waiting_beside_it(parents: tuple[str, ...]) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="sharness-test-", dir="/tmp"))  # tmp_path's parents are root's 0700
+    os.chown(workdir, NOBODY, NOBODY)
+    for name in ("cmd-c1", "cmd-c2"):
+        made = CommandCgroup.create(parents[:1], name)
+        os.chown(made.procs_files[0], NOBODY, NOBODY)
+    (result_r, result_w), (tell_r, tell_w), (go_r, go_w) = os.pipe(), os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the shell door's shape: its own uid, no_new_privs (the launcher sets it for the door)
+        try:
+            for fd in (result_r, tell_r, go_w):
+                os.close(fd)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            ctypes.CDLL(None).prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            os.write(result_w, _beside(parents, str(workdir), tell_w, go_r))
+        except BaseException:
+            os.write(result_w, traceback.format_exc().encode())
+        finally:
+            os._exit(0)
+    for fd in (result_w, tell_w, go_r):
+        os.close(fd)
+    _waiting(int(os.read(tell_r, 32)))
+    os.write(go_w, b"g")
+    with os.fdopen(result_r, "rb") as result:
+        seen = result.read()
+    os.waitpid(pid, 0)
+    for fd in (tell_r, go_w):
+        os.close(fd)
+    for name in ("cmd-c1", "cmd-c2"):
+        _rmdir(os.path.join(parents[0], name))
+    shutil.rmtree(workdir)
+    # Without each zygote's own layer all three would be 0 (the same uid): Landlock scopes signals and refuses
+    # ptrace-mode access across domains, so the waiting zygote's memory is not the next command's to read.
+    assert seen == b"kill=1\nenviron=1\nmaps=1\n", seen
+
+
+def test_a_zygote_that_died_while_it_waited_is_replaced_and_removed(parents: tuple[str, ...], tmp_path: Path) -> None:
+    ruleset = command_ruleset((str(tmp_path),))
+    spares = Spares(str(tmp_path), parents, ruleset)
+    try:
+        spares.refill()
+        dead = spares._waiting
+        assert dead is not None
+        os.kill(dead.zygote.pid, 9)  # the OOM killer, say: it is not reaped until the door looks
+        os.waitid(os.P_PIDFD, dead.pidfd, os.WEXITED | os.WNOWAIT)
+        taken = spares.take()
+        spares.discard(taken)
+    finally:
+        os.close(ruleset)
+    assert (dead.command_id, taken.command_id) == ("c1", "c2")
+    assert not Path(f"/proc/{dead.zygote.pid}").exists() and not os.path.exists(dead.tmpdir)
+    assert not any(os.path.exists(path) for path in dead.cgroup.dirs + taken.cgroup.dirs)
