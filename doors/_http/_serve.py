@@ -131,14 +131,14 @@ async def serve_http(
     A request for a TakeoverRoute (that `gate` lets through) hands the connection to its handler for good;
     the handler does its own auditing (`on_exchange` is not called for it).
     """
-    conn = ServerConnection(limits, router.who, any_target=router.takes_over)
+    conn = ServerConnection(limits, router.who, any_target=router.takes_over, peer_role=peer_role, peer_id=peer_id)
     reader = _Reader(stream, conn)
     try:
         while True:
             head = await _read_head(reader, stream)
             if head is None:
                 return
-            request = replace(head.request, peer_role=peer_role, peer_id=peer_id)
+            request = head.request
             takeover = _takeover_route(router, request, gate)
             if takeover is not None:
                 return await _take_over(takeover, request, ReplayStream(conn.takeover_bytes(), stream))
@@ -248,7 +248,9 @@ async def _call(match: Match, request: Request, body: _Body) -> Response:
     if match.route.stream_body:
         request = replace(request, body_stream=body, rest=match.rest)
     else:
-        request = replace(request, body=await body.read_all(), rest=match.rest)
+        read = await body.read_all()
+        if read or match.rest:  # a bodiless request to an exact route is the head's own request
+            request = replace(request, body=read, rest=match.rest)
     return await match.route.handler(request)
 
 
