@@ -53,8 +53,11 @@ class _Reader:
                 return event
             if after_first_byte_s is not None and self.received_any:
                 deadline = min(deadline, self.first_byte_at + after_first_byte_s)
-            with trio.fail_at(deadline):
+            # A bare scope, not trio.fail_at: the same deadline without a generator context manager per read.
+            with trio.CancelScope(deadline=deadline) as scope:
                 data = await self.stream.receive_some(self.conn.limits.receive_bytes)
+            if scope.cancelled_caught:
+                raise trio.TooSlowError
             if data and not self.received_any:
                 self.first_byte_at = trio.current_time()
             self.received_any = self.received_any or bool(data)
@@ -262,7 +265,11 @@ async def _send_response(stream: trio.abc.Stream, conn: ServerConnection, respon
     sender = _Sender(stream, conn.limits)
     body, piece = response.body, conn.limits.send_piece_bytes
     if isinstance(body, bytes):
-        await sender.write(conn.response_head(response, body_length=len(body)))
+        head = conn.response_head(response, body_length=len(body))
+        if len(head) + len(body) <= piece:  # the usual answer: one send, no pending buffer
+            await sender.send_whole(head + conn.body_bytes(body) + conn.end_bytes())
+            return
+        await sender.write(head)
         for start in range(0, len(body), piece):
             await sender.write(conn.body_bytes(body[start:start + piece]))
         await sender.write(conn.end_bytes())
@@ -302,17 +309,20 @@ class _Sender:
             await self._send(bytes(self._pending[:piece]))
             del self._pending[:piece]
 
+    async def send_whole(self, data: bytes) -> None:
+        """Send `data`, at most one piece, with nothing pending (a whole response that fits in one)."""
+        await self._send(data)
+
     async def flush(self) -> None:
         if self._pending:
             await self._send(bytes(self._pending))
             self._pending.clear()
 
     async def _send(self, data: bytes) -> None:
-        try:
-            with trio.fail_after(self._limits.send_timeout_s):
-                await self._stream.send_all(data)
-        except trio.TooSlowError:
-            raise SendStalled(self.sent) from None
+        with trio.CancelScope(deadline=trio.current_time() + self._limits.send_timeout_s) as scope:
+            await self._stream.send_all(data)
+        if scope.cancelled_caught:
+            raise SendStalled(self.sent)
         self.sent += len(data)
 
 
