@@ -5,18 +5,11 @@ something already done or refused (`put_report`) may use the rest, so the 503 a 
 reported while there is room. A report that cannot be queued is counted: the pump hands the count to the
 launcher, which writes it as an `audit.lost` event. An act whose event cannot be queued is not done, so
 nothing about it is lost; the request's own report (its 503) says it happened.
-
-With `deliver_now` (the status socket's non-blocking send), an event put while nothing is queued and the pump
-waits in `get` (and no count of lost reports waits for it) is handed over at once, in the caller, instead of
-waking the pump: it is then already with the launcher when the caller acts, and the order is kept, since
-nothing is ahead of it. When the launcher has no room, `deliver_now` says so and the event is queued as before
-(so the limits, and the 503, still apply).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +41,7 @@ class AuditQueueStatistics:
 class AuditQueue:
     """A bounded FIFO of audit events, filled from the trio thread and read by one pump task."""
 
-    def __init__(self, capacity: int, act_share: float = 0.75,
-                 deliver_now: Callable[[dict[str, Any]], bool] | None = None) -> None:
+    def __init__(self, capacity: int, act_share: float = 0.75) -> None:
         self.capacity = capacity
         self.act_limit = max(1, int(capacity * act_share))
         self._events: deque[dict[str, Any]] = deque()
@@ -57,21 +49,13 @@ class AuditQueue:
         self._closed = False
         self._lost_unreported = 0
         self._lost_total = 0
-        self._deliver_now = deliver_now
-        self._pump_idle = False  # the pump waits in `get`: it holds no event it has not sent
 
     def _put(self, event: dict[str, Any], limit: int) -> bool:
         if self._closed or len(self._events) >= limit:
             return False
-        if self._can_deliver_now() and self._deliver_now is not None and self._deliver_now(event):
-            return True
         self._events.append(event)
         self._waiting.unpark()
         return True
-
-    def _can_deliver_now(self) -> bool:
-        # Nothing ahead of this event, and no count of lost reports for the pump to carry first.
-        return self._pump_idle and not self._events and not self._lost_unreported
 
     def put_act(self, event: dict[str, Any]) -> bool:
         """Queue the event of an act the caller will do only if this returns True."""
@@ -86,19 +70,13 @@ class AuditQueue:
         return False
 
     async def get(self) -> dict[str, Any] | None:
-        """The oldest event, waiting for one; None once the queue is closed and empty.
-
-        The one pump calls it only once it has sent the event it got before (and any count of the lost)."""
-        self._pump_idle = True
-        try:
-            await trio.lowlevel.checkpoint()
-            while not self._events:
-                if self._closed:
-                    return None
-                await self._waiting.park()
-            return self._events.popleft()
-        finally:
-            self._pump_idle = False
+        """The oldest event, waiting for one; None once the queue is closed and empty."""
+        await trio.lowlevel.checkpoint()
+        while not self._events:
+            if self._closed:
+                return None
+            await self._waiting.park()
+        return self._events.popleft()
 
     def take_lost(self) -> int:
         """How many events were lost since the last call (the pump tells the launcher)."""

@@ -94,11 +94,6 @@ def _contexts(contract: DoorContract) -> tuple[TlsContext, TlsContext]:
     return server_ctx, client_ctx
 
 
-def _deliver_now(status: StatusSender, event: dict[str, Any]) -> bool:
-    """Send `event` now if the launcher has room (the queue calls this only when the pump holds nothing)."""
-    return status.send_now(audit_message(event))
-
-
 async def _pump(status: StatusSender, queue: AuditQueue) -> None:
     """Send every queued event, in order, waiting for the launcher; then what was lost, if anything."""
     while (event := await queue.get()) is not None:
@@ -135,7 +130,7 @@ async def serve_door(contract: DoorContract, status: StatusSender, routes: Route
     """
     server_ctx, client_ctx = _contexts(contract)
     identity = SessionIdentity(contract.trust_domain, contract.session_id, contract.role)
-    queue = AuditQueue(AUDIT_QUEUE, deliver_now=functools.partial(_deliver_now, status))
+    queue = AuditQueue(AUDIT_QUEUE)
     runtime = DoorRuntime(contract, identity, EdgePolicy(frozenset(contract.edges)), server_ctx, client_ctx, queue)
     listener = listener_from_fd(contract.listen_fds[DOOR_LISTENER])
     async with trio.open_nursery() as nursery:

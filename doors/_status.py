@@ -73,10 +73,6 @@ class StatusSender:
             self._dropped += 1
         return bool(sent)
 
-    def send_now(self, message: dict[str, Any]) -> bool:
-        """Send if the launcher has room now; False (nothing counted: the caller keeps the message) if not."""
-        return bool(self._try_send(self._payload(message)))
-
     async def _send_waiting(self, data: bytes) -> bool:
         sent = self._try_send(data)
         if sent is not None:  # the usual case: the launcher had room, so no timeout scope is needed

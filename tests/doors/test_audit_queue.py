@@ -9,7 +9,6 @@ import pytest
 import trio
 
 from doors._audit_queue import AuditBackpressure, AuditQueue, AuditQueueStatistics
-from doors._door import _deliver_now as _door_deliver_now
 from doors._door import _pump
 from doors._status import StatusSender
 from pki.vocabulary import MAX_STATUS_BYTES
@@ -111,102 +110,5 @@ async def test_a_kept_secret_is_sent_for_the_log_to_redact() -> None:
     status = StatusSender(theirs.detach())
     assert await status.forbid("db", "correct-horse-battery")
     assert _messages(ours) == [{"type": "forbid", "name": "db", "value": "correct-horse-battery"}]
-    status.close()
-    ours.close()
-
-
-def _direct(status: StatusSender, delivered: list[dict[str, object]]) -> AuditQueue:
-    """A queue whose events go straight to `status` when it can (as the door's does), noting which did."""
-
-    def deliver_now(event: dict[str, object]) -> bool:
-        sent = _door_deliver_now(status, event)
-        if sent:
-            delivered.append(event)
-        return sent
-
-    return AuditQueue(4, act_share=0.5, deliver_now=deliver_now)
-
-
-def _fill(sock: socket.socket) -> int:
-    """Fill the status socket until the launcher (not reading) has no room; how many messages it holds."""
-    sock.setblocking(False)
-    held = 0
-    while True:
-        try:
-            sock.send(b'{"type":"lost"}')
-        except BlockingIOError:
-            return held
-        held += 1
-
-
-async def test_an_event_goes_straight_to_the_launcher_while_the_pump_holds_nothing() -> None:
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    status, delivered = StatusSender(theirs.detach()), list[dict[str, object]]()
-    queue = _direct(status, delivered)
-    assert queue.put_report(_event(0))  # no pump waiting yet: queued
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_pump, status, queue)
-        await trio.testing.wait_all_tasks_blocked()
-        assert queue.put_act(_event(1)) and queue.put_report(_event(2))
-        assert delivered == [_event(1), _event(2)] and queue.statistics().queued == 0
-        queue.close()
-    assert [m["event"] for m in _messages(ours)] == [_event(n) for n in range(3)]
-    status.close()
-    ours.close()
-
-
-async def test_an_event_never_overtakes_the_one_the_pump_is_sending() -> None:
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    held = _fill(theirs)
-    status, delivered = StatusSender(theirs.detach()), list[dict[str, object]]()
-    queue = _direct(status, delivered)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_pump, status, queue)
-        await trio.testing.wait_all_tasks_blocked()
-        assert queue.put_report(_event(0))  # the launcher has no room: queued, and the pump waits with it
-        await trio.testing.wait_all_tasks_blocked()
-        ours.recv(MAX_STATUS_BYTES)  # the launcher takes one message: room for one, the pump not yet awake
-        assert queue.put_report(_event(1))
-        assert delivered == []  # event 1 waits behind event 0
-        for _ in range(held - 1):
-            ours.recv(MAX_STATUS_BYTES)
-        await trio.testing.wait_all_tasks_blocked()
-        queue.close()
-    assert [m["event"] for m in _messages(ours)] == [_event(0), _event(1)]
-    status.close()
-    ours.close()
-
-
-async def test_with_no_room_at_the_launcher_acts_are_refused_as_before() -> None:
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    _fill(theirs)
-    status, delivered = StatusSender(theirs.detach()), list[dict[str, object]]()
-    queue = _direct(status, delivered)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_pump, status, queue)
-        await trio.testing.wait_all_tasks_blocked()
-        # Each act tries the launcher first, finds no room, and is queued: up to act_limit (2), then refused.
-        assert [queue.put_act(_event(n)) for n in range(4)] == [True, True, False, False]
-        assert delivered == []
-        nursery.cancel_scope.cancel()
-    status.close()
-    ours.close()
-
-
-async def test_the_count_of_lost_reports_reaches_the_launcher_once_when_later_events_go_straight() -> None:
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    status, delivered = StatusSender(theirs.detach()), list[dict[str, object]]()
-    queue = _direct(status, delivered)
-    for number in range(5):  # one never fits
-        queue.put_report(_event(number))
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_pump, status, queue)
-        await trio.testing.wait_all_tasks_blocked()
-        assert queue.put_report(_event(5))
-        await trio.testing.wait_all_tasks_blocked()
-        queue.close()
-    messages = _messages(ours)
-    assert [m["event"] for m in messages if m["type"] == "audit"] == [_event(n) for n in (0, 1, 2, 3, 5)]
-    assert sum(int(str(m.get("dropped_before", 0))) for m in messages) == 1
     status.close()
     ours.close()
