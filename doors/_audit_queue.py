@@ -71,8 +71,9 @@ class AuditQueue:
 
     async def get(self) -> dict[str, Any] | None:
         """The oldest event, waiting for one; None once the queue is closed and empty."""
-        await trio.lowlevel.checkpoint()
-        while not self._events:
+        if self._events or self._closed:  # no wait ahead: still let the handlers run between two sends
+            await trio.lowlevel.checkpoint()
+        while not self._events:  # parking is a checkpoint of its own
             if self._closed:
                 return None
             await self._waiting.park()

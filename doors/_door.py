@@ -77,10 +77,10 @@ def hello_body(contract: DoorContract, held_rows: frozenset[str] = frozenset()) 
 
 
 def _router(runtime: DoorRuntime, routes: RoutesArg, held_rows: frozenset[str]) -> Router:
-    body = hello_body(runtime.contract, held_rows)
+    answer = json_response(hello_body(runtime.contract, held_rows))  # the contract is fixed: encode it once
 
     async def hello(request: Request) -> Response:
-        return json_response(body)
+        return answer
 
     extra = routes(runtime) if callable(routes) else (routes or ())
     return Router(runtime.contract.role, [Route("GET", "/v0/hello", hello), *extra])

@@ -74,6 +74,9 @@ class StatusSender:
         return bool(sent)
 
     async def _send_waiting(self, data: bytes) -> bool:
+        sent = self._try_send(data)
+        if sent is not None:  # the usual case: the launcher had room, so no timeout scope is needed
+            return sent
         with trio.move_on_after(math.inf if self.send_timeout_s is None else self.send_timeout_s):
             while (sent := self._try_send(data)) is None:
                 await trio.lowlevel.wait_writable(self._sock)

@@ -14,6 +14,8 @@ from doors._refusal import DoorRefused, Refusal
 ERROR_STATUSES = frozenset({400, 403, 404, 405, 408, 409, 413, 414, 429, 431, 500, 502, 503, 504, 507})
 
 JSON_TYPE = "application/json"
+# json.dumps builds a new encoder on every call that passes options; this one is built once.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 class BodyStream(Protocol):
@@ -73,7 +75,7 @@ class Response:
 
 def json_body(value: Any) -> bytes:
     """Encode `value` as compact UTF-8 JSON."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return _COMPACT.encode(value).encode()
 
 
 def json_response(value: Any, status: int = 200, *, close: bool = False) -> Response:

@@ -54,6 +54,9 @@ class Router:
         self.who = who
         self._routes: list[Route] = []
         self._takeovers: dict[str, TakeoverRoute] = {}
+        # The exact routes that no earlier '/*' route of their method shadows, by (method, path): a request
+        # to one costs a lookup; any other request is decided by the list, in order, as before.
+        self._exact: dict[tuple[str, str], Match] = {}
         for route in routes:
             self.add(route)
 
@@ -75,7 +78,10 @@ class Router:
             return
         if any(r.method == route.method and r.path == route.path for r in self._routes):
             raise ValueError(f"route {route.method} {route.path} is already defined")
+        shadowed = any(self._match_path(r, route.path) for r in self._routes if r.method == route.method)
         self._routes.append(route)
+        if route.prefix is None and not shadowed:
+            self._exact[(route.method, route.path)] = Match(route, "")
 
     def route(
         self, method: str, path: str, *, stream_body: bool = False, max_body_bytes: int | None = None
@@ -90,6 +96,9 @@ class Router:
 
     def match(self, method: str, path: str) -> Match:
         """Return the route for `method path`, or raise DoorRefused 404 / 405."""
+        exact = self._exact.get((method, path))
+        if exact is not None:
+            return exact
         found = [m for m in (self._match_path(r, path) for r in self._routes) if m is not None]
         for candidate in found:
             if candidate.route.method == method:

@@ -53,8 +53,11 @@ class _Reader:
                 return event
             if after_first_byte_s is not None and self.received_any:
                 deadline = min(deadline, self.first_byte_at + after_first_byte_s)
-            with trio.fail_at(deadline):
+            # A bare scope, not trio.fail_at: the same deadline without a generator context manager per read.
+            with trio.CancelScope(deadline=deadline) as scope:
                 data = await self.stream.receive_some(self.conn.limits.receive_bytes)
+            if scope.cancelled_caught:
+                raise trio.TooSlowError
             if data and not self.received_any:
                 self.first_byte_at = trio.current_time()
             self.received_any = self.received_any or bool(data)
@@ -131,14 +134,14 @@ async def serve_http(
     A request for a TakeoverRoute (that `gate` lets through) hands the connection to its handler for good;
     the handler does its own auditing (`on_exchange` is not called for it).
     """
-    conn = ServerConnection(limits, router.who, any_target=router.takes_over)
+    conn = ServerConnection(limits, router.who, any_target=router.takes_over, peer_role=peer_role, peer_id=peer_id)
     reader = _Reader(stream, conn)
     try:
         while True:
             head = await _read_head(reader, stream)
             if head is None:
                 return
-            request = replace(head.request, peer_role=peer_role, peer_id=peer_id)
+            request = head.request
             takeover = _takeover_route(router, request, gate)
             if takeover is not None:
                 return await _take_over(takeover, request, ReplayStream(conn.takeover_bytes(), stream))
@@ -248,7 +251,9 @@ async def _call(match: Match, request: Request, body: _Body) -> Response:
     if match.route.stream_body:
         request = replace(request, body_stream=body, rest=match.rest)
     else:
-        request = replace(request, body=await body.read_all(), rest=match.rest)
+        read = await body.read_all()
+        if read or match.rest:  # a bodiless request to an exact route is the head's own request
+            request = replace(request, body=read, rest=match.rest)
     return await match.route.handler(request)
 
 
@@ -260,7 +265,11 @@ async def _send_response(stream: trio.abc.Stream, conn: ServerConnection, respon
     sender = _Sender(stream, conn.limits)
     body, piece = response.body, conn.limits.send_piece_bytes
     if isinstance(body, bytes):
-        await sender.write(conn.response_head(response, body_length=len(body)))
+        head = conn.response_head(response, body_length=len(body))
+        if len(head) + len(body) <= piece:  # the usual answer: one send, no pending buffer
+            await sender.send_whole(head + conn.body_bytes(body) + conn.end_bytes())
+            return
+        await sender.write(head)
         for start in range(0, len(body), piece):
             await sender.write(conn.body_bytes(body[start:start + piece]))
         await sender.write(conn.end_bytes())
@@ -300,17 +309,20 @@ class _Sender:
             await self._send(bytes(self._pending[:piece]))
             del self._pending[:piece]
 
+    async def send_whole(self, data: bytes) -> None:
+        """Send `data`, at most one piece, with nothing pending (a whole response that fits in one)."""
+        await self._send(data)
+
     async def flush(self) -> None:
         if self._pending:
             await self._send(bytes(self._pending))
             self._pending.clear()
 
     async def _send(self, data: bytes) -> None:
-        try:
-            with trio.fail_after(self._limits.send_timeout_s):
-                await self._stream.send_all(data)
-        except trio.TooSlowError:
-            raise SendStalled(self.sent) from None
+        with trio.CancelScope(deadline=trio.current_time() + self._limits.send_timeout_s) as scope:
+            await self._stream.send_all(data)
+        if scope.cancelled_caught:
+            raise SendStalled(self.sent)
         self.sent += len(data)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from types import MappingProxyType
 from urllib.parse import parse_qs, urlsplit
 
 import h11
@@ -51,15 +53,29 @@ class Malformed:
 _REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 
 Event = NeedData | Head | BodyData | BodyEnd | PeerClosed | Malformed
+NO_QUERY: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+
+
+def path_and_query(target: str) -> tuple[str, Mapping[str, tuple[str, ...]]]:
+    """The target's path and its query parameters, as urlsplit and parse_qs read them."""
+    if target[:1] == "/" and target[1:2] != "/" and "?" not in target and "#" not in target:
+        # An origin-form target without query or fragment is its own path in urlsplit's reading too: h11
+        # let only visible ASCII (\x21-\x7e) into it, so there is no whitespace or control byte to strip.
+        return target, NO_QUERY
+    parts = urlsplit(target)
+    return parts.path, {k: tuple(v) for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
 
 
 class ServerConnection:
     """Wraps h11.Connection: limits on heads, error responses for malformed input, keep-alive cycles."""
 
-    def __init__(self, limits: Limits, who: str, *, any_target: bool = False) -> None:
+    def __init__(self, limits: Limits, who: str, *, any_target: bool = False, peer_role: str | None = None,
+                 peer_id: str | None = None) -> None:
         self.limits = limits
         self.who = who
         self.any_target = any_target  # also authority- and absolute-form targets (for a takeover route)
+        self.peer_role = peer_role  # who the transport admitted: every Request of this connection carries it
+        self.peer_id = peer_id
         self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
         # Every byte of this cycle up to and including the read that completed its head (bounded by
         # max_header_bytes plus one read): what a takeover route replays.
@@ -112,21 +128,26 @@ class ServerConnection:
             return Malformed(self._limit(414, "http.max_target_bytes", f"a {len(target)}-byte target",
                                          limits.max_target_bytes))
         if not target.startswith("/") and not self.any_target:
-            return Malformed(error_response(Refusal(400, "http.target", self.who,
-                                                    f"target {target[:80]!r} is not a path",
-                                                    "request a path such as /v0/hello"), close=True))
+            return Malformed(self._not_a_path(target))
         names = {k for k, _ in headers}
         if "content-length" in names and "transfer-encoding" in names:
             # h11 lets Transfer-Encoding win (RFC 9112 6.3); a proxy in front might not: refuse, never guess.
             return Malformed(error_response(Refusal(400, "http.framing", self.who,
                                                     "the request has both Content-Length and Transfer-Encoding",
                                                     "send one of them, not both"), close=True))
-        parts = urlsplit(target)
-        query = {k: tuple(v) for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        try:
+            path, query = path_and_query(target)
+        except ValueError:  # urlsplit's "Invalid IPv6 URL" for a target such as //[x
+            return Malformed(self._not_a_path(target))
         length = next((int(v) for k, v in headers if k == "content-length"), None)
-        request = Request(event.method.decode("ascii"), target, parts.path, query, headers)
+        request = Request(event.method.decode("ascii"), target, path, query, headers,
+                          peer_role=self.peer_role, peer_id=self.peer_id)
         self._head_seen = True
         return Head(request, length)
+
+    def _not_a_path(self, target: str) -> Response:
+        return error_response(Refusal(400, "http.target", self.who, f"target {target[:80]!r} is not a path",
+                                      "request a path such as /v0/hello"), close=True)
 
     def _limit(self, status: int, row: str, what: str, limit: int) -> Response:
         return error_response(Refusal(status, row, self.who, f"{what}, the limit is {limit}",

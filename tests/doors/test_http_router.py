@@ -73,3 +73,18 @@ def test_request_json_error_is_400() -> None:
     with pytest.raises(DoorRefused) as caught:
         Request("POST", "/", "/", body=b"{nope").json()
     assert caught.value.refusal.status == 400
+
+
+@pytest.mark.parametrize("prefix_first", [True, False])
+def test_the_first_matching_route_wins_whether_exact_or_prefix(prefix_first: bool) -> None:
+    """An exact route is found by one lookup, unless an earlier '/*' route of its method matches its path."""
+    exact, prefix = Route("GET", "/v0/fs/files/a", _ok), Route("GET", "/v0/fs/files/*", _ok)
+    router = Router("fs", [prefix, exact] if prefix_first else [exact, prefix])
+    assert router.match("GET", "/v0/fs/files/a").route is (prefix if prefix_first else exact)
+    assert router.match("GET", "/v0/fs/files/b").route is prefix
+
+
+def test_an_exact_route_of_another_method_does_not_hide_a_prefix_route() -> None:
+    router = Router("fs", [Route("PUT", "/v0/fs/files/a", _ok), Route("GET", "/v0/fs/files/*", _ok)])
+    assert router.match("GET", "/v0/fs/files/a").rest == "a"
+    assert router.match("PUT", "/v0/fs/files/a").route.method == "PUT"

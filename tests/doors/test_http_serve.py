@@ -151,6 +151,18 @@ async def test_malformed_request_is_400_then_closed(autojump_clock: trio.testing
         assert await client.at_eof()
 
 
+async def test_a_target_urlsplit_cannot_read_is_a_400_not_a_crash_of_the_door(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Before, urlsplit's ValueError ("Invalid IPv6 URL") left serve_http and took the door's nursery down.
+    async with trio.open_nursery() as nursery:
+        client = await _serve_pair(nursery)
+        await client.send(b"GET //[x HTTP/1.1\r\nHost: door\r\n\r\n")
+        response = await client.response()
+        assert (response.status, json.loads(response.body)["error"]) == (400, "http.target")
+        assert await client.at_eof()
+
+
 async def test_slow_body_is_cut_with_408(autojump_clock: trio.testing.MockClock) -> None:
     async with trio.open_nursery() as nursery:
         client = await _serve_pair(nursery)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from doors._http import Limits, ServerConnection
-from doors._http._server_conn import BodyEnd, Head, Malformed, NeedData
+from doors._http._server_conn import BodyEnd, Head, Malformed, NeedData, path_and_query
 
 
 def _feed(data: bytes, limits: Limits | None = None) -> object:
@@ -30,6 +32,35 @@ def test_a_request_head_with_query() -> None:
     assert event.request.path == "/v0/hello"
     assert event.request.query == {"a": ("1", "2")}
     assert event.request.header("HOST") == "door"
+
+
+def test_a_request_carries_the_peer_the_transport_admitted() -> None:
+    conn = ServerConnection(Limits(), "fs", peer_role="app", peer_id="spiffe://sharness.test/0123abcd/app")
+    conn.receive_data(b"GET /v0/hello HTTP/1.1\r\nHost: door\r\n\r\n")
+    event = conn.next_event()
+    assert isinstance(event, Head)
+    assert (event.request.peer_role, event.request.peer_id) == ("app", "spiffe://sharness.test/0123abcd/app")
+
+
+_TARGET_CHARS = st.sampled_from([chr(c) for c in range(0x21, 0x7F)])  # what h11 lets into a request target
+
+
+@settings(max_examples=3000)
+@given(st.one_of(st.text(_TARGET_CHARS, min_size=1), st.text(st.sampled_from("/?#:@[]%a;=&"), min_size=1)))
+def test_path_and_query_read_a_target_as_urlsplit_and_parse_qs_do(target: str) -> None:
+    try:
+        parts = urlsplit(target)
+    except ValueError:  # an authority that is not one ("//[x"): the fast path must not hide it either
+        with pytest.raises(ValueError):
+            path_and_query(target)
+        return
+    want = (parts.path, {k: tuple(v) for k, v in parse_qs(parts.query, keep_blank_values=True).items()})
+    path, query = path_and_query(target)
+    assert (path, dict(query)) == want
+
+
+def test_a_target_urlsplit_cannot_read_is_400_not_a_crash() -> None:
+    assert _refusal(_feed(b"GET //[x HTTP/1.1\r\nHost: x\r\n\r\n")) == (400, "http.target")
 
 
 def test_garbage_is_400() -> None:
