@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: run test lint bench gc clean system-tools fuse-libs claude-code install install-units uninstall
+.PHONY: run test lint bench gc clean system-tools fuse-libs bytecode claude-code install install-units uninstall
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,13 @@ $(INIT): launcher/kernel/_init/sharness_init.c
 	@cc -static -O2 -Wall -Wextra -o $@ $< && chmod 0755 $@ || \
 	  echo "make: no static C build of $@ (cc -static failed); the app's init runs in Python" >&2
 
+# The tree's bytecode, up to date: where PYTHONDONTWRITEBYTECODE is set no start writes it, and every launcher
+# start would compile launcher/, doors/ and pki/ again (~100 ms; docs/decisions/bench.md, "launcher").
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q launcher doors pki >/dev/null
+
 # A real agent session on the sample project (manifests/examples/demo/), its summary, then the probe's table.
-run: $(STAMP) $(INIT)
+run: $(STAMP) $(INIT) bytecode
 	$(BIN)/sharness-launch demo
 	$(BIN)/sharness-launch hello
 
@@ -78,7 +83,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check launcher doors pki tests bench
 	$(BIN)/mypy
 
-bench: $(STAMP) $(INIT)
+bench: $(STAMP) $(INIT) bytecode
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)
 
 gc: $(STAMP)

@@ -140,6 +140,8 @@ def doors_helper(count: int) -> dict[str, Any]:
     `count` forked after gc.freeze() (what a pre-fork server does to keep the parent's pages shared)."""
     for module in LAUNCHER_MODULES:  # the same imports the launcher holds when it forks its doors
         importlib.import_module(module)
+    doors_serve = importlib.import_module("doors.serve")
+    doors_serve.preload(("keys",))  # as a session preloads its own doors' code before it forks them
     directory = tempfile.mkdtemp(prefix="sharness-bench-doors-")
     try:
         kit = _door_kit(directory)

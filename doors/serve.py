@@ -3,12 +3,13 @@
 Each door role has its server (`server_for`); a role that is not a door's gets the generic door, which answers
 hello and reports its rows unheld (no door uses it now: every role in DOOR_ORDER has its own). A role's server
 is imported when it is first asked for, so an exec'd door loads only its own code; the launcher calls
-`preload()` before it forks, so that each forked door starts from pre-imported code.
+`preload(its doors)` before it forks, so that each forked door starts from pre-imported code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Iterable
 
 from doors._contract import DoorContract
 from doors._door import run_door
@@ -43,10 +44,23 @@ def server_for(role: str) -> Server:
     return run_door
 
 
-def preload() -> None:
-    """Import every door's server now (the launcher does, before it forks its doors)."""
-    for role in ROLES_WITH_SERVERS:
+# What a door imports only once it needs it, after its fork and confinement (where it may no longer read the tree):
+# the zygote imports it with the door's server.
+LATE_IMPORTS = {"net": ("doors.keys.client",)}  # doors/net/server.py: the keys client, for bound credentials
+
+
+def preload(roles: Iterable[str] = ROLES_WITH_SERVERS, mount: bool = True) -> None:
+    """Import the servers of `roles` (default: every door's) now, and with `mount` the fs door's FUSE front: the
+    launcher does, for its session's doors, before it forks them, so that each forked door starts from pre-imported
+    code."""
+    for role in roles:
         server_for(role)
+        for module in LATE_IMPORTS.get(role, ()):
+            importlib.import_module(module)
+        if role == "fs" and mount:
+            from doors.fs import server as fs_server
+
+            fs_server.mount_front()
 
 
 def serve(contract: DoorContract) -> None:

@@ -15,9 +15,14 @@ COMMAND_MODULES: tuple[str, ...] = ("run", "check", "hash", "hello", "demo", "gc
 DEFAULT_COMMAND = "run"
 
 
-def _command_modules() -> list[ModuleType]:
+def command_name(module: str) -> str:
+    """The command module `module` registers: its name with dashes (verify_audit registers verify-audit)."""
+    return module.replace("_", "-")
+
+
+def _command_modules(only: str | None = None) -> list[ModuleType]:
     modules = []
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if only is None else [m for m in COMMAND_MODULES if command_name(m) == only]:
         qualified = f"launcher.commands.{name}"
         try:
             modules.append(importlib.import_module(qualified))
@@ -27,8 +32,8 @@ def _command_modules() -> list[ModuleType]:
     return modules
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
-    """The parser with every built command registered, and the names of those commands."""
+def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, set[str]]:
+    """The parser with every built command registered (or only the command `only`), and their names."""
     parser = argparse.ArgumentParser(
         prog="sharness-launch",
         description="Run an AI agent with what the person allowed held by the kernel and by separate doors.",
@@ -37,7 +42,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in _command_modules():
+    for module in _command_modules(only):
         module.register(subparsers)
     return parser, set(subparsers.choices)
 
@@ -50,6 +55,16 @@ def with_default_command(argv: list[str], commands: set[str]) -> list[str] | Non
     return [DEFAULT_COMMAND, *argv] if DEFAULT_COMMAND in commands else None
 
 
+def _the_one_command(given: list[str]) -> str | None:
+    """The command `given` names, or the default one for a bare manifest: only its module need be imported (the
+    others cost `run` ~20 ms before its session; docs/decisions/bench.md, "launcher"). None when an option
+    comes first (help, version): every command is registered then."""
+    if not given or given[0].startswith("-"):
+        return None
+    names = {command_name(module) for module in COMMAND_MODULES}
+    return given[0] if given[0] in names else DEFAULT_COMMAND
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default sys.argv[1:]), run the command, return its exit code."""
     given = list(sys.argv[1:] if argv is None else argv)
@@ -57,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         from doors.shell.cli import program as sh_main
 
         return sh_main(given[1:])
-    parser, commands = build_parser()
+    only = _the_one_command(given)
+    parser, commands = build_parser(only)
+    if only is not None and only not in commands:  # not built in this installation: the full parser says so
+        parser, commands = build_parser()
     args_in = with_default_command(given, commands)
     if args_in is None:
         print(f"sharness-launch: no command {given[0]!r}, and this installation lacks the default command "

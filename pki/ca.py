@@ -8,6 +8,7 @@ what it sent, and seals the memfds. The parent never has the CA key or a leaf ke
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as dt
 import fcntl
 import json
@@ -15,10 +16,9 @@ import os
 import select
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from cffi import FFI
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
@@ -31,8 +31,6 @@ CHILD_TIMEOUT_S = 30.0
 _MAX_REPLY = 1 << 20
 _SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
 
-_ffi = FFI()
-_ffi.cdef("int prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5);")
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 
@@ -113,10 +111,11 @@ def _seal(fd: int) -> None:
 
 def mint_session(
     trust_domain: str, session_id: str, roles: Iterable[str], ttl_s: int, deliveries: Mapping[str, Delivery],
-    egress_to: EgressDelivery | None = None,
+    egress_to: EgressDelivery | None = None, while_minting: Callable[[], None] | None = None,
 ) -> MintedSession:
     """Fork the CA child, let it write every role's SVID to its delivery (and the egress leaves to `egress_to`),
-    return the public material."""
+    return the public material. `while_minting` is the caller's own work, run once the child is forked and before
+    its reply is read: the two run side by side."""
     roles = tuple(roles)
     validate_trust_domain(trust_domain)
     for role in roles:
@@ -135,6 +134,8 @@ def mint_session(
         _child_main(write_end, parent, trust_domain, session_id, roles, ttl_s, deliveries, egress_to)
     os.close(write_end)
     try:
+        if while_minting is not None:
+            while_minting()
         reply = _read_reply(read_end, pid)
     finally:
         os.close(read_end)
@@ -264,9 +265,11 @@ def _harden(parent: int) -> None:
     """Keep same-uid processes from ptrace or /proc/<pid>/mem, and die if the launcher dies."""
     with contextlib.suppress(ValueError):  # ValueError: not the main thread, so no wakeup fd to clear
         signal.set_wakeup_fd(-1)  # the parent's event loop wakeup fd is not ours to write
-    libc = _ffi.dlopen(None)
-    libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    # ctypes, not a cffi cdef: parsing even one declaration imports pycparser, ~13 ms of every launcher start
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_DUMPABLE, ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    libc.prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), ctypes.c_ulong(0), ctypes.c_ulong(0),
+               ctypes.c_ulong(0))
     if os.getppid() != parent:
         raise MintError("launcher died before the CA child started")
 

@@ -19,8 +19,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-import cffi
-
+from doors._ffi import ffi as _ffi  # out-of-line: no C parser at import (doors/_ffi_cdefs.py)
 from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.fs._paths import WorkspacePath
 
@@ -37,8 +36,6 @@ FOLDING_FILE_SYSTEMS = {
     0xFE534D42: "smb2",
 }
 
-_ffi = cffi.FFI()
-_ffi.cdef("int fstatfs(int fd, void *buf);")
 _libc: Any = _ffi.dlopen(None)
 _STATFS_BYTES = 256  # struct statfs is 120 bytes on 64-bit Linux; f_type (a long) comes first
 

@@ -6,7 +6,7 @@ import os
 import platform
 from typing import Any
 
-import cffi
+from doors._ffi import ffi as _ffi  # out-of-line: no C parser at import (doors/_ffi_cdefs.py)
 
 RESOLVE_NO_XDEV = 0x01
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -19,13 +19,6 @@ AT_FDCWD = -100
 _SYS_OPENAT2 = 437
 _SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276}.get(platform.machine(), 316)
 
-_ffi = cffi.FFI()
-_ffi.cdef(
-    """
-    struct open_how { uint64_t flags; uint64_t mode; uint64_t resolve; };
-    long syscall(long number, ...);
-    """
-)
 _libc: Any = _ffi.dlopen(None)
 
 

@@ -32,17 +32,16 @@ HELD_ROWS = frozenset({"workspace", "workspace_fd", "read_only", "append_only", 
                        "max_concurrent_uploads", "mount_fd", "mount_owner"})
 
 
-def _mount_front() -> ModuleType | None:
-    """The FUSE front (doors/fs/_fuse_serve.py), imported now: the launcher preloads this module before it forks,
-    and the door, once its uid is dropped, may not read the interpreter's site-packages any more. None without
-    pyfuse3 (the launcher then refuses a manifest asking for the mount: 78, app.workspace)."""
+@functools.cache
+def mount_front() -> ModuleType | None:
+    """The FUSE front (doors/fs/_fuse_serve.py, with pyfuse3: ~10 ms of import). The door, once its uid is dropped,
+    may not read the interpreter's site-packages any more, so the launcher imports it before it forks an fs door
+    that serves the mount (doors.serve.preload), and only then. None without pyfuse3 (the launcher then refuses a
+    manifest asking for the mount: 78, app.workspace)."""
     try:
         return importlib.import_module("doors.fs._fuse_serve")
     except ImportError:
         return None
-
-
-MOUNT_FRONT = _mount_front()
 
 # What one connection may make the door hold (docs/decisions/fs.md, "Memory per connection"): bodies of the
 # routes that do not stream them (mkdir, delete; rename sets its own) stay small, and a client that has not
@@ -114,7 +113,8 @@ def serve(contract: DoorContract) -> None:
         return build(contract.rows, thread_safe(runtime.audit), report=thread_safe(runtime.report),
                      kept_secrets=contract.kept_secrets)
 
-    device = MOUNT_FRONT.mount_device(contract.rows) if MOUNT_FRONT is not None else None
+    front = mount_front() if contract.rows.get("mount_fd") is not None else None
+    device = front.mount_device(contract.rows) if front is not None else None
     if device is None:
         if contract.rows.get("mount_fd") is not None:
             raise RuntimeError("the fs door cannot serve the workspace mount: pyfuse3 is not installed")
@@ -127,9 +127,9 @@ def serve(contract: DoorContract) -> None:
         return built[0].routes()
 
     def background(runtime: DoorRuntime) -> list[Callable[[], Awaitable[None]]]:
-        assert MOUNT_FRONT is not None and device is not None
-        ops = MOUNT_FRONT.mount_ops(built[0], contract.rows)  # the router, built first, made the API
-        return [functools.partial(MOUNT_FRONT.serve_mount, ops, device)]
+        assert front is not None and device is not None
+        ops = front.mount_ops(built[0], contract.rows)  # the router, built first, made the API
+        return [functools.partial(front.serve_mount, ops, device)]
 
     run_reporting(contract, lambda status: trio.run(functools.partial(
         serve_door, contract, status, routes, held_rows=HELD_ROWS, limits=FS_LIMITS, background=background)))

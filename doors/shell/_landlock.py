@@ -15,7 +15,7 @@ import stat
 import struct
 from typing import Any
 
-import cffi
+from doors._ffi import ffi as _ffi  # out-of-line: no C parser at import (doors/_ffi_cdefs.py)
 
 _SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # x86_64 and aarch64 alike
 RULE_PATH_BENEATH = 1
@@ -27,8 +27,6 @@ FILE_WRITE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE  # what a rule on a non-director
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 MIN_ABI = 6  # scoping came with ABI 6
 
-_ffi = cffi.FFI()
-_ffi.cdef("long syscall(long number, ...);")
 _libc: Any = _ffi.dlopen(None)
 
 

@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def preload() -> None:
     """Import all a session needs before the first fork, so no runner pays for it (the daemon's whole point)."""
+    import doors.serve
     import launcher.commands.run
     import launcher.kernel.probe
     import launcher.lifecycle.preflight
@@ -55,6 +56,8 @@ def preload() -> None:
     import launcher.policy.approval
     import launcher.policy.plan
     import launcher.policy.plan_render  # noqa: F401
+
+    doors.serve.preload()  # every door's code: a session imports only its own doors', here already imported
 
 
 def _activated_listener() -> socket.socket | None:

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -188,6 +187,10 @@ def _texts(value: object) -> list[str]:
 
 
 def _build_logger(fd: int, chain: _Chain, guard: _Guard) -> Any:
+    # Here, not at the top: structlog (and asyncio with it) is ~40 ms of import that no door needs; a session opens
+    # its log after its last fork, so the launcher pays it while the app runs (docs/decisions/bench.md, "launcher").
+    import structlog
+
     def link(_logger: object, _method: str, event_dict: MutableMapping[str, Any]) -> Mapping[str, Any]:
         ts, event = event_dict.pop("ts"), event_dict.pop("event")
         return {"seq": chain.seq + 1, "ts": ts, "event": event, **event_dict, "prev": chain.head}

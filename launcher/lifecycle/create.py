@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from launcher.kernel import cgroups, netns, users
@@ -101,12 +102,14 @@ class SessionBuilder:
     resources at once, with one fsync (each fsync is ~0.3 ms; docs/decisions/session-bench.md)."""
 
     def __init__(self, manifest: Manifest, layout: SessionLayout, journal: Journal,
-                 fs_owner: WorkspaceOwner | None = None, avoid_ids: frozenset[int] = frozenset()) -> None:
+                 fs_owner: WorkspaceOwner | None = None, avoid_ids: frozenset[int] = frozenset(),
+                 while_minting: Callable[[], None] | None = None) -> None:
         self.manifest = manifest
         self.layout = layout
         self.journal = journal
         self.fs_owner = fs_owner
         self.avoid_ids = avoid_ids  # owners of the workspace and of app.files.* (lifecycle/path_owners.py)
+        self.while_minting = while_minting  # the launcher's own work beside the CA child's (pki.ca.mint_session)
         self.resources = Resources()
 
     def build(self) -> Resources:
@@ -199,7 +202,7 @@ class SessionBuilder:
             egress_to = EgressDelivery(self.manifest.bound_hosts, self.resources.egress_memfd)
         session = self.manifest.session
         minted = mint_session(session.trust_domain, self.layout.sid, self.manifest.roles, session.ttl_s, deliveries,
-                              egress_to)
+                              egress_to, self.while_minting)
         self.resources.minted = minted
         self._give_app(f"{app_dir}/{APP_BUNDLE}", minted.bundle_pem)
         if minted.egress_ca_pem is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import functools
 import os
 import signal
 import sys
@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import doors.serve
 from doors import SecretFingerprint
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.fuse_mount import WorkspaceMount, make_workspace_mount
@@ -24,6 +23,7 @@ from launcher.lifecycle.component_spec import spec_of
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
 from launcher.lifecycle.home_seed import read_home_seed, write_home_seed
 from launcher.lifecycle.journal import Journal, RemovalError
+from launcher.lifecycle.journal_removers import process_starttime
 from launcher.lifecycle.model_spend import ModelSpend
 from launcher.lifecycle.path_owners import owners_to_avoid
 from launcher.lifecycle.preflight import (
@@ -35,7 +35,15 @@ from launcher.lifecycle.preflight import (
 )
 from launcher.lifecycle.preflight_paths import Pins, resolve_paths
 from launcher.lifecycle.preflight_sealed import SecretSources, open_secret_sources
-from launcher.lifecycle.spawn import Spawned, exit_code_of, single_threaded, spawn_app, spawn_door
+from launcher.lifecycle.spawn import (
+    Spawned,
+    door_main,
+    exit_code_of,
+    import_door_code,
+    single_threaded,
+    spawn_app,
+    spawn_door,
+)
 from launcher.lifecycle.supervise import Ending, Supervisor
 from launcher.manifest import Manifest
 from launcher.policy.confine_plan import python_paths
@@ -47,8 +55,6 @@ from launcher.policy.layout import SessionLayout
 from launcher.policy.scratch import scratch_of
 from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
-
-doors.serve.preload()  # the launcher is the doors' zygote: all their code is imported before any fork
 
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 3.0
@@ -89,12 +95,6 @@ class SessionResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     teardown_errors: list[str] = field(default_factory=list)
     model_spend: ModelSpend | None = None  # with the model door: what it reported spending, beside the budget
-
-
-def _starttime(pid: int) -> str:
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        fields = stat.read().rsplit(b")", 1)[1].split()
-    return fields[19].decode()
 
 
 class Session:
@@ -167,8 +167,6 @@ class Session:
         self._read_home_seed()
         if "keys" in self.manifest.roles:
             self._secret_fds = open_secret_sources(self.manifest.door_rows("keys").get("secrets", {}))
-        # All imported: forked doors share these pages, exit does not walk them (docs/decisions/session-bench.md)
-        gc.freeze()
         ensure_root_dirs(self.layout)
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
         if self.options.on_journaled is not None:
@@ -180,7 +178,9 @@ class Session:
         try:
             self.audit("session.start", {"sid": self.layout.sid, "manifest": self.manifest.sha256,
                                          "roles": list(self.manifest.roles)})
-            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids).build()
+            resources = SessionBuilder(self.manifest, self.layout, journal, fs_owner, avoid_ids,
+                                       functools.partial(import_door_code, self.manifest.roles,
+                                                         self.manifest.app.mounts_workspace)).build()
             self._mark("created")
             supervisor = Supervisor(self.audit, on_round_end=self._commit_audit)
             ending = self._start(resources, supervisor, journal)
@@ -219,7 +219,7 @@ class Session:
         self._progress(f"session {self.layout.sid}: {len(doors)} doors ready")
         info = SessionInfo(self.layout, {role: supervisor.pid_of(role) for role in supervisor.roles})
         app = self._spawn_app(resources, info)
-        journal.record("pid", f"{app.pid}:{_starttime(app.pid)}")
+        journal.record("pid", f"{app.pid}:{process_starttime(app.pid)}")
         supervisor.watch(app)
         if self._stdio is not None:
             supervisor.add_io(self._stdio, (signal.SIGWINCH,))
@@ -234,7 +234,7 @@ class Session:
         for door in doors:
             self._progress(f"session {self.layout.sid}: starting the {door} door")
             spawned = self._spawn_door(door, resources)
-            journal.record("pid", f"{spawned.pid}:{_starttime(spawned.pid)}")
+            journal.record("pid", f"{spawned.pid}:{process_starttime(spawned.pid)}")
             supervisor.watch(spawned)
         return supervisor.wait_ready(doors, self.options.ready_timeout_s)
 
@@ -356,7 +356,7 @@ class Session:
                                  resources.minted.not_after, kept, owner, resources.minted.egress_ca_pem)
         spec = self.spec(door, resources, door_env(), fds.keep)
         try:
-            return spawn_door(door, spec, handles, lambda: doors.serve.serve(contract))
+            return spawn_door(door, spec, handles, lambda: door_main(contract))
         finally:
             if mount is not None:  # the door holds the device now: its death must end the FUSE connection
                 mount.close_device()

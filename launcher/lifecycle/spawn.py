@@ -4,19 +4,21 @@ child. The parent keeps only the pid, a pidfd and its end of the status socket (
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from launcher.kernel import pidns
 from launcher.kernel.confine import ConfinementError, ConfinementSpec, apply_confinement, place_fds, step_of_exit_code
 from launcher.kernel.init_binary import usable_init_binary
 from launcher.lifecycle import app_init
 from pki.vocabulary import (
+    DOOR_ORDER,
     EXIT_CONFINEMENT_FAILED,
     EXIT_DOOR_CRASHED,
     EXIT_EXEC_FAILED,
@@ -24,6 +26,9 @@ from pki.vocabulary import (
     STATUS_FD,
     child_exit_meaning,
 )
+
+if TYPE_CHECKING:
+    from doors import DoorContract
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,30 @@ class Spawned:
     status: socket.socket | None  # door → launcher messages; None for the app
     diagnostics: int | None = None  # the read end of a door's stderr (non-blocking); None for the app
     exit_report: int | None = None  # the app's init reports the app's wait status here (app_init.py)
+
+
+def import_door_code(roles: Iterable[str], mount: bool = False) -> None:
+    """The launcher is its doors' zygote: the code of the doors among `roles` (no other door's; the fs door's FUSE
+    front only with `mount`) imported before they fork, then frozen: the forked doors share these pages and the
+    launcher's exit does not walk them (docs/decisions/session-bench.md). A session runs this while its CA child
+    mints (docs/decisions/bench.md)."""
+    wanted, collecting = set(roles), gc.isenabled()
+    gc.disable()  # no collector passes over a heap that only grows here: ~9 ms of CPU (docs/decisions/bench.md)
+    try:
+        from doors.serve import preload
+
+        preload((role for role in DOOR_ORDER if role in wanted), mount)
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+
+def door_main(contract: DoorContract) -> None:
+    """Run the door `contract` describes, in the forked child, from the code import_door_code loaded."""
+    from doors.serve import serve
+
+    serve(contract)
 
 
 def _reset_signals(for_exec: bool) -> None:

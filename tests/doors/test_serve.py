@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +39,32 @@ def test_an_execd_door_imports_only_its_own_server() -> None:
     assert _loaded_after("import doors.serve; doors.serve.server_for('net')") == {"doors.net.server"}
 
 
-def test_preload_and_the_launcher_import_every_server_before_forking() -> None:
-    both = {"doors.fs.server", "doors.net.server", "doors.keys.server", "doors.model.server", "doors.shell.server"}
-    assert _loaded_after("import doors.serve; doors.serve.preload()") == both
-    assert _loaded_after("import launcher.lifecycle.session") >= both
+def test_preload_imports_the_servers_it_is_given_and_the_launcher_none_before_its_session() -> None:
+    every = {"doors.fs.server", "doors.net.server", "doors.keys.server", "doors.model.server", "doors.shell.server"}
+    assert _loaded_after("import doors.serve; doors.serve.preload()") == every
+    assert _loaded_after("import doors.serve; doors.serve.preload(('fs', 'keys'))") == {"doors.fs.server",
+                                                                                          "doors.keys.server"}
+    # A session preloads its own doors (launcher/lifecycle/session.py, run); the daemon preloads every door.
+    assert _loaded_after("import launcher.lifecycle.session") == set()
+    assert _loaded_after("import launcher.daemon.main; launcher.daemon.main.preload()") >= every
+
+
+def _late_door_imports(package: str) -> set[str]:
+    """The doors.* modules imported inside a function (not under TYPE_CHECKING) anywhere in `package`."""
+    found: set[str] = set()
+    for path in (ROOT / package.replace(".", "/")).rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for function in ast.walk(tree):
+            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                found |= {node.module for node in ast.walk(function)
+                          if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("doors.")}
+    return found
+
+
+@pytest.mark.parametrize("role", ["fs", "net", "keys", "model", "shell"])
+def test_preload_of_a_door_imports_what_it_would_import_late(role: str) -> None:
+    """A forked door may not read the tree once confined: what its code imports inside a function is preloaded."""
+    late = sorted(_late_door_imports(f"doors.{role}"))
+    probe = f"import sys, doors.serve; doors.serve.preload([{role!r}]); print(' '.join(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert [module for module in late if module not in done.stdout.split()] == []

@@ -174,3 +174,28 @@ def test_the_installed_console_script() -> None:
     done = _run("hash", "-", stdin=Path(DEMO).read_bytes())
     assert (done.returncode, done.stdout.decode().strip()) == (0, DEMO_HASH)
     assert _run("check").returncode == 2
+
+
+@pytest.mark.parametrize("module", cli.COMMAND_MODULES)
+def test_each_command_module_registers_the_command_named_after_it(module: str) -> None:
+    _, commands = cli.build_parser(cli.command_name(module))
+    assert commands == {cli.command_name(module)}
+
+
+def _command_modules_loaded(*argv: str) -> set[str]:
+    code = ("import sys; from launcher import cli; cli.main(sys.argv[1:]); "
+            "print(' '.join(m for m in sys.modules if m.startswith('launcher.commands.')), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
+    commands = {f"launcher.commands.{module}" for module in cli.COMMAND_MODULES}
+    return set(done.stderr.split()) & commands
+
+
+def test_a_command_imports_its_own_module_and_no_other_command() -> None:
+    """`run` (named, or a bare manifest) and `hash` load only their module; help still lists every command."""
+    assert _command_modules_loaded("hash", DEMO) == {"launcher.commands.hash"}
+    assert _command_modules_loaded("run", "--help") == {"launcher.commands.run"}
+    assert _command_modules_loaded(DEMO, "--expect-hash", WRONG_HASH) == {"launcher.commands.run"}
+    done = _run("--help")
+    lines = done.stdout.decode().splitlines()
+    listed = {line.split()[0] for line in lines if line.startswith("    ") and line[4] != " "}
+    assert done.returncode == 0 and listed == {cli.command_name(module) for module in cli.COMMAND_MODULES}

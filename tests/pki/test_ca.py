@@ -328,3 +328,28 @@ def test_a_bad_reply_undoes_the_deliveries(
         ca.mint_session(TD, SID, ("shell", "app"), 600, deliveries)
     assert _read_fd(memfds["shell"]) == b""
     assert not app_file.exists()
+
+
+def test_the_callers_work_runs_beside_the_ca_child_and_a_failure_there_leaves_no_child(
+    memfds: dict[str, int],
+) -> None:
+    """`while_minting` runs once the child is forked (so the two overlap) and before its reply is read; when it
+    raises, the child is still reaped and nothing is returned."""
+    before = _children_of(os.getpid())
+    seen: list[set[int]] = []
+    deliveries = {role: ca.MemfdDelivery(fd) for role, fd in memfds.items()}
+    minted = ca.mint_session(TD, SID, ROLES, 600, deliveries, None, lambda: seen.append(_children_of(os.getpid())))
+    assert len(seen) == 1 and len(seen[0] - before) == 1  # the CA child existed while the callback ran
+    assert minted.bundle_pem and _children_of(os.getpid()) == before
+
+    def fails() -> None:
+        raise RuntimeError("the launcher's own work failed")
+
+    fresh = {role: ca.MemfdDelivery(ca.new_svid_memfd(role)) for role in ROLES}
+    try:
+        with pytest.raises(RuntimeError, match="own work failed"):
+            ca.mint_session(TD, SID, ROLES, 600, fresh, None, fails)
+        assert _children_of(os.getpid()) == before
+    finally:
+        for delivery in fresh.values():
+            os.close(delivery.fd)

@@ -1,4 +1,4 @@
-"""Network namespaces: made with pyroute2, entered per thread, removed idempotently."""
+"""Network namespaces: bind-mounted under /run/netns, lo up by ioctl, entered per thread, removed idempotently."""
 
 from __future__ import annotations
 
@@ -75,3 +75,28 @@ def test_fast_open_is_off_in_the_namespaces_the_launcher_makes() -> None:
             assert refused.value.errno == errno.EOPNOTSUPP
     finally:
         netns.delete_netns(name)
+
+
+def _mountinfo_line(path: str) -> str:
+    with open("/proc/self/mountinfo") as mountinfo:
+        lines = [line for line in mountinfo if line.split()[4] == path]
+    assert lines, f"{path} is not a mount point"
+    return lines[-1]
+
+
+@pytest.mark.root
+def test_each_namespace_is_an_nsfs_mount_on_a_shared_netns_root() -> None:
+    """As `ip netns add` leaves them: /run/netns shared (later namespaces show in mount namespaces that copied it),
+    each name an nsfs bind mount of its own namespace; a mount point left bare by a failed create is removed."""
+    name, bare = (f"sh-test-{secrets.token_hex(3)}" for _ in range(2))
+    try:
+        netns.create_netns(name, loopback_up=False)
+        assert "shared:" in _mountinfo_line(netns.NETNS_ROOT)
+        assert " - nsfs " in _mountinfo_line(f"{netns.NETNS_ROOT}/{name}")
+        os.close(os.open(f"{netns.NETNS_ROOT}/{bare}", os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0))
+        netns.delete_netns(bare)
+        assert not os.path.lexists(f"{netns.NETNS_ROOT}/{bare}")
+    finally:
+        netns.delete_netns(name)
+        netns.delete_netns(bare)
+    assert not os.path.lexists(f"{netns.NETNS_ROOT}/{name}")

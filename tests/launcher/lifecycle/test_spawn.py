@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 from launcher.lifecycle.spawn import describe_exit, exit_code_of, single_threaded
@@ -26,3 +28,17 @@ def test_a_running_thread_makes_fork_unsafe() -> None:
     finally:
         stop.set()
         thread.join()
+
+
+def test_import_door_code_loads_only_the_sessions_doors_then_freezes_with_the_collector_as_it_was() -> None:
+    code = ("import gc, sys\nfrom launcher.lifecycle.spawn import import_door_code\n"
+            "import_door_code(('app', 'fs', 'keys'))\n"
+            "print(gc.isenabled(), gc.get_freeze_count() > 0, *(f'doors.{m}.server' in sys.modules for m in "
+            "('fs', 'keys', 'net', 'shell', 'model')))\n"
+            "print('doors.fs._fuse_serve' in sys.modules)\n"
+            "gc.disable(); import_door_code(('app', 'net', 'fs'), mount=True)\n"
+            "print(gc.isenabled(), 'doors.keys.client' in sys.modules, 'doors.fs._fuse_serve' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "True", "True", "True", "False", "False", "False",  # frozen, fs and keys
+                                   "False",  # no FUSE front without the mount
+                                   "False", "True", "True"]  # the collector as it was; the net door's late import
