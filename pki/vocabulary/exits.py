@@ -48,7 +48,8 @@ LAUNCHER_EXITS: tuple[ExitMeaning, ...] = (
     ExitMeaning(EXIT_NO_INPUT, "66", "a file (the manifest, the audit log, the key, a sealed secret or the sealed "
                 "store) cannot be read"),
     ExitMeaning(EXIT_UNAVAILABLE, "69", "`fs`: no fs door answered; the client: sharness-launchd did not answer"),
-    ExitMeaning(EXIT_FAIL_CLOSED, "70", "a door died or the launcher failed: the app was stopped (fail closed)"),
+    ExitMeaning(EXIT_FAIL_CLOSED, "70", "a door died, the launcher failed, or the audit log reached "
+                "`session.max_audit_mb`: the app was stopped (fail closed)"),
     ExitMeaning(EXIT_NOT_ROOT, "77", "not root, or sharness-launchd's policy does not let the caller ask for this: "
                 "nothing was created"),
     ExitMeaning(EXIT_UNHELD, "78", "a row this machine or build cannot hold, or a preflight refusal (a root-owned "

@@ -12,7 +12,7 @@ import tempfile
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -131,8 +131,33 @@ def test_a_zygote_that_cannot_join_its_cgroup_says_so_and_runs_nothing(tmp_path:
     assert failure is not None and (failure.step, failure.errno) == ("cgroup", 2) and not marker.exists()
 
 
+def _single_threaded(check: Callable[[], None]) -> None:
+    """Run `check` in a forked child, whose only thread is the forking one: the door refuses to fork a zygote
+    with a second thread alive, and earlier tests may leave one in this process (trio's idle workers)."""
+    result_r, result_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(result_r)
+            check()
+            os.write(result_w, b"ok")
+        except BaseException:
+            os.write(result_w, traceback.format_exc().encode())
+        finally:
+            os._exit(0)
+    os.close(result_w)
+    with os.fdopen(result_r, "rb") as result:
+        seen = result.read().decode()
+    os.waitpid(pid, 0)
+    assert seen == "ok", seen
+
+
 def test_an_unused_zygote_is_killed_and_its_cgroup_and_tmpdir_removed(parents: tuple[str, ...],
                                                                       tmp_path: Path) -> None:
+    _single_threaded(lambda: _unused_zygotes_go(parents, tmp_path))
+
+
+def _unused_zygotes_go(parents: tuple[str, ...], tmp_path: Path) -> None:
     ruleset = command_ruleset((str(tmp_path),))
     spares = Spares(str(tmp_path), parents, ruleset)
     try:
@@ -213,6 +238,10 @@ def test_a_command_can_neither_signal_nor_read_the_zygote_waiting_beside_it(pare
 
 
 def test_a_zygote_that_died_while_it_waited_is_replaced_and_removed(parents: tuple[str, ...], tmp_path: Path) -> None:
+    _single_threaded(lambda: _dead_zygote_replaced(parents, tmp_path))
+
+
+def _dead_zygote_replaced(parents: tuple[str, ...], tmp_path: Path) -> None:
     ruleset = command_ruleset((str(tmp_path),))
     spares = Spares(str(tmp_path), parents, ruleset)
     try:
