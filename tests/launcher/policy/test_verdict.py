@@ -21,7 +21,7 @@ def test_the_apps_code_passes_through_unless_it_is_the_launchers_own(code: int, 
 
 
 def test_the_reason_says_what_the_launchers_code_would_have_meant() -> None:
-    assert "a door died or the launcher failed" in app_verdict(70, "app exited with code 70").reason
+    assert "a door died, the launcher failed" in app_verdict(70, "app exited with code 70").reason
     assert "hash is not the one approved" in app_verdict(125, "app exited with code 125").reason
 
 
