@@ -80,7 +80,8 @@ def run(quick: bool) -> dict[str, Any]:
         path = os.path.join(root, "manifest.json")
         Path(path).write_text(json.dumps(_manifest(workspace, argv, files, rounds)))
         digest = load_manifest(Path(path).read_bytes()).sha256
-        done = subprocess.run([LAUNCHER, "run", path, "--expect-hash", digest, "--json", "--best-effort"],
+        done = subprocess.run([LAUNCHER, "run", path, "--expect-hash", digest, "--json", "--best-effort",
+                               "--audit-dir", os.path.join(root, "audit")],
                               capture_output=True, text=True, timeout=900, cwd=ROOT, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             raise RuntimeError(f"the overlay bench session failed: {done.stderr[-2000:]}")

@@ -58,3 +58,12 @@ def test_two_parts_may_not_claim_one_key() -> None:
     merge(collected, "one", {"shared_ms": 1.0}, ())
     with pytest.raises(ValueError, match="shared_ms"):
         merge(collected, "two", {"shared_ms": 2.0}, ())
+
+
+def test_every_bench_that_runs_a_session_logs_it_under_its_scratch() -> None:
+    """A bench leaves nothing in the person's audit root (/var/lib/sharness/sessions, keys): each `run` it starts
+    names an --audit-dir (the daemon's, which cannot be sent one, are removed by launchd_bench itself)."""
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    starts = [path for path in bench.glob("*.py") if '"run", ' in path.read_text()]
+    assert starts, "no bench starts a session: this test looks for the wrong words"
+    assert [path.name for path in starts if "--audit-dir" not in path.read_text()] == []
