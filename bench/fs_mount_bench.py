@@ -2,6 +2,8 @@
 small-file creates and `git status` on a committed 10 000-file tree. The mount's figures come from the app of a real
 session (app.workspace "mount": the fs door serving it, every row and the audit on); direct ones from this process
 on a directory of the same file system, with the same code (bench/_mount_workload.py). Needs root and FUSE.
+CPU per operation beside the rates: the writer's own (`*_app_us_per_*`, both sides) and the fs door's
+(`*_door_us_per_*`, read from its /proc/<pid>/schedstat while the session runs).
 
     python -m bench.fs_mount_bench [--quick]
 """
@@ -15,6 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,8 @@ OWNER = 65534  # the workspace's owner (the fs door runs as it)
 LAUNCHER = str(Path(sys.executable).parent / "sharness-launch")
 WORKLOAD = str(Path(_mount_workload.__file__).resolve())
 TREE_DIRS, TREE_FILES = 100, 100
+SAMPLE_S = 0.005  # how often the fs door's CPU time is read while the session runs
+FUSE_DEVICE = "/dev/fuse"
 
 
 def _tree(root: Path) -> None:
@@ -61,28 +67,106 @@ def _manifest(workspace: Path, quick: bool) -> dict[str, Any]:
     }
 
 
-def _through_the_mount(scratch: Path, quick: bool) -> dict[str, float]:
+class DoorCpu:
+    """Samples of the fs door's CPU time while a session runs: the process under `launcher` holding /dev/fuse
+    (other helpers' sessions may hold one too), its /proc/<pid>/schedstat every SAMPLE_S."""
+
+    def __init__(self, launcher: int) -> None:
+        self.launcher = launcher
+        self.samples: list[tuple[float, int]] = []  # (wall clock, CPU ns)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        door = None
+        while not self._stop.wait(SAMPLE_S if door else 10 * SAMPLE_S):
+            door = door or _fuse_holder_under(self.launcher)
+            try:
+                with open(f"/proc/{door}/schedstat", encoding="ascii") as stat:
+                    self.samples.append((time.time(), int(stat.read().split()[0])))
+            except (OSError, TypeError):
+                door = None if self.samples else door
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def us_per_op(self, span: list[float]) -> float | None:
+        """CPU µs the door spent per operation over [start, end, operations]: from the last sample before the
+        phase to the first after it (at most SAMPLE_S beyond each end); None when the samples do not bracket it."""
+        start, end, operations = span
+        inside = [cpu for at, cpu in self.samples if start <= at <= end]
+        before = [cpu for at, cpu in self.samples if at < start][-1:]
+        after = [cpu for at, cpu in self.samples if at > end][:1]
+        if not (before and after and inside):
+            return None
+        return (after[0] - before[0]) / 1000 / operations
+
+
+def _fuse_holder_under(ancestor: int) -> int | None:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _descends(int(entry), ancestor) and _holds_fuse(entry):
+            return int(entry)
+    return None
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
+def _holds_fuse(pid: str) -> bool:
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") == FUSE_DEVICE for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def _through_the_mount(scratch: Path, quick: bool) -> dict[str, Any]:
     workspace = scratch / "ws"
     _tree(workspace / "tree")
     subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", str(workspace)], check=True)
     manifest = scratch / "manifest.json"
     manifest.write_text(json.dumps(_manifest(workspace, quick)))
     digest = subprocess.run([LAUNCHER, "hash", str(manifest)], capture_output=True, text=True, check=True)
-    done = subprocess.run([LAUNCHER, "run", str(manifest), "--expect-hash", digest.stdout.strip(), "--audit-dir",
-                           str(scratch / "audit"), "--json"], capture_output=True, text=True, timeout=1800,
-                          stdin=subprocess.DEVNULL)
-    line = next((line for line in done.stdout.splitlines() if line.startswith('{"probe"')), None)
-    if done.returncode != 0 or line is None:
-        raise RuntimeError(f"the mount bench session failed ({done.returncode}): {done.stderr[-2000:]}")
+    proc = subprocess.Popen([LAUNCHER, "run", str(manifest), "--expect-hash", digest.stdout.strip(), "--audit-dir",
+                             str(scratch / "audit"), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, stdin=subprocess.DEVNULL)
+    door = DoorCpu(proc.pid)
+    try:
+        stdout, stderr = proc.communicate(timeout=1800)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        door.stop()
+    line = next((line for line in stdout.splitlines() if line.startswith('{"probe"')), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"the mount bench session failed ({proc.returncode}): {stderr[-2000:]}")
     figures = json.loads(line)
     figures.pop("probe")
-    return figures
+    for name, span in figures.pop(_mount_workload.SPANS).items():
+        per_op = door.us_per_op(span)
+        if per_op is not None:
+            figures[f"{name}_door_us_per_{'file' if name == 'small_files' else 'write'}"] = per_op
+    return dict(figures)
 
 
 def _direct(scratch: Path, quick: bool) -> dict[str, float]:
     directory = scratch / "direct"
     _tree(directory / "tree")
-    return _mount_workload.workload(str(directory), quick)
+    figures = _mount_workload.workload(str(directory), quick)
+    figures.pop(_mount_workload.SPANS)
+    return figures
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -99,6 +183,7 @@ def run(quick: bool) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key in direct:
         result[f"fs_mount_{key}_direct"] = round(direct[key], 4)
+    for key in mount:  # the door's CPU has no direct counterpart
         result[f"fs_mount_{key}_mount"] = round(mount[key], 4)
     for figure, baseline in RATIOS:
         result[f"{figure}_over_{baseline.rsplit('_', 1)[-1]}_ratio"] = round(result[figure] / result[baseline], 3)

@@ -44,6 +44,14 @@ def _opened(flags: int, creating: bool) -> str:
     return "create" if creating else "truncate" if flags & os.O_TRUNC else "write"
 
 
+def _file_info(fh: int, flags: int) -> pyfuse3.FileInfo:
+    """What the kernel keeps of an open file. Nothing cached across opens (keep_cache off: the door may have
+    changed the file). A write-only handle can be neither read nor mmapped, so its writes need not pass through
+    the kernel's page cache: direct_io hands the app's own pages to the door, one copy fewer per write and no
+    cached copy of bytes the door has not judged yet (docs/decisions/fs-mount.md)."""
+    return pyfuse3.FileInfo(fh=fh, keep_cache=False, direct_io=(flags & os.O_ACCMODE) == os.O_WRONLY)
+
+
 def _kernel_errors_as_errnos(cls: type[NameOpsT]) -> type[NameOpsT]:
     """An OSError in a handler is the backing tree refusing: the app gets its errno. Anything else is a bug in the
     door, which ends the door (pyfuse3's loop re-raises it) and with it the session: fail closed."""
@@ -78,7 +86,7 @@ class MountOps(NameOps):
         writing = (flags & os.O_ACCMODE) in _WRITE_MODES or flags & os.O_TRUNC
         handle = self._open_write(node, path, flags) if writing else self._open_read(node, path)
         core.nodes.opened(node)
-        return pyfuse3.FileInfo(fh=core.new_fh(handle), keep_cache=False)
+        return _file_info(core.new_fh(handle), flags)
 
     def _open_read(self, node: Node, path: WorkspacePath) -> ReadHandle:
         core = self.core
@@ -159,8 +167,7 @@ class MountOps(NameOps):
         core.staged[node.ino] = staged
         core.nodes.remember(node)
         core.nodes.opened(node)
-        fh = core.new_fh(staged)
-        return pyfuse3.FileInfo(fh=fh, keep_cache=False), core.attrs(node.ino, staged.stat())
+        return _file_info(core.new_fh(staged), flags), core.attrs(node.ino, staged.stat())
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
         return self.core.handle(fh).read(off, size)

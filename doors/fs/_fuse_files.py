@@ -182,25 +182,28 @@ def restage(core: MountCore, staged: StagedFile) -> None:
 
 
 def write(core: MountCore, handle: StagedFile | StagedAppend, offset: int, data: bytes) -> int:
-    """Stage `data` at `offset` (an append: at the end), counted against the file and session limits."""
-    path = core.path_of(handle.node.ino)
-    call = Call(Op.APPEND if isinstance(handle, StagedAppend) else Op.WRITE, path, ROLE)
+    """Stage `data` at `offset` (an append: at the end), counted against the file and session limits. Once per
+    FUSE write: the call judged is built only for a refusal."""
+    path = core.path_of(handle.node.ino)  # ENOENT once the file has no name
+    appending = isinstance(handle, StagedAppend)
+    size = len(data)
     # An append lands at the end, whatever the offset (its stat holds the staged bytes already).
-    end = (handle.stat().st_size if isinstance(handle, StagedAppend) else offset) + len(data)
-    if end > core.rows.max_file_bytes:
-        raise core.refused(call, _too_big(end, core.rows.max_file_bytes), byte_count=len(data))
-    refusal = handle.upload.take(len(data))
+    end = (handle.stat().st_size if appending else offset) + size
+    limit = core.rows.max_file_bytes
+    refusal = _too_big(end, limit) if end > limit else handle.upload.take(size)
     if refusal is not None:
-        raise core.refused(call, refusal, byte_count=len(data))
+        raise core.refused(Call(Op.APPEND if appending else Op.WRITE, path, ROLE), refusal, byte_count=size)
     if isinstance(handle, StagedAppend):
         handle.spool.add(data)
     else:
         if handle.committed:
             restage(core, handle)
-        _pwrite_all(handle.temp_fd, data, offset)
+        written = os.pwrite(handle.temp_fd, data, offset)
+        if written < size:  # short only on a full disk: the rest raises its errno
+            _pwrite_all(handle.temp_fd, memoryview(data)[written:], offset + written)
     handle.dirty = True
     handle.writes += 1
-    return len(data)
+    return size
 
 
 def _too_big(size: int, limit: int) -> Refusal:
@@ -208,7 +211,7 @@ def _too_big(size: int, limit: int) -> Refusal:
                   "write less, or raise doors.fs.max_file_bytes in the manifest")
 
 
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
+def _pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> None:
     view = memoryview(data)
     while view:
         written = os.pwrite(fd, view, offset)

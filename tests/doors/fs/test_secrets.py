@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from doors.fs._secrets import CARRY, FIND_WINDOW, SecretScanner, scan
+from doors.fs._secrets import CARRY, FIND_WINDOW, MEMMEM_FROM, SecretScanner, scan
 
 MARKERS = [
     (b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n", "PEM private key"),
@@ -117,3 +117,24 @@ def test_a_marker_across_a_search_window_boundary_is_found(content: bytes, kind:
 
 def test_a_large_chunk_without_a_marker_passes() -> None:
     assert scan(b"PRIVATE KE" * (FIND_WINDOW // 3) + b"PuTTY-User-Key-File" * 2000) is None
+
+
+@pytest.mark.parametrize(("content", "kind"), MARKERS)
+def test_found_anywhere_in_a_large_piece(content: bytes, kind: str) -> None:
+    # Pieces of MEMMEM_FROM bytes and more are searched with glibc's memmem, smaller ones with bytes.find.
+    size = 2 * MEMMEM_FROM
+    alone = scan(content)
+    assert alone is not None
+    for at in (0, 1, MEMMEM_FROM - 7, size - len(content)):
+        piece = b"s" * at + content + b"s" * (size - at - len(content))
+        for chunk in (piece, bytearray(piece)):  # the HTTP path hands in a reused bytearray
+            finding = SecretScanner().feed(chunk)
+            assert finding is not None and finding.kind == kind and finding.end == at + alone.end, at
+    for cut in (1, len(content) // 2, len(content) - 1):  # split across two large pieces
+        scanner = SecretScanner()
+        scanner.feed(b"s" * size + content[:cut])
+        assert scanner.feed(content[cut:] + b"s" * size) is not None, cut
+
+
+def test_a_large_piece_without_a_marker_passes() -> None:
+    assert scan(b"".join(HARMLESS) * (2 * MEMMEM_FROM // len(b"".join(HARMLESS)))) is None
