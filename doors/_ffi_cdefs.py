@@ -13,6 +13,7 @@ CDEF = """
     long syscall(long number, ...);
     int fstatfs(int fd, void *buf);
     struct open_how { uint64_t flags; uint64_t mode; uint64_t resolve; };
+    void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);
 """
 
 MODULE = "doors._ffi"

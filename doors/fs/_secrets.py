@@ -15,8 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import cffi
-
+from doors._ffi import ffi as _ffi  # out-of-line: no C parser at import (doors/_ffi_cdefs.py)
 from doors._secret_match import CARRY as KEPT_CARRY
 from doors._secret_match import FIND_WINDOW, KeptSecret, SecretMatcher
 
@@ -42,8 +41,6 @@ class Finding:
 # From MEMMEM_FROM bytes on, glibc's memmem searches the whole chunk at once: 0.14-0.19 ms per MiB for the three
 # literals against 0.24-1.4 for bytes.find in FIND_WINDOW windows (docs/decisions/fs-mount.md); below it, the
 # foreign call costs more than the search it saves.
-_ffi = cffi.FFI()
-_ffi.cdef("void *memmem(const void *haystack, size_t haystacklen, const void *needle, size_t needlelen);")
 _libc: Any = _ffi.dlopen(None)
 MEMMEM_FROM = 64 * 1024
 
