@@ -65,6 +65,9 @@ def table(figures: Mapping[str, Any], ratios: Iterable[tuple[str, str]],
     return "\n".join(lines + (["", *notes] if notes else []))
 
 
+PLOT_COLUMNS = 4  # panels per row: a page, not a 13-panel strip
+
+
 def plot(path: Path, samples: Mapping[str, Mapping[str, list[float]]]) -> None:
     """One panel per kind of latency: the empirical CDF of every series, log-scaled milliseconds."""
     import matplotlib
@@ -75,8 +78,13 @@ def plot(path: Path, samples: Mapping[str, Mapping[str, list[float]]]) -> None:
     panels = [(title, samples[title]) for title in sorted(samples) if samples[title]]
     if not panels:
         return
-    figure, axes = pyplot.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.5), squeeze=False)
-    for axis, (title, series) in zip(axes[0], panels, strict=True):
+    columns = min(PLOT_COLUMNS, len(panels))
+    rows = -(-len(panels) // columns)
+    figure, axes = pyplot.subplots(rows, columns, figsize=(6.5 * columns, 4.5 * rows), squeeze=False)
+    cells = [axis for row in axes for axis in row]
+    for axis in cells[len(panels):]:
+        axis.set_visible(False)
+    for axis, (title, series) in zip(cells, panels, strict=False):
         for name, values in series.items():
             ordered = sorted(values)
             heights = [(i + 1) / len(ordered) for i in range(len(ordered))]
