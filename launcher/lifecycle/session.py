@@ -21,6 +21,7 @@ from launcher.lifecycle.app_stdio import AppStdio
 from launcher.lifecycle.audit_cap import AuditCap
 from launcher.lifecycle.component_spec import spec_of
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
+from launcher.lifecycle.early_signals import EarlySignals
 from launcher.lifecycle.home_seed import read_home_seed, write_home_seed
 from launcher.lifecycle.journal import Journal, RemovalError
 from launcher.lifecycle.journal_removers import process_starttime
@@ -168,6 +169,7 @@ class Session:
         if "keys" in self.manifest.roles:
             self._secret_fds = open_secret_sources(self.manifest.door_rows("keys").get("secrets", {}))
         ensure_root_dirs(self.layout)
+        early = EarlySignals()  # from here on an end signal ends the session in order, never the launcher alone
         journal = Journal.create(self.layout.sid, root=self.layout.sessions_root)
         if self.options.on_journaled is not None:
             self.options.on_journaled(self.layout.sid)
@@ -182,7 +184,7 @@ class Session:
                                        functools.partial(import_door_code, self.manifest.roles,
                                                          self.manifest.app.mounts_workspace)).build()
             self._mark("created")
-            supervisor = Supervisor(self.audit, on_round_end=self._commit_audit)
+            supervisor = Supervisor(self.audit, on_round_end=self._commit_audit, early=early)
             ending = self._start(resources, supervisor, journal)
         except BaseException as exc:
             ending = Ending(f"the launcher failed: {type(exc).__name__}: {exc}", EXIT_FAIL_CLOSED)
@@ -192,7 +194,8 @@ class Session:
             try:
                 self._finish(result, ending, supervisor, resources, journal)
             finally:
-                self._close_secret_fds()
+                early.restore()
+                self._secret_fds.close()
                 if self._workspace_mount is not None:
                     self._workspace_mount.close()
                 if self._stdio is not None:  # after teardown: the app's last output, then the person's terminal back
@@ -212,7 +215,7 @@ class Session:
             return Ending("the keys door said ready without its fingerprint of the kept secrets", EXIT_FAIL_CLOSED)
         ending = ending or self._spawn_doors(tuple(r for r in doors if r not in first), resources, supervisor, journal)
         resources.release_door_handles()
-        self._close_secret_fds()  # the keys door holds them now
+        self._secret_fds.close()  # the keys door holds them now
         self._mark("doors_ready")
         if ending is not None:
             return ending
@@ -243,9 +246,6 @@ class Session:
         if self.manifest.app.home_seed is not None and scratch is not None:
             budget = seed_budget(scratch.size_bytes, scratch.inodes)
             self._home_seed = read_home_seed(self.manifest.app.home_seed, budget, self.options.caller_uid)
-
-    def _close_secret_fds(self) -> None:
-        self._secret_fds.close()
 
     def _open_audit_log(self) -> None:
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)

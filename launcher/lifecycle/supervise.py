@@ -21,6 +21,7 @@ from typing import Protocol
 from doors import SecretFingerprint
 from launcher.lifecycle.app_init import reported_status
 from launcher.lifecycle.audit_verify import FORBID_EVENT, LOST_EVENT
+from launcher.lifecycle.early_signals import END_SIGNALS, EarlySignals
 from launcher.lifecycle.spawn import Spawned, describe_exit, exit_code_of
 from launcher.policy.door_diagnostics import DoorDiagnostics
 from pki.vocabulary import (
@@ -45,7 +46,6 @@ STATUS_PER_ROUND = 256
 KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log what to redact (a value, a fingerprint)
 FINGERPRINT_EVENT = "keys.fingerprint"
 DIAGNOSTICS_READ = 4096  # bytes of a door's stderr read in one round
-END_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Supervisor:
 
     def __init__(self, on_audit: Callable[[str, dict[str, object]], None],
                  say: Callable[[str], None] = say_on_stderr, *,
-                 on_round_end: Callable[[], Ending | None] | None = None) -> None:
+                 on_round_end: Callable[[], Ending | None] | None = None, early: EarlySignals | None = None) -> None:
         self._selector = selectors.DefaultSelector()
         self._on_audit = on_audit
         self._on_round_end = on_round_end or (lambda: None)  # an Ending from it ends the session too
@@ -91,6 +91,8 @@ class Supervisor:
         self._signal_r, self._signal_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._old_wakeup = signal.set_wakeup_fd(self._signal_w)
         self._old_handlers = {sig: signal.signal(sig, lambda *_: None) for sig in END_SIGNALS}
+        if early is not None and early.received is not None:  # one that came while the session was created
+            os.write(self._signal_w, bytes([early.received]))
         self._selector.register(self._signal_r, selectors.EVENT_READ, ("signal", ""))
         self._io: IoSource | None = None
         self._io_fds: dict[int, int] = {}
