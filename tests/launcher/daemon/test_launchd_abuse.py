@@ -20,15 +20,6 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 @pytest.fixture
-def scratch() -> Iterator[Scratch]:
-    made = Scratch()
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
-@pytest.fixture
 def daemon(scratch: Scratch) -> Iterator[Daemon]:
     running = Daemon(scratch, policy_document({"uid": NOBODY, "max_sessions": 2}), "--request-deadline-s", "1").start()
     try:

@@ -12,7 +12,6 @@ import socket
 import struct
 import subprocess
 import threading
-from collections.abc import Iterator
 
 import pytest
 from _launchd import NOBODY, Daemon, Scratch, policy_document
@@ -23,15 +22,6 @@ ACTIVATE = shutil.which("systemd-socket-activate")
 pytestmark = [pytest.mark.root, pytest.mark.slow,
               pytest.mark.skipif(ACTIVATE is None, reason="systemd-socket-activate is not installed")]
 _UCRED = struct.Struct("iII")
-
-
-@pytest.fixture
-def scratch() -> Iterator[Scratch]:
-    made = Scratch()
-    try:
-        yield made
-    finally:
-        made.remove()
 
 
 class Listener(threading.Thread):

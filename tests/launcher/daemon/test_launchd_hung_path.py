@@ -18,15 +18,6 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 @pytest.fixture
-def scratch() -> Iterator[Scratch]:
-    made = Scratch()
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
-@pytest.fixture
 def hung(scratch: Scratch) -> Iterator[Path]:
     """A FUSE mount nobody serves: its INIT is never answered, so every lookup under it waits (killably)."""
     if not os.path.exists("/dev/fuse"):

@@ -27,15 +27,6 @@ _PROCESS = {"max_memory_mb": 256, "max_pids": 64}
 
 
 @pytest.fixture
-def scratch() -> Iterator[Scratch]:
-    made = Scratch()
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
-@pytest.fixture
 def daemon(scratch: Scratch) -> Iterator[Daemon]:
     running = Daemon(scratch, policy_document({"uid": NOBODY, "max_sessions": 2})).start()
     try:

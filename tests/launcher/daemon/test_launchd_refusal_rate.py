@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
 
 import pytest
 from _launchd import DAEMON_UID, NOBODY, Daemon, Scratch, policy_document
@@ -58,15 +57,6 @@ def test_a_full_idle_bucket_is_forgotten() -> None:
     assert 9 in rate._buckets
     rate.due(10.0)
     assert 9 not in rate._buckets
-
-
-@pytest.fixture
-def scratch() -> Iterator[Scratch]:
-    made = Scratch()
-    try:
-        yield made
-    finally:
-        made.remove()
 
 
 def _garbage_as(uid: int, path: str) -> str:

@@ -21,15 +21,6 @@ SLEEPER = ["/bin/sh", "-c", "echo started; exec sleep 600"]
 
 
 @pytest.fixture
-def scratch() -> Iterator[Scratch]:
-    made = Scratch()
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
-@pytest.fixture
 def daemon(scratch: Scratch) -> Iterator[Daemon]:
     running = Daemon(scratch, policy_document({"uid": NOBODY, "max_sessions": 2},
                                               {"uid": DAEMON_UID, "max_sessions": 2})).start()

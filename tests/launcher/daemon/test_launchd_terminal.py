@@ -9,7 +9,6 @@ import select
 import signal
 import struct
 import termios
-from collections.abc import Iterator
 
 import pytest
 from _launchd import NOBODY, Daemon, Scratch, policy_document
@@ -18,15 +17,6 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 APP = ("test -t 0 && test -t 1 && echo app-has-a-terminal; stty size; "
        "printf 'before\\033]0;retitled-by-the-app\\007after\\n'")
-
-
-@pytest.fixture
-def scratch() -> Iterator[Scratch]:
-    made = Scratch()
-    try:
-        yield made
-    finally:
-        made.remove()
 
 
 def _read_all(master: int, process_done: object) -> bytes:
