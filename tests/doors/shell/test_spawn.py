@@ -3,11 +3,13 @@ one leaves nothing. As root on the real kernel: its cgroup, fds and Landlock lay
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import platform
 import shutil
+import signal
 import tempfile
 import time
 import traceback
@@ -36,12 +38,21 @@ def parents() -> Iterator[tuple[str, ...]]:
     made = tuple(os.path.join(root, name) for root in HIERARCHIES)
     for path in made:
         os.mkdir(path)
-    yield made
-    for path in made:
-        for child in os.listdir(path):
-            if child.startswith("cmd-"):
-                os.rmdir(os.path.join(path, child))
-        os.rmdir(path)
+    try:
+        yield made
+    finally:  # also after a failed test: a zygote it left waiting is killed, then its cgroup can go
+        for path in made:
+            for child in [name for name in os.listdir(path) if name.startswith("cmd-")]:
+                _empty(os.path.join(path, child))
+                _rmdir(os.path.join(path, child))
+            _rmdir(path)
+
+
+def _empty(cgroup: str) -> None:
+    with open(os.path.join(cgroup, "cgroup.procs")) as procs:
+        for pid in [int(line) for line in procs if line.strip()]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _rmdir(path: str) -> None:
