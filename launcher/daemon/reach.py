@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import stat
 import time
@@ -128,17 +127,3 @@ def reap_abandoned() -> None:
             if os.waitpid(pid, os.WNOHANG)[0] == 0:
                 continue
         _abandoned.discard(pid)
-
-
-def caller_reach(caller: Caller, paths: Iterable[str]) -> dict[str, Reach]:
-    """path → what the caller could do with it, as the caller, waiting for the answer here; OSError when the
-    checker fails or gives no answer within CHECK_TIMEOUT_S."""
-    check = ReachCheck(caller, paths)
-    try:
-        while not check.feed():
-            left = check.deadline - time.monotonic()
-            if left <= 0 or not select.select([check.fd], [], [], left)[0]:
-                raise OSError(f"the path checker gave no answer within {CHECK_TIMEOUT_S:g} s")
-        return check.result()
-    finally:
-        check.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -13,11 +14,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import as_user
 
+from launcher.daemon.deputy import Caller, Reach
+from launcher.daemon.reach import CHECK_TIMEOUT_S, ReachCheck
 from launcher.lifecycle.audit_keys import registry_for
 from pki.vocabulary import AUDIT_ROOT
 
@@ -165,3 +169,18 @@ class Daemon:
                     return str(session["sid"])
             time.sleep(0.05)
         raise AssertionError(f"no running session {name!r} for uid {uid}")
+
+
+def caller_reach(caller: Caller, paths: Iterable[str]) -> dict[str, Reach]:
+    """path → what the caller could do with it, as the caller, waiting here for the daemon's own checker
+    (launcher/daemon/reach.py, which the daemon's loop feeds instead); OSError when it fails or gives no answer
+    within CHECK_TIMEOUT_S."""
+    check = ReachCheck(caller, paths)
+    try:
+        while not check.feed():
+            left = check.deadline - time.monotonic()
+            if left <= 0 or not select.select([check.fd], [], [], left)[0]:
+                raise OSError(f"the path checker gave no answer within {CHECK_TIMEOUT_S:g} s")
+        return check.result()
+    finally:
+        check.close()

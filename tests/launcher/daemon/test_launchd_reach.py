@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _launchd import caller_reach
 
 from launcher.daemon.deputy import Caller
-from launcher.daemon.reach import caller_reach
 
 pytestmark = pytest.mark.root
 

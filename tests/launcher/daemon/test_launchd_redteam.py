@@ -11,11 +11,10 @@ from pathlib import Path
 
 import as_user
 import pytest
-from _launchd import DAEMON_UID, NOBODY, Daemon, Scratch, policy_document
+from _launchd import DAEMON_UID, NOBODY, Daemon, Scratch, caller_reach, policy_document
 from integration._session import leftovers, new_leftovers
 
 from launcher.daemon.deputy import Caller, judge_reach
-from launcher.daemon.reach import caller_reach
 from launcher.daemon.server import MAX_PENDING
 from launcher.manifest import load_manifest
 from pki.vocabulary import EXIT_NOT_ROOT, EXIT_UNHELD
