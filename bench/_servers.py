@@ -13,6 +13,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import h11
 import trio
 from OpenSSL import SSL
 
@@ -24,7 +25,7 @@ from bench._tls import TlsOptions, pyopenssl_context, stdlib_context
 class ServerSpec:
     """Which baseline server to run, where, with which certificates and TLS options."""
 
-    kind: str  # "stdlib" | "pyopenssl" | "trio"
+    kind: str  # "stdlib" | "pyopenssl" | "trio" | "h11"
     address: str  # a Unix socket path, or "tcp:<port>" on 127.0.0.1
     cert: str
     key: str
@@ -98,6 +99,37 @@ def serve_pyopenssl(spec: ServerSpec, sock: socket.socket) -> None:
             raw.close()
 
 
+HELLO_BODY = b'{"door": "bench", "role": "fs", "peer": "spiffe://bench.test/app", "version": "0"}\n'
+HELLO_HEADERS = [("content-type", "application/json"), ("content-length", str(len(HELLO_BODY)))]
+
+
+def _answer_http(conn: ssl.SSLSocket) -> None:
+    """h11 on a blocking TLS socket, nothing else: each request answered 200 with a hello-sized JSON body."""
+    http = h11.Connection(h11.SERVER)
+    while True:
+        event = http.next_event()
+        if event is h11.NEED_DATA:
+            http.receive_data(conn.recv(65536))
+        elif isinstance(event, h11.EndOfMessage):
+            conn.sendall(http.send(h11.Response(status_code=200, headers=HELLO_HEADERS))
+                         + http.send(h11.Data(data=HELLO_BODY)) + http.send(h11.EndOfMessage()))
+            http.start_next_cycle()
+        elif isinstance(event, h11.ConnectionClosed):
+            return
+
+
+def serve_h11(spec: ServerSpec, sock: socket.socket) -> None:
+    """The kept-alive floor of the framing the doors must use: blocking stdlib TLS + h11, no door logic."""
+    ctx = stdlib_context(spec.files(), True, TlsOptions(**spec.options))  # type: ignore[arg-type]
+    while True:
+        raw = accept(sock)
+        try:
+            with ctx.wrap_socket(raw, server_side=True) as conn:
+                _answer_http(conn)
+        except (OSError, ssl.SSLError, h11.ProtocolError):
+            raw.close()
+
+
 async def _trio_connection(stream: trio.SocketStream, ctx: ssl.SSLContext) -> None:
     tls = trio.SSLStream(stream, ctx, server_side=True)
     try:
@@ -129,6 +161,8 @@ def main(argv: list[str]) -> None:
         serve_stdlib(spec, sock)
     elif spec.kind == "pyopenssl":
         serve_pyopenssl(spec, sock)
+    elif spec.kind == "h11":
+        serve_h11(spec, sock)
     elif spec.kind == "trio":
         trio.run(serve_trio, spec, sock)
     else:

@@ -14,7 +14,7 @@ from typing import Any
 
 from bench import _mint, _openssl, _project
 from bench._certs import CertFiles
-from bench._clients import fresh_stdlib, warm_stdlib
+from bench._clients import fresh_stdlib, warm_http, warm_stdlib
 from bench._procs import Series, server_process, summary_with_cpu, timed
 from bench._servers import ServerSpec
 from bench._tls import TlsOptions, stdlib_context
@@ -29,6 +29,7 @@ REQUIRED_KEYS = (
     "handshake_fresh_tcp_p50_ms",
     "handshake_fresh_p99_ms",
     "request_warm_p50_ms",
+    "floor_h11_warm_p50_ms",
     "baseline_stdlib_fresh_p50_ms",
     "baseline_openssl_fresh_p50_ms",
     "ca_and_svids_ms",
@@ -53,6 +54,9 @@ RATIOS: tuple[tuple[str, str], ...] = (
     ("request_warm_p50_ms", "target_request_warm_p50_ms"),
     ("request_warm_sync_p50_ms", "baseline_stdlib_warm_p50_ms"),
     ("request_warm_sync_p50_ms", "target_request_warm_p50_ms"),
+    ("request_warm_sync_p50_ms", "floor_h11_warm_p50_ms"),
+    ("request_warm_p50_ms", "floor_h11_warm_p50_ms"),
+    ("floor_h11_warm_p50_ms", "target_request_warm_p50_ms"),
     ("ca_and_svids_ms", "pki_in_process_ms"),
 )
 
@@ -103,14 +107,24 @@ def stdlib_pair(files: SessionFiles, address: str, counts: Counts) -> tuple[Seri
     return fresh, warm
 
 
+def h11_floor(files: SessionFiles, address: str, counts: Counts) -> Series:
+    """Kept-alive GETs with h11 on both sides over blocking stdlib TLS and no door: the framing's own floor."""
+    spec = ServerSpec("h11", address, str(files.server.cert), str(files.server.key), str(files.server.bundle))
+    with server_process("bench._servers", spec.to_json(), address) as server:
+        ctx = stdlib_context(files.client, server=False, options=TlsOptions())
+        return timed(server, counts.warmup, lambda: warm_http(server.address, ctx, counts.warm + counts.warmup))
+
+
 def _baselines(files: SessionFiles, workdir: Path, counts: Counts) -> dict[str, Any]:
     unix_fresh, unix_warm = stdlib_pair(files, str(workdir / "sh-bench-stdlib.sock"), counts)
+    floor_warm = h11_floor(files, str(workdir / "sh-bench-h11.sock"), counts)
     tcp_fresh, _ = stdlib_pair(files, "tcp:0", counts)
     openssl = _openssl.measure(files.server, files.client, workdir, counts.openssl_seconds)
     figures: dict[str, Any] = {
         **summary_with_cpu("baseline_stdlib_fresh_unix", unix_fresh),
         **summary_with_cpu("baseline_stdlib_fresh_tcp", tcp_fresh),
         **summary_with_cpu("baseline_stdlib_warm", unix_warm),
+        **summary_with_cpu("floor_h11_warm", floor_warm),
         "baseline_openssl_fresh_p50_ms": round(openssl.per_handshake_ms(), 4),
         "baseline_openssl_fresh_client_cpu_ms": round(openssl.client_cpu_ms(), 4),
         "baseline_openssl_fresh_n": openssl.connections,
@@ -118,7 +132,8 @@ def _baselines(files: SessionFiles, workdir: Path, counts: Counts) -> dict[str, 
     figures["baseline_stdlib_fresh_p50_ms"] = figures["baseline_stdlib_fresh_unix_p50_ms"]
     figures["samples"] = {
         "fresh handshake": {"stdlib pair, unix": unix_fresh.samples, "stdlib pair, tcp": tcp_fresh.samples},
-        "kept-alive request": {"stdlib pair, 64-byte echo, unix": unix_warm.samples},
+        "kept-alive request": {"stdlib pair, 64-byte echo, unix": unix_warm.samples,
+                               "h11 both sides on stdlib TLS, no door, unix": floor_warm.samples},
     }
     return figures
 
