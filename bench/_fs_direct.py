@@ -3,7 +3,9 @@
 The old direct baselines (bench/fs_bench.py) write and read a file in the bench's own process: the read is one
 copy out of the page cache, a floor no door can approach. `socket_write` and `socket_read` move the same bytes
 between the page cache and another process over a Unix socket, with no TLS and no HTTP: the kernel's floor for
-any door (docs/decisions/bench.md, "fs door").
+any door (docs/decisions/bench.md, "fs door"). `tls_write` and `tls_read` move them the same way inside a mutual
+TLS 1.3 connection (pyOpenSSL on both sides, as the doors' transport), still with no HTTP: the floor of any door
+that must speak TLS over a Unix socket, where kernel TLS does not apply (it is a TCP upper layer only).
 """
 
 from __future__ import annotations
@@ -11,7 +13,13 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from OpenSSL import SSL
+
+from bench._certs import CertFiles
+from bench._tls import TlsOptions, pyopenssl_context
 
 PIECE = 256 * 1024
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -122,6 +130,86 @@ def socket_read(path: str, size: int) -> Timed:
             count = parent.recv_into(view[got:], size - got)
             if not count:
                 raise RuntimeError("the bench's direct socket child sent a short file")
+            got += count
+        wall, mine = time.perf_counter() - start, time.process_time() - cpu
+    return Timed(wall, mine, _child_cpu_s(pid))
+
+
+def _fork_peer(work: Callable[[socket.socket], None]) -> tuple[socket.socket, int]:
+    """A child that runs `work` on its end of a fresh Unix socket pair and exits (0 only if it returned)."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:  # never run the parent's cleanups
+        code = 1
+        try:
+            parent.close()
+            work(child)
+            code = 0
+        finally:
+            os._exit(code)
+    child.close()
+    return parent, pid
+
+
+def _tls(sock: socket.socket, files: CertFiles, server: bool) -> SSL.Connection:
+    conn = SSL.Connection(pyopenssl_context(files, server, TlsOptions()), sock)
+    conn.set_accept_state() if server else conn.set_connect_state()
+    conn.do_handshake()
+    return conn
+
+
+def tls_write(path: str, payload: bytes, server: CertFiles, client: CertFiles) -> Timed:
+    """`socket_write` inside mutual TLS: the child (server side) decrypts, writes `path` and fsyncs it."""
+
+    def receive(sock: socket.socket) -> None:
+        conn = _tls(sock, server, True)
+        buffer = bytearray(PIECE)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            received = 0
+            while received < len(payload):
+                count = conn.recv_into(buffer, min(PIECE, len(payload) - received))
+                os.write(fd, memoryview(buffer)[:count])
+                received += count
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        conn.sendall(b"k")
+
+    parent, pid = _fork_peer(receive)
+    with parent:
+        conn = _tls(parent, client, False)  # the handshake is outside the timed span, as the door's kept connection
+        start, cpu = time.perf_counter(), time.process_time()
+        conn.sendall(payload)
+        if conn.recv(1) != b"k":
+            raise RuntimeError("the bench's TLS child did not finish the write")
+        wall, mine = time.perf_counter() - start, time.process_time() - cpu
+    return Timed(wall, mine, _child_cpu_s(pid))
+
+
+def tls_read(path: str, size: int, server: CertFiles, client: CertFiles) -> Timed:
+    """`socket_read` inside mutual TLS: the child reads `path` in pieces and encrypts it; this process decrypts."""
+
+    def send(sock: socket.socket) -> None:
+        conn = _tls(sock, server, True)
+        if conn.recv(1) != b"g":
+            raise RuntimeError("the bench's TLS parent did not ask for the file")
+        buffer = bytearray(PIECE)
+        with open(path, "rb", buffering=0) as source:
+            while count := source.readinto(buffer):
+                conn.sendall(memoryview(buffer)[:count])
+
+    parent, pid = _fork_peer(send)
+    with parent:
+        conn = _tls(parent, client, False)
+        start, cpu = time.perf_counter(), time.process_time()
+        conn.sendall(b"g")
+        received = bytearray(size)
+        view, got = memoryview(received), 0
+        while got < size:
+            count = conn.recv_into(view[got:], size - got)
+            if not count:
+                raise RuntimeError("the bench's TLS child sent a short file")
             got += count
         wall, mine = time.perf_counter() - start, time.process_time() - cpu
     return Timed(wall, mine, _child_cpu_s(pid))

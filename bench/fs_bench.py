@@ -26,10 +26,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench import _fs_audited
-from bench._fs_direct import Clock, Timed, socket_read, socket_write
+from bench._certs import CertFiles
+from bench._fs_direct import Clock, Timed, socket_read, socket_write, tls_read, tls_write
 from bench._fs_scan import scan_figures
 
 RATIOS = (
@@ -37,8 +39,12 @@ RATIOS = (
     ("fs_small_writes_per_s_door", "fs_small_writes_per_s_direct_plain"),
     ("fs_large_write_mb_per_s_door", "fs_large_write_mb_per_s_direct"),
     ("fs_large_write_mb_per_s_door", "fs_large_write_mb_per_s_direct_socket"),
+    ("fs_large_write_mb_per_s_door", "fs_large_write_mb_per_s_direct_tls"),
+    ("fs_large_write_mb_per_s_direct_tls", "fs_large_write_mb_per_s_direct"),
     ("fs_large_read_mb_per_s_door", "fs_large_read_mb_per_s_direct"),
     ("fs_large_read_mb_per_s_door", "fs_large_read_mb_per_s_direct_socket"),
+    ("fs_large_read_mb_per_s_door", "fs_large_read_mb_per_s_direct_tls"),
+    ("fs_large_read_mb_per_s_direct_tls", "fs_large_read_mb_per_s_direct"),
     ("fs_stat_per_s_audited", "fs_stat_per_s_unaudited"),
 )
 SMALL_BYTES = 4096
@@ -86,6 +92,9 @@ class _DoorProcess:
             out.write(pki.bundle_pem())
         pki.write_svid("fs", directory)
         app_svid = pki.write_svid("app", directory)
+        fs_svid = os.path.join(directory, "fs.svid.pem")
+        self.fs_files = CertFiles(Path(fs_svid), Path(fs_svid), Path(bundle))
+        self.app_files = CertFiles(Path(app_svid), Path(app_svid), Path(bundle))
         self.process = subprocess.Popen([sys.executable, "-m", "bench.fs_bench", "--serve", directory, workspace],
                                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         socket_path = os.path.join(directory, "fs.sock")
@@ -150,6 +159,7 @@ def _large(root: str, door: _DoorProcess, size: int) -> dict[str, float]:
     payload = os.urandom(size)
     direct_path = os.path.join(root, "direct", "large")
     socket_path = os.path.join(root, "direct", "large-socket")
+    tls_path = os.path.join(root, "direct", "large-tls")
 
     def direct_write() -> None:
         with open(direct_path, "wb") as out:
@@ -173,9 +183,11 @@ def _large(root: str, door: _DoorProcess, size: int) -> dict[str, float]:
     timed = {
         "write_mb_per_s_direct": _timed(pid, direct_write),
         "write_mb_per_s_direct_socket": socket_write(socket_path, payload),
+        "write_mb_per_s_direct_tls": tls_write(tls_path, payload, door.fs_files, door.app_files),
         "write_mb_per_s_door": _timed(pid, door_write),
         "read_mb_per_s_direct": _timed(pid, direct_read),
         "read_mb_per_s_direct_socket": socket_read(socket_path, size),
+        "read_mb_per_s_direct_tls": tls_read(direct_path, size, door.fs_files, door.app_files),
         "read_mb_per_s_door": _timed(pid, door_read),
     }
     mib = size / MB
@@ -187,6 +199,8 @@ def _large(root: str, door: _DoorProcess, size: int) -> dict[str, float]:
         figures[f"fs_large_{way}_cpu_ms_per_mb_direct"] = round(timed[f"{way}_mb_per_s_direct"].cpu_s * 1e3 / mib, 2)
         figures[f"fs_large_{way}_cpu_ms_per_mb_socket"] = round(
             (socket_timed.cpu_s + socket_timed.other_cpu_s) * 1e3 / mib, 2)
+        tls_timed = timed[f"{way}_mb_per_s_direct_tls"]
+        figures[f"fs_large_{way}_cpu_ms_per_mb_tls"] = round((tls_timed.cpu_s + tls_timed.other_cpu_s) * 1e3 / mib, 2)
     return figures
 
 
