@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from bench._fs_direct import Clock, process_cpu_s, socket_read, socket_write
+from bench._certs import CertFiles
+from bench._fs_direct import Clock, process_cpu_s, socket_read, socket_write, tls_read, tls_write
+from pki.testing import SessionPKI
 
 
 def test_socket_write_lands_every_byte_and_socket_read_takes_them_back(tmp_path: object) -> None:
@@ -16,6 +19,19 @@ def test_socket_write_lands_every_byte_and_socket_read_takes_them_back(tmp_path:
     read = socket_read(path, len(payload))
     assert written.wall_s > 0 and read.wall_s > 0
     assert written.other_cpu_s >= 0 and read.cpu_s > 0
+
+
+def test_the_tls_floor_lands_every_byte_and_reads_them_back_inside_mutual_tls(tmp_path: Path) -> None:
+    pki = SessionPKI.create()
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(pki.bundle_pem())
+    server, client = (Path(pki.write_svid(role, tmp_path)) for role in ("fs", "app"))
+    path = str(tmp_path / "large")
+    payload = os.urandom(3 * 256 * 1024 + 11)
+    written = tls_write(path, payload, CertFiles(server, server, bundle), CertFiles(client, client, bundle))
+    assert Path(path).read_bytes() == payload
+    read = tls_read(path, len(payload), CertFiles(server, server, bundle), CertFiles(client, client, bundle))
+    assert written.wall_s > 0 and read.cpu_s > 0 and read.other_cpu_s >= 0
 
 
 def test_the_clock_reads_another_process_cpu() -> None:
