@@ -16,7 +16,7 @@ from launcher.policy.environment import XDG_DIRS, app_env
 from launcher.policy.layout import SessionPaths
 from launcher.policy.plan import Plan, PlanRow
 from launcher.render.matrix import Hold, HoldTable, matrix_of
-from launcher.render.rendering import Rendering, RenderInput
+from launcher.render.rendering import Rendering, RenderInput, start_dir
 from launcher.render.seccomp_profile import filter_mode
 from pki.vocabulary import BOUNDARY, DOOR_ORDER, SETTING, UNHELD
 
@@ -106,8 +106,11 @@ def command_argv(manifest: Manifest, given: RenderInput) -> list[str]:
     kept = (*KEPT_ENV, *(name for name, _ in manifest.app.env))  # and the manifest's own variables (app.env)
     argv += [arg for name in kept if name in env for arg in ("--setenv", name, env[name])]
     argv += [arg for link, target in given.root_links for arg in ("--symlink", target, link)]
-    argv += _binds(manifest, layout, given.python)
-    argv += ["--remount-ro", "/", "--chdir", layout.private_dir("app"), "--seccomp", str(SECCOMP_FD),
+    binds = _binds(manifest, layout, given.python)
+    argv += binds
+    visible = any(binds[index:index + 3] == [flag, manifest.workspace, manifest.workspace]
+                  for index in range(len(binds)) for flag in ("--ro-bind", "--ro-bind-try"))
+    argv += ["--remount-ro", "/", "--chdir", start_dir(manifest, layout, "app", visible), "--seccomp", str(SECCOMP_FD),
              "--", *manifest.app.argv]
     return argv
 

@@ -20,7 +20,7 @@ from launcher.policy.plan import Plan
 from launcher.render.containers import IMAGE_PATH, command_of, image_of, socket_dir, socket_path, uid_of
 from launcher.render.docker_holds import HOLDS
 from launcher.render.matrix import matrix_of
-from launcher.render.rendering import Rendering, RenderInput
+from launcher.render.rendering import Rendering, RenderInput, start_dir
 from launcher.render.seccomp_profile import filter_mode, profile_text
 from pki.vocabulary import DOOR_ORDER, MODEL_VARIABLES, PROXY_VARIABLES
 
@@ -105,7 +105,7 @@ def run_argv(manifest: Manifest, role: str, sid: str, given: RenderInput) -> lis
             "no-new-privileges", "--security-opt", f"seccomp={profile}", "--memory", f"{memory_mb}m",
             "--memory-swap", f"{memory_mb}m", "--pids-limit", str(pids), "--ipc", "private",
             *_network(manifest, role, sid), *_mounts(manifest, role, layout, sid),
-            "--workdir", layout.private_dir(role) if role in ("app", "shell") else "/"]
+            "--workdir", start_dir(manifest, layout, role, manifest.workspace in manifest.app.files_read)]
     for name, value in _env(manifest, role, layout, sid).items():
         argv += ["--env", f"{name}={value}"]
     command = command_of(manifest, role)

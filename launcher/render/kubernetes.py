@@ -32,7 +32,7 @@ from launcher.render.kubernetes_names import (
     profile_path,
 )
 from launcher.render.matrix import matrix_of
-from launcher.render.rendering import Rendering, RenderInput
+from launcher.render.rendering import Rendering, RenderInput, start_dir
 from launcher.render.seccomp_profile import filter_mode, profile_text
 
 TARGET = "kubernetes"
@@ -93,7 +93,7 @@ def _container(manifest: Manifest, role: str, layout: SessionPaths, given: Rende
         "securityContext": _security(manifest, role, given),
         "resources": {"limits": {"memory": f"{memory_mb}{MIB}"}, "requests": {"memory": f"{memory_mb}{MIB}"}},
         "volumeMounts": _mounts(manifest, role, layout),
-        "workingDir": layout.private_dir(role) if role in ("app", "shell") else "/",
+        "workingDir": start_dir(manifest, layout, role, manifest.workspace in manifest.app.files_read),
     }
     if role == "net":
         container["ports"] = [{"name": "proxy", "containerPort": PROXY_PORT, "protocol": "TCP"}]

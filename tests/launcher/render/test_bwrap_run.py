@@ -73,7 +73,7 @@ def outside() -> Iterator[dict[str, Any]]:
         shutil.rmtree(tmp_path)
 
 
-def _manifest(workspace: str, argv: list[str], net: bool, ttl_s: int = 120) -> Manifest:
+def _manifest(workspace: str, argv: list[str], net: bool, ttl_s: int = 120, cwd: str | None = None) -> Manifest:
     doors: dict[str, Any] = {"fs": {"refuse_secrets": True, "max_file_bytes": 4096, "max_total_bytes": 65536,
                                     "max_files": 16}}
     if net:
@@ -85,6 +85,8 @@ def _manifest(workspace: str, argv: list[str], net: bool, ttl_s: int = 120) -> M
                 "process": {"max_memory_mb": 64, "max_pids": 32}},
         "doors": doors,
     }
+    if cwd is not None:
+        document["app"]["cwd"] = cwd
     return load_manifest(json.dumps(document).encode())
 
 
@@ -186,3 +188,16 @@ def test_the_doors_rows_are_unheld_and_nothing_of_a_door_is_there(outside: dict[
     rendering = render(_manifest(outside["workspace"], ["/bin/true"], net=True), "bwrap", host_input(None, False))
     doors = [line for line in rendering.matrix if line.component not in ("app", "session")]
     assert doors and not any(line.held for line in doors)
+
+
+@pytest.mark.parametrize("cwd", ["workspace", None], ids=["cwd-workspace", "cwd-default"])
+def test_the_app_starts_where_app_cwd_says(outside: dict[str, Any], cwd: str | None) -> None:
+    workspace = outside["workspace"]
+    manifest = _manifest(workspace, ["/bin/pwd"], net=False, cwd=cwd)
+    _, done = _run(manifest, outside["tmp"] / "cwd")
+    assert done.returncode == 0, done.stderr
+    started = done.stdout.strip()
+    if cwd == "workspace":
+        assert started == workspace
+    else:
+        assert started != workspace and started.endswith("/app")
