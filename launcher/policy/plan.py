@@ -131,6 +131,7 @@ class Plan:
     path_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # Known gaps no row asks about but a person should know (tests/attacks/test_host_reach.py keeps them honest).
     not_covered: tuple[str, ...] = ()
+    start_dir: str = ""  # where the app starts (app.cwd): the workspace, or its private dir with <sid>
 
     @property
     def unheld_count(self) -> int:
@@ -140,7 +141,7 @@ class Plan:
         """The whole plan as JSON-ready data (the `check --json` shape)."""
         return {
             "sha256": self.sha256, "session": self.session, "trust_domain": self.trust_domain,
-            "ttl_s": self.ttl_s, "workspace": self.workspace, "argv": list(self.argv),
+            "ttl_s": self.ttl_s, "workspace": self.workspace, "argv": list(self.argv), "start_dir": self.start_dir,
             "components": [component.as_dict() for component in self.components],
             "rows": [row.as_dict() for row in self.rows],
             "row_count": len(self.rows), "unheld_count": self.unheld_count,
@@ -383,6 +384,7 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
                           (("[system]", SYSTEM_READ), ("[base]", SYSTEM_BASE), ("[programs]", SYSTEM_EXEC),
                            ("[python]", python)) if paths),
         not_covered=_not_covered(manifest, facts),
+        start_dir=manifest.workspace if manifest.app.cwd == "workspace" else PLAN_PATHS.private_dir("app"),
     )
 
 

@@ -36,6 +36,9 @@ def _component(plan: Plan, component: ComponentPlan) -> list[str]:
     lines = [f"{component.role}: memory {component.max_memory_mb} MB, {component.max_pids} pids"]
     if component.role == "app":
         lines += _argv(plan.argv)
+        if plan.start_dir:
+            where = "the workspace (app.cwd)" if plan.start_dir == plan.workspace else "its private dir"
+            lines.append(f"  {'starts in':<12} {plan.start_dir}, {where}")
     for label, items in (("reads", component.reads), ("writes", component.writes),
                          ("executes", component.executes)):
         lines.append(f"  {label:<12} {_named(items, plan.path_groups)}")

@@ -20,6 +20,16 @@ def test_the_app_argv_is_shown_one_quoted_argument_per_line() -> None:
     assert plan.as_dict()["argv"] == ["/opt/agent/bin/agent", "--flag", "two words"]
 
 
+def test_the_plan_says_where_the_app_starts() -> None:
+    default = build_plan(load(sample()), FULL_KERNEL)
+    assert "  starts in    /run/sharness/<sid>/app, its private dir" in render_plan(default).splitlines()
+    assert default.as_dict()["start_dir"] == "/run/sharness/<sid>/app"
+    manifest = load(sample(app__cwd="workspace", app__workspace="mount"))
+    in_workspace = build_plan(manifest, FULL_KERNEL)
+    assert f"  starts in    {manifest.workspace}, the workspace (app.cwd)" in render_plan(in_workspace).splitlines()
+    assert in_workspace.as_dict()["start_dir"] == manifest.workspace
+
+
 def test_a_script_argument_shows_its_newlines_and_tabs_escaped() -> None:
     plan = build_plan(load(sample(app__argv=["/bin/sh", "-c", "true\n\trm -rf ~"])), FULL_KERNEL)
     assert '  argv[2]      "true\\u{000A}\\u{0009}rm -rf ~"' in render_plan(plan).splitlines()
