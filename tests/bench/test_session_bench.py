@@ -41,4 +41,5 @@ def test_one_tiny_run_gives_every_figure_and_leaves_nothing() -> None:
         assert figures[f"session_door_{way}_hello_p50_ms"] >= figures[f"session_door_{way}_ready_p50_ms"] > 0
     assert figures["session_leftovers"] == "none"
     assert set(figures["samples"]) == {"session start to end (ms)", "door start to ready (ms)"}
-    assert {path for pattern in scratch for path in glob.glob(pattern)} == before
+    # Only what this run made counts: another bench on the machine may remove its own scratch meanwhile.
+    assert {path for pattern in scratch for path in glob.glob(pattern)} - before == set()

@@ -47,6 +47,10 @@ def neighbour() -> Iterator[Neighbour]:
         netns.wait_up(name, peer_dev)
         yield place
     finally:
-        netns.remove(name)  # the veth pair goes with it
+        netns.remove(name)  # the veth pair goes with it, but the kernel may take a moment to drop the host end
         if os.path.exists(f"/sys/class/net/{host_dev}"):
-            netns.ip("link", "del", host_dev)
+            try:
+                netns.ip("link", "del", host_dev)
+            except RuntimeError:
+                if os.path.exists(f"/sys/class/net/{host_dev}"):
+                    raise  # still there: a real failure, not the kernel removing it meanwhile
