@@ -68,19 +68,13 @@ def _child_cpu_s(pid: int) -> float:
 
 def socket_write(path: str, payload: bytes) -> Timed:
     """Send `payload` over a Unix socket to a child that writes it to `path` and fsyncs it (a door's floor)."""
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def receive(sock: socket.socket) -> None:
+        _receive_to_file(sock, path, len(payload))
+        sock.sendall(b"k")
+
     start, cpu = time.perf_counter(), time.process_time()
-    pid = os.fork()
-    if pid == 0:  # the child: receive, write, fsync, say done; never run the parent's cleanups
-        code = 1
-        try:
-            parent.close()
-            _receive_to_file(child, path, len(payload))
-            child.sendall(b"k")
-            code = 0
-        finally:
-            os._exit(code)
-    child.close()
+    parent, pid = _fork_peer(receive)
     with parent:
         parent.sendall(payload)
         if parent.recv(1) != b"k":
@@ -106,31 +100,29 @@ def _receive_to_file(sock: socket.socket, path: str, size: int) -> None:
         os.close(fd)
 
 
+def _receive_whole(recv_into: Callable[[memoryview, int], int], size: int, what: str) -> None:
+    received = bytearray(size)
+    view, got = memoryview(received), 0
+    while got < size:
+        count = recv_into(view[got:], size - got)
+        if not count:
+            raise RuntimeError(f"the bench's {what} child sent a short file")
+        got += count
+
+
 def socket_read(path: str, size: int) -> Timed:
     """A child sends `path` from the page cache (sendfile) over a Unix socket; this process receives it whole."""
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def send(sock: socket.socket) -> None:
+        with open(path, "rb") as source:
+            offset = 0
+            while offset < size:
+                offset += os.sendfile(sock.fileno(), source.fileno(), offset, size - offset)
+
     start, cpu = time.perf_counter(), time.process_time()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            parent.close()
-            with open(path, "rb") as source:
-                offset = 0
-                while offset < size:
-                    offset += os.sendfile(child.fileno(), source.fileno(), offset, size - offset)
-            code = 0
-        finally:
-            os._exit(code)
-    child.close()
+    parent, pid = _fork_peer(send)
     with parent:
-        received = bytearray(size)
-        view, got = memoryview(received), 0
-        while got < size:
-            count = parent.recv_into(view[got:], size - got)
-            if not count:
-                raise RuntimeError("the bench's direct socket child sent a short file")
-            got += count
+        _receive_whole(parent.recv_into, size, "direct socket")
         wall, mine = time.perf_counter() - start, time.process_time() - cpu
     return Timed(wall, mine, _child_cpu_s(pid))
 
@@ -204,12 +196,6 @@ def tls_read(path: str, size: int, server: CertFiles, client: CertFiles) -> Time
         conn = _tls(parent, client, False)
         start, cpu = time.perf_counter(), time.process_time()
         conn.sendall(b"g")
-        received = bytearray(size)
-        view, got = memoryview(received), 0
-        while got < size:
-            count = conn.recv_into(view[got:], size - got)
-            if not count:
-                raise RuntimeError("the bench's TLS child sent a short file")
-            got += count
+        _receive_whole(conn.recv_into, size, "TLS")
         wall, mine = time.perf_counter() - start, time.process_time() - cpu
     return Timed(wall, mine, _child_cpu_s(pid))

@@ -10,6 +10,7 @@ import json
 import socket
 import ssl
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -71,15 +72,16 @@ def _echo_blocking(conn: socket.socket | SSL.Connection) -> None:
         conn.sendall(data)
 
 
-def serve_stdlib(spec: ServerSpec, sock: socket.socket) -> None:
-    """Blocking stdlib ssl, one connection at a time."""
+def serve_stdlib(spec: ServerSpec, sock: socket.socket,
+                 answer: Callable[[ssl.SSLSocket], None] = _echo_blocking) -> None:
+    """Blocking stdlib ssl, one connection at a time, each answered by `answer` (an echo by default)."""
     ctx = stdlib_context(spec.files(), True, TlsOptions(**spec.options))  # type: ignore[arg-type]
     while True:
         raw = accept(sock)
         try:
             with ctx.wrap_socket(raw, server_side=True) as conn:
-                _echo_blocking(conn)
-        except (OSError, ssl.SSLError):
+                answer(conn)
+        except (OSError, ssl.SSLError, h11.ProtocolError):
             raw.close()
 
 
@@ -118,18 +120,6 @@ def _answer_http(conn: ssl.SSLSocket) -> None:
             return
 
 
-def serve_h11(spec: ServerSpec, sock: socket.socket) -> None:
-    """The kept-alive floor of the framing the doors must use: blocking stdlib TLS + h11, no door logic."""
-    ctx = stdlib_context(spec.files(), True, TlsOptions(**spec.options))  # type: ignore[arg-type]
-    while True:
-        raw = accept(sock)
-        try:
-            with ctx.wrap_socket(raw, server_side=True) as conn:
-                _answer_http(conn)
-        except (OSError, ssl.SSLError, h11.ProtocolError):
-            raw.close()
-
-
 async def _trio_connection(stream: trio.SocketStream, ctx: ssl.SSLContext) -> None:
     tls = trio.SSLStream(stream, ctx, server_side=True)
     try:
@@ -162,7 +152,7 @@ def main(argv: list[str]) -> None:
     elif spec.kind == "pyopenssl":
         serve_pyopenssl(spec, sock)
     elif spec.kind == "h11":
-        serve_h11(spec, sock)
+        serve_stdlib(spec, sock, _answer_http)  # the kept-alive floor of the doors' framing: no door logic
     elif spec.kind == "trio":
         trio.run(serve_trio, spec, sock)
     else:
