@@ -11,7 +11,7 @@ import socket
 import stat
 import sys
 
-from launcher.daemon.policy import PolicyError
+from launcher.daemon.policy import LaunchdPolicy, PolicyError
 from launcher.daemon.policy_file import read_policy
 from launcher.daemon.records import DaemonRecords, log_line
 from launcher.daemon.systemd import ActivationError, Notifier, forget_activation, listen_fds, watchdog_interval_s
@@ -117,6 +117,16 @@ def main(argv: list[str] | None = None) -> int:
         log_line("launchd.policy_refused", path=args.policy, message="hash mismatch",
                  expected=args.expect_policy_hash, actual=policy.sha256)
         return EXIT_HASH_MISMATCH
+
+    def read_again() -> LaunchdPolicy:
+        """The policy for a reload: the same checks as at start; a pinned hash pins it for the daemon's life."""
+        again = read_policy(args.policy)
+        if args.expect_policy_hash is not None and args.expect_policy_hash.lower() != again.sha256:
+            raise PolicyError("", f"the policy's hash is now {again.sha256}, not the {args.expect_policy_hash} "
+                              "the daemon was started with", "restart the daemon with the new --expect-policy-hash, "
+                              "or put the pinned policy back")
+        return again
+
     preload()
     from launcher.daemon.server import Daemon
     from launcher.lifecycle import sweep
@@ -137,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
              audit=records.audit.directory, activated=activated, run_root=RUN_ROOT)
     gc.freeze()  # what is imported now is shared with every runner's pages
     try:
-        daemon = Daemon(listener, policy, records, notifier, watchdog)
+        daemon = Daemon(listener, policy, records, notifier, watchdog, read_again)
         if args.request_deadline_s is not None:
             daemon.request_deadline_s = args.request_deadline_s
         return daemon.serve()

@@ -2,6 +2,8 @@
 and caller pidfds, and the signal pipe. A request is read whole within its deadline, gated, audited, then acted
 on: a session runs in a runner forked from this process (launcher/daemon/runner.py), so the daemon stays
 single-threaded and nothing a session does can stall it. SIGTERM ends each session in start order, then exits.
+SIGHUP (`systemctl reload`) reads the policy again: requests from then on are judged by it, running sessions keep
+going, and a policy that cannot be loaded is refused and audited while the one in force stays.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from launcher.daemon.admission import gate_after_reach, gate_before_reach, unchecked
 from launcher.daemon.deputy import Caller, Load, Refusal
 from launcher.daemon.peer import peer_caller, peer_pidfd
-from launcher.daemon.policy import LaunchdPolicy
+from launcher.daemon.policy import LaunchdPolicy, PolicyError
 from launcher.daemon.protocol import FrameReader, ProtocolError, RunRequest, WinchRequest, parse_request
 from launcher.daemon.queries import answer_query
 from launcher.daemon.reach import CHECK_TIMEOUT_S, ReachCheck, reap_abandoned
@@ -38,6 +41,7 @@ MAX_PENDING = 64  # connections still sending their request; more are refused at
 MAX_PENDING_PER_UID = 8
 STOP_WAIT_S = 30.0  # how long SIGTERM waits for one session's own teardown before it kills its runner
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_RELOAD_SIGNAL = signal.SIGHUP
 
 
 @dataclass(eq=False)
@@ -56,9 +60,11 @@ class Daemon:
     """The listener, the sessions, the records; `serve()` runs until SIGTERM and returns the exit code."""
 
     def __init__(self, listener: socket.socket, policy: LaunchdPolicy, records: DaemonRecords,
-                 notifier: Notifier, watchdog_s: float | None = None) -> None:
+                 notifier: Notifier, watchdog_s: float | None = None,
+                 read_policy: Callable[[], LaunchdPolicy] | None = None) -> None:
         self.listener = listener
         self.policy = policy
+        self.read_policy = read_policy  # the policy again, from where it came (PolicyError if it will not load)
         self.records = records
         self.notifier = notifier
         self.watchdog_s = watchdog_s
@@ -76,7 +82,7 @@ class Daemon:
         listener_blocking = self.listener.getblocking()
         self.listener.setblocking(False)
         signal.set_wakeup_fd(self._signal_w)
-        for signum in _STOP_SIGNALS:
+        for signum in (*_STOP_SIGNALS, _RELOAD_SIGNAL):
             signal.signal(signum, lambda *_: None)
         self.selector.register(self.listener, selectors.EVENT_READ, ("accept", None))
         self.selector.register(self._signal_r, selectors.EVENT_READ, ("signal", None))
@@ -128,6 +134,26 @@ class Daemon:
             received = os.read(self._signal_r, 64)
             if any(signum in received for signum in _STOP_SIGNALS):
                 self._stopping = True
+            elif _RELOAD_SIGNAL in received:
+                self._reload()
+
+    def _reload(self) -> None:
+        """The policy read again; kept as it was, and the refusal audited with its words, if it will not load."""
+        if self.read_policy is None:
+            return
+        self.notifier.notify(RELOADING=1, MONOTONIC_USEC=time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000)
+        fields: dict[str, object]
+        try:
+            policy = self.read_policy()
+        except PolicyError as error:
+            fields = {"pointer": error.pointer, "message": error.message, "hint": error.hint,
+                      "kept": self.policy.sha256}
+            self.records.event("launchd.policy_reload_refused", fields)
+        else:
+            fields = {"from": self.policy.sha256, "to": policy.sha256, "max_sessions": policy.max_sessions}
+            self.policy = policy
+            self.records.event("launchd.policy_reloaded", fields)
+        self.notifier.notify(READY=1, STATUS=self._status())
 
     def _on_accept(self, _: None) -> None:
         try:
