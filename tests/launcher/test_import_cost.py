@@ -13,6 +13,8 @@ NOT_BEFORE_A_SESSION = {
     "pyroute2": "netns is made by mount(2) and an ioctl (launcher/kernel/netns.py)",
     "structlog": "imported when the audit log opens, after the last fork (launcher/lifecycle/audit.py)",
     "asyncio": "structlog's; nothing else in the launcher or a door needs it",
+    "jsonschema": "jsonschema-rs decides a manifest; jsonschema only words a refusal (launcher/manifest/_schema.py)",
+    "referencing": "jsonschema's",
     "pycparser": "every cdef is generated out of line (launcher/kernel/_sys/_ffi.py, doors/_ffi.py) or ctypes (pki)",
 }
 
