@@ -26,7 +26,6 @@ from launcher.policy.layout import (
 )
 from launcher.policy.overlay import overlay_of
 from launcher.policy.scratch import scratch_of
-from pki.bundle import system_store
 from pki.ca import EgressDelivery, FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
 
 
@@ -206,6 +205,8 @@ class SessionBuilder:
         self.resources.minted = minted
         self._give_app(f"{app_dir}/{APP_BUNDLE}", minted.bundle_pem)
         if minted.egress_ca_pem is not None:
+            from pki.bundle import system_store  # x509: imported with the doors' code by now
+
             self._give_app(f"{app_dir}/{APP_EGRESS_BUNDLE}", system_store() + minted.egress_ca_pem)
 
     def _give_app(self, path: str, content: bytes) -> None:
