@@ -19,12 +19,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from pki.spiffe import SessionIdentity, validate_trust_domain
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
-# cryptography's x509 and what builds on it (issue, egress, bundle, svid) are imported where they are used: in the
-# CA child, which imports them itself once forked, and in the parent's checks of its reply, by when the launcher has
-# imported them with its doors' code beside the child (launcher/lifecycle/spawn.py). Imported here they were
-# ~20-35 ms of every launcher's start on the critical path (docs/decisions/bench.md, "readyquick").
+from pki import egress, issue
+from pki.bundle import bundle_pem, svid_pem
+from pki.spiffe import SessionIdentity, validate_trust_domain
+from pki.svid import check_svid
 
 CHILD_TIMEOUT_S = 30.0
 _MAX_REPLY = 1 << 20
@@ -121,8 +122,6 @@ def mint_session(
         SessionIdentity(trust_domain, session_id, role)
     _check_deliveries(roles, deliveries)
     if egress_to is not None:
-        from pki import egress
-
         egress.check_hosts(egress_to.hosts)
         _check_memfd("egress", egress_to.fd)
     if ttl_s <= 0:
@@ -188,10 +187,6 @@ def _accept(
     reply: bytes, code: int, pid: int, trust_domain: str, session_id: str, roles: tuple[str, ...]
 ) -> MintedSession:
     """Parse the child's reply and check every leaf against the CA and its role before trusting it."""
-    from cryptography import x509
-
-    from pki.svid import check_svid
-
     try:
         raw = json.loads(reply) if reply else {}
     except ValueError as exc:
@@ -224,10 +219,6 @@ def _accept_egress(minted: MintedSession, reply: bytes, egress_to: EgressDeliver
     """The egress CA from the reply, each host's leaf verified against it (NameConstraints included)."""
     if egress_to is None:
         return minted
-    from cryptography import x509
-
-    from pki import egress
-
     raw = json.loads(reply)
     if "egress_ca_pem" not in raw or sorted(raw.get("egress_leaf_pems", {})) != sorted(egress_to.hosts):
         raise MintError(f"CA child returned no egress CA or leaves for other hosts than {sorted(egress_to.hosts)}")
@@ -287,11 +278,6 @@ def _mint_and_deliver(
     trust_domain: str, session_id: str, roles: tuple[str, ...], ttl_s: int, deliveries: Mapping[str, Delivery]
 ) -> dict[str, object]:
     """Generate the CA, issue and deliver each leaf; on failure undo every delivery already made."""
-    from cryptography.hazmat.primitives import serialization
-
-    from pki import issue
-    from pki.bundle import bundle_pem, svid_pem
-
     now = dt.datetime.now(dt.UTC)
     ca_key, ca_cert = issue.new_ca(trust_domain, ttl_s, now)
     leaf_pems: dict[str, str] = {}
@@ -316,11 +302,6 @@ def _mint_and_deliver(
 
 def _mint_egress(egress_to: EgressDelivery, ttl_s: int) -> dict[str, object]:
     """The egress CA and one leaf per bound host, the leaves' keys written into the net door's memfd only."""
-    from cryptography.hazmat.primitives import serialization
-
-    from pki import egress
-    from pki.bundle import bundle_pem
-
     now = dt.datetime.now(dt.UTC)
     ca_key, ca_cert = egress.new_egress_ca(egress_to.hosts, ttl_s, now)
     leaves = {host: egress.issue_host_leaf(ca_key, ca_cert, host, now, ttl_s) for host in egress_to.hosts}

@@ -15,7 +15,7 @@ NOT_BEFORE_A_SESSION = {
     "asyncio": "structlog's; nothing else in the launcher or a door needs it",
     "jsonschema": "jsonschema-rs decides a manifest; jsonschema only words a refusal (launcher/manifest/_schema.py)",
     "referencing": "jsonschema's",
-    "cryptography.x509": "the CA child imports it once forked; the launcher with its doors' code (pki/ca.py)",
+    "cryptography.x509": "pki.ca's, imported as the session mints (launcher/lifecycle/create.py: make_pki)",
     "ssl": "the doors' transport's, imported with their code while the CA child mints",
     "pycparser": "every cdef is generated out of line (launcher/kernel/_sys/_ffi.py, doors/_ffi.py) or ctypes (pki)",
 }
