@@ -17,6 +17,8 @@ NOT_BEFORE_A_SESSION = {
     "referencing": "jsonschema's",
     "cryptography.x509": "pki.ca's, imported as the session mints (launcher/lifecycle/create.py: make_pki)",
     "ssl": "the doors' transport's, imported with their code while the CA child mints",
+    "launcher.lifecycle.app_stdio": "the app's pty or pipe relay, imported as the app is spawned (after the doors)",
+    "launcher.lifecycle.audit": "the audit log opens after the last fork (launcher/lifecycle/session.py)",
     "pycparser": "every cdef is generated out of line (launcher/kernel/_sys/_ffi.py, doors/_ffi.py) or ctypes (pki)",
 }
 
