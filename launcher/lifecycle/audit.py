@@ -16,10 +16,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING, Any
 
 from doors import SecretFingerprint, SecretMatcher
 from launcher.lifecycle.audit_verify import (
@@ -43,6 +40,9 @@ from launcher.policy.audit_guard import (
     reserved_refusal,
 )
 from pki.vocabulary import AUDIT_ROOT, valid_sid
+
+if TYPE_CHECKING:  # imported when a log opens, after the last fork (the launcher's imports hold no cryptography)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 MAX_LINE_BYTES = 256 * 1024
 FINGERPRINT_HEX = 12  # 48 bits of HMAC-SHA256: ties lines together within a session, proves nothing outside it
@@ -259,6 +259,9 @@ class AuditLog:
         self._chain = _Chain(sid, head=genesis_hash(sid))
         self._guard = _Guard()
         self._logger = _build_logger(fd, self._chain, self._guard)
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         self._key: Ed25519PrivateKey | None = Ed25519PrivateKey.generate()  # in memory only, for this session
         public_key = self._key.public_key()
         self.fingerprint = key_fingerprint(public_key)

@@ -7,9 +7,13 @@ lines; the session ends instead, with the line that says why as the log's last e
 
 from __future__ import annotations
 
-from launcher.lifecycle.audit import AuditLog
+from typing import TYPE_CHECKING
+
 from launcher.lifecycle.supervise import Ending
 from pki.vocabulary import EXIT_FAIL_CLOSED
+
+if TYPE_CHECKING:
+    from launcher.lifecycle.audit import AuditLog
 
 FULL_EVENT = "session.audit_full"
 

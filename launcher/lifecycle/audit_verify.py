@@ -12,11 +12,12 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import rfc8785
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+if TYPE_CHECKING:  # imported where a key is read (the launcher's imports hold no cryptography)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 FORMAT = "sharness-audit-v1"
 LOG_NAME, SIG_NAME, PUB_NAME = "audit.jsonl", "audit.sig", "audit.pub"
@@ -43,6 +44,8 @@ def head_message(sid: str, seq: int, head: str) -> bytes:
 
 def key_fingerprint(public_key: Ed25519PublicKey) -> str:
     """`sha256:<hex>` of the raw 32-byte public key."""
+    from cryptography.hazmat.primitives import serialization
+
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
@@ -176,6 +179,8 @@ def _check_signature(
     signed = _parse_signature(last, sig_bytes)
     key = _signing_key(pub_pem, trusted_pem, last, anchor)
     fingerprint = key_fingerprint(key)
+    from cryptography.exceptions import InvalidSignature
+
     try:
         key.verify(signed.signature, head_message(signed.sid, signed.seq, signed.head))
     except InvalidSignature:
@@ -218,6 +223,9 @@ def _parse_signature(last: int, sig_bytes: bytes) -> _SignedHead:
 
 
 def _load_key(pem: bytes, what: str, last: int) -> Ed25519PublicKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = serialization.load_pem_public_key(pem)
     except ValueError:

@@ -6,6 +6,7 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from launcher.kernel import cgroups, netns, users
 from launcher.lifecycle import sweep_lock
@@ -26,8 +27,9 @@ from launcher.policy.layout import (
 )
 from launcher.policy.overlay import overlay_of
 from launcher.policy.scratch import scratch_of
-from pki.bundle import system_store
-from pki.ca import EgressDelivery, FileDelivery, MemfdDelivery, MintedSession, mint_session, new_svid_memfd
+
+if TYPE_CHECKING:
+    from pki.ca import MintedSession
 
 
 @dataclass
@@ -185,6 +187,10 @@ class SessionBuilder:
                 cgroups.delegate(self.resources.cgroups[role], self.resources.uids[role], self.resources.gids[role])
 
     def make_pki(self) -> None:
+        # pki.ca brings cryptography's x509 (~20-35 ms): imported here, on the way to the fork it needs anyway (the
+        # doors' code imports it too), not with the launcher's modules; the CA child inherits it, imports nothing.
+        from pki.ca import EgressDelivery, FileDelivery, MemfdDelivery, mint_session, new_svid_memfd
+
         deliveries: dict[str, MemfdDelivery | FileDelivery] = {}
         for role in self.manifest.roles:
             if role == "app":
@@ -206,6 +212,8 @@ class SessionBuilder:
         self.resources.minted = minted
         self._give_app(f"{app_dir}/{APP_BUNDLE}", minted.bundle_pem)
         if minted.egress_ca_pem is not None:
+            from pki.bundle import system_store
+
             self._give_app(f"{app_dir}/{APP_EGRESS_BUNDLE}", system_store() + minted.egress_ca_pem)
 
     def _give_app(self, path: str, content: bytes) -> None:

@@ -9,15 +9,13 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from doors import SecretFingerprint
 from launcher.kernel.confine import ConfinementSpec
 from launcher.kernel.fuse_mount import WorkspaceMount, make_workspace_mount
 from launcher.kernel.mountns import FuseAttach
 from launcher.kernel.probe_facts import KernelFacts
-from launcher.lifecycle import audit as audit_mod
-from launcher.lifecycle import audit_keys
-from launcher.lifecycle.app_stdio import AppStdio
 from launcher.lifecycle.audit_cap import AuditCap
 from launcher.lifecycle.component_spec import spec_of
 from launcher.lifecycle.create import Resources, SessionBuilder, ensure_root_dirs, remove_empty_roots
@@ -56,6 +54,12 @@ from launcher.policy.layout import SessionLayout
 from launcher.policy.scratch import scratch_of
 from launcher.policy.verdict import app_end_words, app_verdict
 from pki.vocabulary import AUDIT_ROOT, DOOR_ORDER, EXIT_FAIL_CLOSED, new_sid
+
+if TYPE_CHECKING:
+    # Needed only once the doors are ready (the app's stdio, the audit log that opens after the last fork): imported
+    # there, not with the launcher's modules (~8-16 ms; docs/decisions/bench.md, "readyquick").
+    from launcher.lifecycle import audit as audit_mod
+    from launcher.lifecycle.app_stdio import AppStdio
 
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 3.0
@@ -133,6 +137,8 @@ class Session:
             self._write_audit(record)
 
     def _write_audit(self, record: dict[str, object]) -> None:
+        from launcher.lifecycle import audit as audit_mod  # the log is open: imported by _open_audit_log
+
         assert self._audit_log is not None
         role, log = str(record.get("role", "")), self._audit_log
         try:
@@ -234,11 +240,19 @@ class Session:
 
     def _spawn_doors(self, doors: tuple[str, ...], resources: Resources, supervisor: Supervisor,
                      journal: Journal) -> Ending | None:
-        for door in doors:
-            self._progress(f"session {self.layout.sid}: starting the {door} door")
-            spawned = self._spawn_door(door, resources)
-            journal.record("pid", f"{spawned.pid}:{process_starttime(spawned.pid)}")
-            supervisor.watch(spawned)
+        started: list[Spawned] = []
+        try:
+            for door in doors:
+                self._progress(f"session {self.layout.sid}: starting the {door} door")
+                spawned = self._spawn_door(door, resources)
+                supervisor.watch(spawned)
+                started.append(spawned)
+        finally:
+            # Their pids with one fsync after the batch's last fork, so no door forks after a disk flush for the one
+            # before it (0.5 ms here, up to 21 ms with the disk shared). A door not yet recorded when the launcher
+            # dies is in its journaled cgroup, which the sweep empties by killing, or, before it joins, dies of its
+            # parent-death signal.
+            journal.record_all([("pid", f"{door.pid}:{process_starttime(door.pid)}") for door in started])
         return supervisor.wait_ready(doors, self.options.ready_timeout_s)
 
     def _read_home_seed(self) -> None:
@@ -248,6 +262,9 @@ class Session:
             self._home_seed = read_home_seed(self.manifest.app.home_seed, budget, self.options.caller_uid)
 
     def _open_audit_log(self) -> None:
+        from launcher.lifecycle import audit as audit_mod
+        from launcher.lifecycle import audit_keys
+
         self._audit_log = audit_mod.AuditLog.create(f"{self.options.audit_root}/{self.layout.sid}", self.layout.sid)
         audit_keys.register(self.options.audit_root, self.layout.sid, self._audit_log.public_key_pem.encode())
         if self._kept_secrets is not None:  # before the buffered lines: none of them may hold a kept secret either
@@ -377,6 +394,8 @@ class Session:
             spec = self.spec("app", resources, self._app_env(info), (0, 1, 2, witness), attach)
             stdio = self.options.app_stdio
             if stdio is None:
+                from launcher.lifecycle.app_stdio import AppStdio
+
                 self._stdio = AppStdio.open()
                 stdio = self._stdio.app_stdio()
             relay_setup = self._stdio.child_setup if self._stdio is not None else None

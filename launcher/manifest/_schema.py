@@ -1,16 +1,25 @@
-"""JSON Schema 2020-12 validation against manifests/schema.json, turned into one ManifestError."""
+"""JSON Schema 2020-12 validation against manifests/schema.json, turned into one ManifestError.
+
+Two validators of the same schema: jsonschema-rs (compiled) decides every manifest; a manifest it refuses is
+worded by jsonschema's `best_match`, which is imported only then (its import alone was 40-80 ms of every
+launcher's start, the largest single one: docs/decisions/bench.md, "readyquick"). Should the two ever disagree,
+the refusal stands: a manifest is accepted only when the compiled validator accepts it
+(tests/launcher/test_manifest_schema_twins.py runs both on every vector and on mutations of the examples).
+"""
 
 from __future__ import annotations
 
 import functools
 import json
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from launcher.manifest._errors import ManifestError, child, pointer
+
+if TYPE_CHECKING:
+    import jsonschema_rs
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 # A symlink to manifests/schema.json (the authority), so the installed package carries it too.
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -19,11 +28,20 @@ SHOWN_CHARS = 80
 ELLIPSIS = "..."
 
 
+# The schema itself is checked against the 2020-12 metaschema by the suite (tests/launcher/test_manifest_schema.py),
+# not on every run: that check alone was 30-60 ms of each launcher's start.
+@functools.cache
+def _deciding_validator() -> jsonschema_rs.Draft202012Validator:
+    import jsonschema_rs
+
+    return jsonschema_rs.Draft202012Validator(schema())
+
+
 @functools.cache
 def _validator() -> Draft202012Validator:
-    # The schema itself is checked against the 2020-12 metaschema by the suite (tests/launcher/
-    # test_manifest_schema.py), not on every run: that check alone was 30-60 ms of each launcher's start.
-    return Draft202012Validator(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema())
 
 
 def schema() -> dict[str, Any]:
@@ -33,9 +51,21 @@ def schema() -> dict[str, Any]:
 
 def validate(document: Any) -> None:
     """Raise ManifestError for the most relevant schema violation in `document`, if any."""
+    deciding = _deciding_validator()
+    if deciding.is_valid(document):
+        return
+    from jsonschema.exceptions import best_match
+
     error = best_match(_validator().iter_errors(document))
     if error is not None:
         raise _to_manifest_error(error)
+    # Only the compiled validator refuses: its refusal stands (fail closed), in its own words.
+    first = next(iter(deciding.iter_errors(document)))
+    raise ManifestError(pointer(first.instance_path), _cut(first.message), "see manifests/schema.json")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - len(ELLIPSIS)] + ELLIPSIS
 
 
 def _to_manifest_error(error: ValidationError) -> ManifestError:
@@ -62,9 +92,7 @@ def _to_manifest_error(error: ValidationError) -> ManifestError:
 
 
 def _message(kind: str, value: Any, instance: Any) -> str:
-    shown = json.dumps(instance, ensure_ascii=False)
-    if len(shown) > SHOWN_CHARS:
-        shown = shown[: SHOWN_CHARS - len(ELLIPSIS)] + ELLIPSIS
+    shown = _cut(json.dumps(instance, ensure_ascii=False))
     if kind == "const":
         return f"{shown} is not {json.dumps(value)}"
     if kind == "enum":
