@@ -11,6 +11,8 @@ client must not pay (docs/decisions/bench.md, "sh").
 
 from __future__ import annotations
 
+import sys
+
 # Not `from typing import TYPE_CHECKING`: typing (with re and collections) is ~15 ms of CPU on this VM that the
 # `sh` client would pay for this file alone; mypy treats any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
@@ -77,8 +79,7 @@ def __getattr__(name: str) -> Any:
     module = _HOME_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'doors' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # not importlib.import_module: importlib loads warnings, ~0.6 ms of CPU per `sh` call
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value

@@ -10,6 +10,8 @@ Each name loads its module on first use (PEP 562): every process imports this pa
 
 from __future__ import annotations
 
+import sys
+
 # Not `from typing import TYPE_CHECKING`: typing is ~15 ms of CPU on this VM (docs/decisions/bench.md,
 # "shquick"), and mypy treats any name TYPE_CHECKING as true.
 TYPE_CHECKING = False
@@ -228,9 +230,8 @@ def __getattr__(name: str) -> Any:
     module = _HOME_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'pki.vocabulary' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # not importlib.import_module: importlib loads warnings, ~0.6 ms of CPU per `sh` call
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value
 

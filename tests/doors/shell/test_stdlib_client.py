@@ -195,7 +195,8 @@ def test_the_stream_is_read_to_its_end_in_order(tmp_path: Path) -> None:
     lines = [b'{"seq":0,"started":{"id":"c1"}}\n', b'{"seq":1,"stream":"stdout","length":3}\nabc',
              b'{"seq":2,"final":{"exit_code":0}}\n']
     body = b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines)
-    answer = b"HTTP/1.1 200 \r\ncontent-type: application/vnd.sharness.shell-frames\r\ntransfer-encoding: chunked\r\n\r\n"
+    answer = (b"HTTP/1.1 200 \r\ncontent-type: application/vnd.sharness.shell-frames\r\n"
+              b"transfer-encoding: chunked\r\n\r\n")
     env = _env(pki, tmp_path, _serve_once(pki, "shell", tmp_path, answer + body + b"0\r\n\r\n"))
     with connect(env, timeout_s=10) as tls:
         got = list(frames(tls, {"argv": ["true"]}))
