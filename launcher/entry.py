@@ -6,8 +6,9 @@ parser it never used (docs/decisions/bench.md, "Shell door"); every other comman
 The script `make` installs is this project's, not pip's (`python -m launcher.entry --write-script PATH`): its
 interpreter runs with -S, so `sh` does not run site (the venv's .pth files, setuptools' distutils shim, the
 system's sitecustomize: ~2.5 ms of CPU per call here, docs/decisions/bench.md, "shquick") and finds this
-project by the directory the script names. Every other command runs site first, so it sees the interpreter
-pip's script gave it. Installed without make, pip's script works as before, with site.
+project by the directory the script names; it hands `sh` to the client itself, as main() does, so not even
+launcher/ is imported (each module is ~0.25 ms here). Every other command runs site first, so it sees the
+interpreter pip's script gave it. Installed without make, pip's script works as before, with site.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import sys
 
 SCRIPT = """#!{python} -S
 # sharness-launch, written by `python -m launcher.entry --write-script` (launcher/entry.py): -S, so that
-# `sharness-launch sh` does not run site; every other command runs it first.
+# `sharness-launch sh` does not run site, and goes to the shell client as main() would (no launcher import).
 import sys
 sys.path.append({root!r})
+if sys.argv[1:2] == ["sh"]:
+    from doors.shell.cli import program
+    sys.exit(program(sys.argv[2:]))
 from launcher.entry import main
 sys.exit(main())
 """

@@ -45,6 +45,12 @@ def test_the_written_script_runs_sh_without_site(tmp_path: Path) -> None:
     assert script.read_text().splitlines()[0] == f"#!{sys.executable} -S"
     done = subprocess.run([str(script), "sh", "--", "true"], capture_output=True, text=True, env={}, timeout=60)
     assert done.returncode == EXIT_UNAVAILABLE and "not inside a sharness session" in done.stderr
+    # The same start, watched: the interpreter's flags of the shebang, the script as the program.
+    watched = subprocess.run([sys.executable, "-S", "-X", "importtime", str(script), "sh", "--", "true"],
+                             capture_output=True, text=True, env={}, timeout=60)
+    loaded = {line.rpartition("|")[2].strip() for line in watched.stderr.splitlines()
+              if line.startswith("import time:")}
+    assert "doors.shell.cli" in loaded and not {"site", "launcher", "launcher.entry", "launcher.cli"} & loaded
 
 
 def test_every_other_command_through_the_script_runs_site_first(tmp_path: Path) -> None:
