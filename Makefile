@@ -35,13 +35,20 @@ $(INIT): launcher/kernel/_init/sharness_init.c
 	@cc -static -O2 -Wall -Wextra -o $@ $< && chmod 0755 $@ || \
 	  echo "make: no static C build of $@ (cc -static failed); the app's init runs in Python" >&2
 
+# The console script, this project's (launcher/entry.py) in place of pip's: its interpreter runs with -S, so
+# `sharness-launch sh` skips site (~2.5 ms of CPU per in-session call; docs/decisions/bench.md, "shquick").
+SCRIPT := $(BIN)/.script
+$(SCRIPT): $(STAMP) launcher/entry.py
+	$(BIN)/python -I -m launcher.entry --write-script $(BIN)/sharness-launch
+	touch $@
+
 # The tree's bytecode, up to date: where PYTHONDONTWRITEBYTECODE is set no start writes it, and every launcher
 # start would compile launcher/, doors/ and pki/ again (~100 ms; docs/decisions/bench.md, "launcher").
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q launcher doors pki >/dev/null
 
 # A real agent session on the sample project (manifests/examples/demo/), its summary, then the probe's table.
-run: $(STAMP) $(INIT) bytecode
+run: $(STAMP) $(SCRIPT) $(INIT) bytecode
 	$(BIN)/sharness-launch demo
 	$(BIN)/sharness-launch hello
 
@@ -76,14 +83,14 @@ claude-code:
 	} || echo "make: could not fetch Claude Code $(CLAUDE_CODE_VERSION) with sha512 as pinned (npm, openssl);" \
 	  "the Claude Code session test will skip saying so" >&2
 
-test: $(STAMP) $(INIT) system-tools claude-code
+test: $(STAMP) $(SCRIPT) $(INIT) system-tools claude-code
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check launcher doors pki tests bench
 	$(BIN)/mypy
 
-bench: $(STAMP) $(INIT) bytecode
+bench: $(STAMP) $(SCRIPT) $(INIT) bytecode
 	$(BIN)/python -m bench $(if $(QUICK),--quick,)
 
 gc: $(STAMP)
@@ -112,6 +119,7 @@ install-units:
 install: install-units
 	test -x $(DESTDIR)$(SHARNESS_HOME)/bin/python || $(PYTHON) -m venv $(DESTDIR)$(SHARNESS_HOME)
 	$(DESTDIR)$(SHARNESS_HOME)/bin/pip install --quiet .
+	$(DESTDIR)$(SHARNESS_HOME)/bin/python -I -m launcher.entry --write-script $(DESTDIR)$(SHARNESS_HOME)/bin/sharness-launch
 	install -d -m 0755 $(DESTDIR)$(BINDIR)
 	ln -sf $(SHARNESS_HOME)/bin/sharness-launch $(DESTDIR)$(BINDIR)/sharness-launch
 	ln -sf $(SHARNESS_HOME)/bin/sharness-launchd $(DESTDIR)$(BINDIR)/sharness-launchd

@@ -31,10 +31,12 @@ RATIOS = (("shell_sh_true_overhead_p50_ms", "shell_target_overhead_ms"),
 LAUNCHER = str(Path(sys.executable).parent / "sharness-launch")
 ROOT = Path(__file__).resolve().parent.parent
 # What a Python client cannot go under: the interpreter's start, with and without site (this venv's editable
-# install adds a finder to site), and with ssl, then the sh client's own imports (no door, no TLS).
+# install adds a finder to site), and with ssl, then the sh client's own imports (no door, no TLS) as the console
+# script `make` writes loads them: -S, the tree on the path, doors.shell.cli (launcher/entry.py).
 FLOORS = {"python_S_pass": [sys.executable, "-S", "-c", "pass"], "python_pass": [sys.executable, "-c", "pass"],
           "python_ssl": [sys.executable, "-c", "import ssl"],
-          "sh_imports": [sys.executable, "-c", "import launcher.cli, doors.shell.cli"]}
+          "sh_imports": [sys.executable, "-S", "-c",
+                         f"import sys; sys.path.append({str(ROOT)!r}); import doors.shell.cli"]}
 TEXT = "yes 'a line of build output, as a compiler or a test runner prints it' | head -c {size}"
 
 

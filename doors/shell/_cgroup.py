@@ -105,6 +105,8 @@ class CommandCgroup:
             for pid in self.members():
                 with contextlib.suppress(ProcessLookupError):
                     pidfds[pid] = os.pidfd_open(pid)
+            if not pidfds:
+                return 0  # an empty cgroup (the usual end of a command): no second read
             still = set(self.members())
             sent = 0
             for pid, pidfd in pidfds.items():

@@ -113,12 +113,14 @@ def _reap(running: Running) -> tuple[int, Any]:
 
 
 After = Callable[[Running, Outcome], Awaitable[dict[str, Any] | None]]
+Ended = Callable[[Running], None]
 
 
 async def supervise(running: Running, framer: Framer, send: trio.MemorySendChannel[bytes],
-                    after: After | None = None) -> None:
+                    after: After | None = None, ended: Ended | None = None) -> None:
     """Run `running` to its end, sending every frame on `send`, the final record last; close `send`.
-    `after` (the overlay's apply) runs once the command has ended; what it answers is a frame before the final."""
+    `after` (the overlay's apply) runs once the command has ended; what it answers is a frame before the final.
+    `ended` (the door's shell.exit event) is called with `running.final` set, before the final frame is sent."""
     async with send:
         try:
             await send.send(framer.started(running.command_id, running.pid))
@@ -141,6 +143,8 @@ async def supervise(running: Running, framer: Framer, send: trio.MemorySendChann
             if answer is not None:
                 await send.send(framer.applied(answer))
             running.final = outcome.record()
+            if ended is not None:
+                ended(running)
             await send.send(framer.final(outcome))
         finally:
             with trio.CancelScope(shield=True):

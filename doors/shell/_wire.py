@@ -1,15 +1,19 @@
 """What crosses the wire between the shell door and its clients: the routes, the bytes of a data frame, and
 the status `sh` exits with. Pure.
 
-Apart from the door's request parsing and framer, so that the `sh` client imports base64 and nothing more to
-use them (every import is paid on each `sharness-launch sh`).
+Apart from the door's request parsing and framer, so that the `sh` client imports nothing more to use them
+than two C modules (every import is paid on each `sharness-launch sh`: `base64` and `json` load `re`).
 """
 
 from __future__ import annotations
 
-import base64
-import json
-from typing import Any
+import binascii
+
+from doors.shell._cjson import loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RUN_PATH = "/v0/shell/run"
 APPLY_PATH = "/v0/shell/apply"  # overlay mode: the overlay's changes through the fs door (doors/shell/_overlay.py)
@@ -26,7 +30,7 @@ def encode_chunk(data: bytes) -> dict[str, str]:
     try:
         return {"text": data.decode()}
     except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode()}
+        return {"base64": binascii.b2a_base64(data, newline=False).decode()}  # base64.b64encode
 
 
 def decode_chunk(frame: dict[str, Any]) -> bytes:
@@ -35,7 +39,7 @@ def decode_chunk(frame: dict[str, Any]) -> bytes:
         return bytes(frame["data"])
     if "text" in frame:
         return str(frame["text"]).encode()
-    return base64.b64decode(str(frame.get("base64", "")))
+    return binascii.a2b_base64(str(frame.get("base64", "")))  # base64.b64decode, not validating
 
 
 def wants_frames(accept: str | None) -> bool:
@@ -70,7 +74,7 @@ class FrameReader:
         line = b"".join((*self._parts, data[at:end])) if self._parts else data[at:end]
         self._parts = []
         if line:
-            frame = json.loads(line)
+            frame = loads(line)
             if self.binary and "length" in frame:
                 self._frame, self._need, self._have = frame, int(frame.pop("length")), 0
                 if not self._need:

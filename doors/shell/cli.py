@@ -9,17 +9,22 @@ With --json every frame is printed as a JSON line on stdout instead (the final r
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Mapping
-from typing import Any, BinaryIO
 
 from doors.shell._args import HELP, USAGE, Args, Usage, parse_args
+from doors.shell._cjson import dumps_shown
 from doors.shell._response import ResponseError
 from doors.shell._stdlib_client import NotTheDoor, Refused, Unreachable, connect, frames
 from doors.shell._wire import decode_chunk, shell_status
 from pki.vocabulary import EXIT_EXEC_FAILED, EXIT_FAILED, EXIT_SIGNAL_BASE, EXIT_TTL, EXIT_UNAVAILABLE, EXIT_USAGE
+
+# Only mypy reads these: `typing` and `collections.abc` cost the client ~15 ms of CPU a call on this VM
+# (docs/decisions/bench.md, "shquick"), and every annotation here is a string (the __future__ import).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, BinaryIO
 
 
 def _fields(args: Args) -> dict[str, Any]:
@@ -42,7 +47,7 @@ def _fields(args: Args) -> dict[str, Any]:
 
 def _show(frame: dict[str, Any], stdout: BinaryIO, stderr: BinaryIO, as_json: bool) -> None:
     if as_json:
-        stdout.write((json.dumps(frame, ensure_ascii=False) + "\n").encode())
+        stdout.write((dumps_shown(frame) + "\n").encode())
         stdout.flush()
         return
     if "apply" in frame:

@@ -301,18 +301,30 @@ class ShellDoor:
 
     async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
                           scope: trio.CancelScope, binary: bool, sent: trio.Event | None) -> None:
+        reported = False
+
+        def ended(running: Running) -> None:
+            nonlocal reported
+            reported = True
+            self._report_exit(running)
+
         try:
             with scope:
                 after = self._apply_after if running.request.apply else None
-                await supervise(running, Framer(running.request.max_output_bytes, binary=binary), send, after)
+                await supervise(running, Framer(running.request.max_output_bytes, binary=binary), send, after, ended)
         finally:
             self.live.pop(running.command_id, None)
             shutil.rmtree(os.path.join(self.config.tmp, running.command_id), ignore_errors=True)
-            self.report({"door": "shell", "kind": "shell.exit", "id": running.command_id,
-                         "killed_by": running.killed_by, **(running.final or {"exit_code": None})})
+            if not reported:  # it ended without a final record (its client left, the door is stopping)
+                self._report_exit(running)
         if sent is not None:
             await sent.wait()  # its response went out first: the next zygote's fork is not on that path
         self.spares.refill()
+
+    def _report_exit(self, running: Running) -> None:
+        """The command's one shell.exit event: queued before its final frame is sent, or when it ended without one."""
+        self.report({"door": "shell", "kind": "shell.exit", "id": running.command_id,
+                     "killed_by": running.killed_by, **(running.final or {"exit_code": None})})
 
 
 async def _read_report(fd: int) -> NotStarted | None:

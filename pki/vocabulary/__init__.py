@@ -8,10 +8,16 @@ Each name loads its module on first use (PEP 562): every process imports this pa
 (docs/decisions/bench.md, "Shell door").
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
+import sys
+
+# Not `from typing import TYPE_CHECKING`: typing is ~15 ms of CPU on this VM (docs/decisions/bench.md,
+# "shquick"), and mypy treats any name TYPE_CHECKING as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from pki.vocabulary.addresses import EMBEDDED_V4, NEVER_INTERNAL, internal_range_problem
     from pki.vocabulary.barriers import BARRIER_KINDS, BOUNDARY, EXPECTATION, SETTING, UNHELD
     from pki.vocabulary.client_env import (
@@ -224,7 +230,8 @@ def __getattr__(name: str) -> Any:
     module = _HOME_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'pki.vocabulary' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # not importlib.import_module: importlib loads warnings, ~0.6 ms of CPU per `sh` call
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value
 

@@ -6,8 +6,6 @@ The sysexits.h names are noted where a code follows them.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command's answer is no (gc left something, the log is broken, fs refused, hello unheld)
 EXIT_USAGE = 2  # argparse's code
@@ -29,12 +27,21 @@ EXIT_STEP_BASE = 200  # + the index of the confinement step that failed (launche
 EXIT_CONFINEMENT_FAILED = 240  # past the step codes (room for 40 steps): a failure outside any named step
 
 
-class ExitMeaning(NamedTuple):
-    """One code (or the first of a range, shown as `label`) and what it tells a person."""
+class ExitMeaning:
+    """One code (or the first of a range, shown as `label`) and what it tells a person.
 
-    code: int
-    label: str
-    meaning: str
+    A plain class, not a NamedTuple: `typing` (with re, collections and contextlib) is ~15 ms of CPU on this VM
+    that `sharness-launch sh` would pay to read two exit codes (docs/decisions/bench.md, "shquick")."""
+
+    __slots__ = ("code", "label", "meaning")
+
+    def __init__(self, code: int, label: str, meaning: str) -> None:
+        self.code = code
+        self.label = label
+        self.meaning = meaning
+
+    def __repr__(self) -> str:
+        return f"ExitMeaning({self.code!r}, {self.label!r}, {self.meaning!r})"
 
 
 LAUNCHER_EXITS: tuple[ExitMeaning, ...] = (

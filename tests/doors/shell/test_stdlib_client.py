@@ -22,6 +22,7 @@ from doors.shell._stdlib_client import (
     frames,
     peer_problem,
     run_request,
+    tls_context,
 )
 from pki.spiffe import SessionIdentity
 from pki.testing import SessionPKI
@@ -68,6 +69,43 @@ def test_the_sh_path_loads_no_door_runtime_and_no_launcher_command() -> None:
     assert loaded.strip() == "[]"
 
 
+# What the sh client's own path (the console script's) must not import: each is milliseconds of CPU per call
+# (ssl's and socket's enums, re's compiler behind json and base64, typing; docs/decisions/bench.md, "shquick").
+HEAVY = ("ssl", "socket", "json", "re", "enum", "typing", "base64", "collections", "contextlib", "argparse")
+
+
+def test_the_console_scripts_sh_path_imports_only_c_modules_of_the_stdlib() -> None:
+    code = ("import sys; sys.argv = ['sharness-launch', 'sh', '--', 'true']; import launcher.entry, doors.shell.cli; "
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
+def _reference_context(bundle: str, svid: str) -> ssl.SSLContext:
+    """The context the `ssl` package builds for the same policy (the client's before it drove `_ssl` itself)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_3
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+    ctx.load_verify_locations(cafile=bundle)
+    ctx.load_cert_chain(certfile=svid, keyfile=svid)
+    return ctx
+
+
+def test_the_context_is_the_one_the_ssl_package_builds_setting_by_setting(tmp_path: Path) -> None:
+    pki = SessionPKI.create(TD, SID)
+    env = _env(pki, tmp_path, str(tmp_path / "none.sock"))
+    lean, reference = (make(env["SHARNESS_BUNDLE"], env["SHARNESS_SVID"]) for make in (tls_context, _reference_context))
+    for setting in ("protocol", "minimum_version", "maximum_version", "verify_mode", "verify_flags", "options",
+                    "check_hostname", "post_handshake_auth", "security_level"):
+        assert int(getattr(lean, setting)) == int(getattr(reference, setting)), setting
+    assert lean.minimum_version == lean.maximum_version == ssl.TLSVersion.TLSv1_3
+    assert lean.verify_mode == ssl.CERT_REQUIRED and lean.verify_flags & ssl.VERIFY_X509_STRICT
+    assert lean.get_ciphers() == reference.get_ciphers()
+    assert lean.get_ca_certs() == reference.get_ca_certs() and len(lean.get_ca_certs()) == 1
+
+
 def test_an_unreadable_svid_is_unreachable_naming_it(tmp_path: Path) -> None:
     env = {"SHARNESS_DOOR_SHELL": str(tmp_path / "shell.sock"), "SHARNESS_SVID": str(tmp_path / "none.pem"),
            "SHARNESS_BUNDLE": str(tmp_path / "none.pem"), "SHARNESS_TRUST_DOMAIN": TD, "SHARNESS_SESSION": SID}
@@ -75,11 +113,12 @@ def test_an_unreadable_svid_is_unreachable_naming_it(tmp_path: Path) -> None:
         connect(env)
 
 
-def _serve_once(pki: SessionPKI, role: str, tmp_path: Path, answer: bytes) -> str:
+def _serve_once(pki: SessionPKI, role: str, tmp_path: Path, answer: bytes,
+                version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3) -> str:
     """A TLS server on a Unix socket presenting `role`'s SVID, answering one request with `answer`."""
     path = str(tmp_path / "shell.sock")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.minimum_version = ctx.maximum_version = version
     ctx.verify_mode = ssl.CERT_REQUIRED
     ctx.load_verify_locations(cadata=pki.bundle_pem().decode())
     ctx.load_cert_chain(pki.write_svid(role, tmp_path))
@@ -133,3 +172,33 @@ def test_a_refusal_comes_back_with_its_shape(tmp_path: Path) -> None:
     with connect(env, timeout_s=10) as tls, pytest.raises(Refused) as refused:
         list(frames(tls, {"argv": ["true"]}))
     assert refused.value.status == 403 and refused.value.shape["error"] == "shell.cwd"
+
+
+def test_a_door_that_speaks_tls_1_2_is_refused(tmp_path: Path) -> None:
+    pki = SessionPKI.create(TD, SID)
+    env = _env(pki, tmp_path, _serve_once(pki, "shell", tmp_path, FRAMES, ssl.TLSVersion.TLSv1_2))
+    with pytest.raises(NotTheDoor, match="TLS refused"):
+        connect(env, timeout_s=10)
+
+
+def test_a_shell_door_of_another_session_ca_is_refused(tmp_path: Path) -> None:
+    """The attack: the right SPIFFE ID on a certificate the session's CA did not sign."""
+    impostor = SessionPKI.create(TD, SID)
+    env = _env(SessionPKI.create(TD, SID), tmp_path, _serve_once(impostor, "shell", tmp_path, FRAMES))
+    with pytest.raises(NotTheDoor, match="TLS refused"):
+        connect(env, timeout_s=10)
+
+
+def test_the_stream_is_read_to_its_end_in_order(tmp_path: Path) -> None:
+    """Several frames in records cut anywhere, then the chunked end: every frame, in order."""
+    pki = SessionPKI.create(TD, SID)
+    lines = [b'{"seq":0,"started":{"id":"c1"}}\n', b'{"seq":1,"stream":"stdout","length":3}\nabc',
+             b'{"seq":2,"final":{"exit_code":0}}\n']
+    body = b"".join(b"%x\r\n%s\r\n" % (len(line), line) for line in lines)
+    answer = (b"HTTP/1.1 200 \r\ncontent-type: application/vnd.sharness.shell-frames\r\n"
+              b"transfer-encoding: chunked\r\n\r\n")
+    env = _env(pki, tmp_path, _serve_once(pki, "shell", tmp_path, answer + body + b"0\r\n\r\n"))
+    with connect(env, timeout_s=10) as tls:
+        got = list(frames(tls, {"argv": ["true"]}))
+    assert got == [{"seq": 0, "started": {"id": "c1"}}, {"seq": 1, "stream": "stdout", "data": b"abc"},
+                   {"seq": 2, "final": {"exit_code": 0}}]

@@ -1,0 +1,49 @@
+"""doors/shell/_command.py: a command's end is accounted for (its exit event) before its final frame is sent."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import trio
+
+from doors.shell._cgroup import CommandCgroup
+from doors.shell._command import Running, supervise
+from doors.shell._output import Framer
+from doors.shell._request import RunRequest
+
+
+def _running(argv: list[str]) -> Running:
+    """`argv` started with its stdout and stderr on pipes; no cgroup of its own (no root: nothing to kill)."""
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    pid = os.posix_spawnp(argv[0], argv, {"PATH": "/usr/bin:/bin"},
+                          file_actions=[(os.POSIX_SPAWN_DUP2, out_w, 1), (os.POSIX_SPAWN_DUP2, err_w, 2)])
+    os.close(out_w)
+    os.close(err_w)
+    request = RunRequest(argv=tuple(argv), script=False, cwd=".", env=(), stdin=None)
+    return Running("c1", request, pid, os.pidfd_open(pid), CommandCgroup(()),
+                   trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r), None)
+
+
+def test_the_exit_event_is_queued_before_the_final_frame_is_sent() -> None:
+    order: list[str] = []
+    events: list[dict[str, Any]] = []
+
+    def ended(running: Running) -> None:
+        order.append("exit event")
+        events.append(dict(running.final or {}))
+
+    async def main() -> None:
+        running = _running(["sh", "-c", "echo out; exit 3"])
+        send, receive = trio.open_memory_channel[bytes](64)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supervise, running, Framer(1 << 20), send, None, ended)
+            async for lines in receive:  # each a frame's line, or b"" (no tail to send)
+                for line in lines.splitlines():
+                    order.append("final frame" if "final" in json.loads(line) else "frame")
+
+    trio.run(main)
+    assert order.count("exit event") == 1 and order[-2:] == ["exit event", "final frame"]
+    assert events[0]["exit_code"] == 3
