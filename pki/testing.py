@@ -58,9 +58,10 @@ class SessionPKI:
         session_id: str = "0123abcd",
         roles: Iterable[str] = ROLES,
         ttl_s: int = 3600,
+        now: dt.datetime | None = None,
     ) -> SessionPKI:
-        """Mint a CA (valid from 10 minutes ago) and a conformant leaf for every role."""
-        now = dt.datetime.now(dt.UTC)
+        """Mint a CA (valid from 10 minutes before `now`, default the clock) and a conformant leaf for every role."""
+        now = dt.datetime.now(dt.UTC) if now is None else now
         ca_key, ca_cert = new_ca(trust_domain, ttl_s + int(_CA_HEADROOM.total_seconds()), now - _CA_HEADROOM)
         leaves = {
             role: issue_leaf(ca_key, ca_cert, SessionIdentity(trust_domain, session_id, role), now, ttl_s)
@@ -97,7 +98,8 @@ class SessionPKI:
         if kind not in ODD_KINDS:
             raise ValueError(f"odd leaf kind {kind!r} is not one of {', '.join(ODD_KINDS)}")
         if kind == "other_ca":
-            other = SessionPKI.create(self.trust_domain, self.session_id, (role,), self.ttl_s)
+            # The same instant as this session's: only the signer differs, even across a second's boundary.
+            other = SessionPKI.create(self.trust_domain, self.session_id, (role,), self.ttl_s, self.created)
             return other.svid_pem(role)
         key = new_key()
         spec = self._odd_spec(kind, role)
