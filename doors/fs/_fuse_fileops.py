@@ -206,6 +206,8 @@ class MountOps(NameOps):
             parent, name = node.parent, os.fsencode(node.name)
             self.core.nodes.detach(node)
             pyfuse3.invalidate_entry_async(parent, name, ignore_enoent=True)
+        # The kernel's invalidation waits for pages a READ in flight holds: another worker must answer it meanwhile.
+        self.core.lend_reader()
         await trio.to_thread.run_sync(_invalidate, node.ino)
 
     async def release(self, fh: int) -> None:
