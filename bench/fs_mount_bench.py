@@ -5,12 +5,20 @@ on a directory of the same file system, with the same code (bench/_mount_workloa
 CPU per operation beside the rates: the writer's own (`*_app_us_per_*`, both sides) and the fs door's
 (`*_door_us_per_*`, read from its /proc/<pid>/schedstat while the session runs).
 
-    python -m bench.fs_mount_bench [--quick]
+Both sides run on a file system made for the run: a fresh ext4 (with its journal, as mkfs makes it) on a loop
+image under /var/tmp, unmounted and removed at the end. A file system that has been in use measures its history:
+ext4 without a journal (this machine's root) skips, at every inode it allocates, each inode of the group deleted in
+the last minutes (`recently_deleted`), so a create cost 30 µs or 350 µs depending on what another program (or
+the bench's previous run) removed there (docs/decisions/fs-mount.md, "mountquick"). `--scratch DIR` runs on a
+directory of an existing file system instead. Dirty pages are written back (sync) before each side starts.
+
+    python -m bench.fs_mount_bench [--quick] [--scratch DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +143,7 @@ def _through_the_mount(scratch: Path, quick: bool) -> dict[str, Any]:
     workspace = scratch / "ws"
     _tree(workspace / "tree")
     subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", str(workspace)], check=True)
+    os.sync()  # the tree's dirty pages (and the direct side's) written back before the session starts
     manifest = scratch / "manifest.json"
     manifest.write_text(json.dumps(_manifest(workspace, quick)))
     digest = subprocess.run([LAUNCHER, "hash", str(manifest)], capture_output=True, text=True, check=True)
@@ -164,22 +174,50 @@ def _through_the_mount(scratch: Path, quick: bool) -> dict[str, Any]:
 def _direct(scratch: Path, quick: bool) -> dict[str, float]:
     directory = scratch / "direct"
     _tree(directory / "tree")
+    os.sync()  # the tree's dirty pages written back before the figures, as before the mount's
     figures = _mount_workload.workload(str(directory), quick)
     figures.pop(_mount_workload.SPANS)
     return figures
 
 
-def run(quick: bool) -> dict[str, Any]:
-    """Direct first, then through the mount, on the same file system (the bench's scratch under /var/tmp)."""
+@contextlib.contextmanager
+def _fresh_file_system(quick: bool) -> Iterator[Path]:
+    """A directory on an ext4 made for this run (journal, inode tables written at mkfs: no lazy init running
+    beside the figures), on a sparse loop image under /var/tmp; unmounted and removed afterwards."""
+    holder = Path(tempfile.mkdtemp(prefix="sharness-bench-mount-", dir="/var/tmp"))
+    image, point = holder / "fs.img", holder / "fs"
+    mounted = False
+    try:
+        with open(image, "wb") as sparse:
+            sparse.truncate((2 if quick else 4) << 30)
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0",
+                        str(image)], check=True, capture_output=True)
+        point.mkdir()
+        subprocess.run(["mount", "-o", "loop,nosuid,nodev", str(image), str(point)], check=True, capture_output=True)
+        mounted = True
+        os.chmod(point, 0o755)
+        yield point
+    finally:
+        if mounted:
+            done = subprocess.run(["umount", str(point)], capture_output=True)
+            if done.returncode != 0:  # still busy: detach now, the loop device goes with the last user
+                subprocess.run(["umount", "-l", str(point)], capture_output=True)
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+def run(quick: bool, scratch_dir: str | None = None) -> dict[str, Any]:
+    """Direct first, then through the mount, on the same file system: a fresh ext4 (or `scratch_dir`'s)."""
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         return {"fs_mount_skipped": "needs root and /dev/fuse"}
-    scratch = Path(tempfile.mkdtemp(prefix="sharness-bench-mount-", dir="/var/tmp"))
-    os.chmod(scratch, 0o755)
-    try:
-        direct = _direct(scratch, quick)
-        mount = _through_the_mount(scratch, quick)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    place = contextlib.nullcontext(Path(scratch_dir)) if scratch_dir else _fresh_file_system(quick)
+    with place as base:
+        scratch = Path(tempfile.mkdtemp(prefix="sharness-bench-mount-", dir=base))
+        os.chmod(scratch, 0o755)
+        try:
+            direct = _direct(scratch, quick)
+            mount = _through_the_mount(scratch, quick)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     result: dict[str, Any] = {}
     for key in direct:
         result[f"fs_mount_{key}_direct"] = round(direct[key], 4)
@@ -193,8 +231,9 @@ def run(quick: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--scratch", metavar="DIR", help="run on this directory's file system, not a fresh ext4")
     args = parser.parse_args()
-    for key, value in run(args.quick).items():
+    for key, value in run(args.quick, args.scratch).items():
         print(f"{key:52} {value}")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,9 @@ class MountCore:
     nodes: NodeTable = field(default_factory=NodeTable)
     handles: dict[int, Any] = field(default_factory=dict)  # fh → an open file or directory (doors/fs/_fuse_files)
     staged: dict[int, Any] = field(default_factory=dict)  # ino → the write handle whose file getattr shows
+    # Called by a handler about to await work that may need other requests answered meanwhile (doors/fs/_fuse_serve
+    # FuseReader.lend wakes a parked worker); nothing to do under pyfuse3's own read lock.
+    lend_reader: Callable[[], None] = field(default=lambda: None)
     _next_fh: int = 1
 
     @property

@@ -143,26 +143,30 @@ class MountOps(NameOps):
         if refusal is not None:
             raise core.refused(call, refusal)
         existing = core.nodes.child(parent_inode, path.name)
-        on_disk = Target()
+        # One walk to the directory serves the existence check and the staging (the name itself: fstatat, never
+        # followed, as the lstat of a walk to it would see it).
+        parent_fd = core.parent_fd(call, path)
         try:
-            on_disk = target_of(core.lstat(path))
-        except FileNotFoundError:
-            pass
-        except OSError as err:
-            raise core.kernel_failed(call, err) from None
-        if on_disk.exists or (existing is not None and existing.pending):
-            raise fail(errno.EEXIST)  # the kernel asks create only for a name it found missing
-        core.precheck(call, Facts(target=Target(), real_path=path))
-        node = core.nodes.place(parent_inode, path.name, pending=True)
-        want_exec = bool(mode & 0o111) and prefix_of(path, core.rows.exec, core.rows.casefold_dirs) is not None
-        try:
-            if appending:
-                staged: StagedFile | StagedAppend = stage_append(core, node, path, -1, "create")
-            else:
-                staged = stage_file(core, node, path, copy_from=-1, want_exec=want_exec, opened="create")
-        except BaseException:
-            core.nodes.detach(node)
-            raise
+            try:
+                on_disk = core.workspace.stat_at(parent_fd, path.name)
+            except OSError as err:
+                raise core.kernel_failed(call, err) from None
+            if on_disk.exists or (existing is not None and existing.pending):
+                raise fail(errno.EEXIST)  # the kernel asks create only for a name it found missing
+            core.precheck(call, Facts(target=Target(), real_path=path))
+            node = core.nodes.place(parent_inode, path.name, pending=True)
+            want_exec = bool(mode & 0o111) and prefix_of(path, core.rows.exec, core.rows.casefold_dirs) is not None
+            try:
+                if appending:
+                    staged: StagedFile | StagedAppend = stage_append(core, node, path, -1, "create")
+                else:
+                    staged = stage_file(core, node, path, copy_from=-1, want_exec=want_exec, opened="create",
+                                        parent_fd=parent_fd)
+            except BaseException:
+                core.nodes.detach(node)
+                raise
+        finally:
+            os.close(parent_fd)
         staged.dirty = True  # a created file is committed at close even when empty
         core.staged[node.ino] = staged
         core.nodes.remember(node)
@@ -202,6 +206,8 @@ class MountOps(NameOps):
             parent, name = node.parent, os.fsencode(node.name)
             self.core.nodes.detach(node)
             pyfuse3.invalidate_entry_async(parent, name, ignore_enoent=True)
+        # The kernel's invalidation waits for pages a READ in flight holds: another worker must answer it meanwhile.
+        self.core.lend_reader()
         await trio.to_thread.run_sync(_invalidate, node.ino)
 
     async def release(self, fh: int) -> None:

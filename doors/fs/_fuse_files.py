@@ -140,17 +140,19 @@ def stage_append(core: MountCore, node: Node, path: WorkspacePath, read_fd: int,
 
 
 def stage_file(core: MountCore, node: Node, path: WorkspacePath, *, copy_from: int, want_exec: bool,
-               opened: str, was_executable: bool = False) -> StagedFile:
-    """A staged write of `path`: an unnamed file beside it holding a copy of `copy_from` (-1: empty)."""
+               opened: str, was_executable: bool = False, parent_fd: int = -1) -> StagedFile:
+    """A staged write of `path`: an unnamed file beside it holding a copy of `copy_from` (-1: empty); in
+    `parent_fd` (the caller's O_PATH fd of its directory, left open) when given, else through a walk of its own."""
     call = Call(Op.WRITE, path, ROLE)
-    parent_fd = core.parent_fd(call, path)
+    directory = parent_fd if parent_fd >= 0 else core.parent_fd(call, path)
     try:
         # Readable: the commit scans it, and reads on an O_RDWR handle come from it.
-        temp_fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600, dir_fd=parent_fd)
+        temp_fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600, dir_fd=directory)
     except OSError as err:
         raise core.kernel_failed(call, err) from None
     finally:
-        os.close(parent_fd)
+        if directory != parent_fd:
+            os.close(directory)
     try:
         os.fchmod(temp_fd, file_mode(path, core.rows, want_exec, was_executable))
         if copy_from >= 0:

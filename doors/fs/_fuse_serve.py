@@ -3,20 +3,78 @@ trio loop beside its HTTP API, with the same workspace, rows, quotas and audit (
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyfuse3
+import trio
 
 from doors.fs._api import FsApi
 from doors.fs._fuse_core import MountCore
 from doors.fs._fuse_fileops import MountOps
 from pki.vocabulary import MOUNT_FD_ROW, MOUNT_OWNER_ROW
 
-# Requests the door works on at once: each runs in the trio thread (the handlers' calls are short), several so
-# that a commit waiting on the path lock does not stall every other request.
+# Worker tasks pyfuse3 may start: one reads and answers requests; the others wait, parked, to take over while a
+# handler awaits something that needs requests answered meanwhile (FuseReader.lend).
 MAX_TASKS = 16
+# The pyfuse3 whose session loop looks `_wait_fuse_readable` up as a module global on every request (its
+# src/pyfuse3/internal.pxi): the door's FuseReader replaces it there. Any other version keeps pyfuse3's own.
+READER_HOOK_VERSION = "3.5.0"
+_HOOKED = "_wait_fuse_readable"
+
+
+class FuseReader:
+    """Who waits on the FUSE device next, in place of pyfuse3's read lock.
+
+    pyfuse3 3.5.0 lets one worker at a time wait for a request under a trio.Lock and hands the lock to a second
+    worker on every request: two scheduler passes and a lock handoff a request, about a quarter of the door's CPU
+    for a 4 KiB write (docs/decisions/fs-mount.md, "mountquick"). Here the worker that answered a request waits for
+    the next one itself; the others stay parked until a handler is about to await (lend), so that a request the
+    awaited work depends on (a READ holding a page the kernel's invalidation waits for) is still answered."""
+
+    def __init__(self, device_fd: int) -> None:
+        self.device_fd = device_fd
+        self.waiting = False  # a worker waits on the device now (trio allows one waiter an fd)
+        self.closed = False
+        self._parked = trio.lowlevel.ParkingLot()
+
+    async def wait(self) -> bool:
+        """pyfuse3's `_wait_fuse_readable`: True once a request can be read, False when the loop must end."""
+        while self.waiting and not self.closed:
+            await self._parked.park()
+        if self.closed:
+            return False
+        self.waiting = True
+        try:
+            await trio.lowlevel.wait_readable(self.device_fd)
+        except trio.ClosedResourceError:  # pyfuse3.terminate(): the device is about to be closed
+            self.closed = True
+            self._parked.unpark_all()
+            return False
+        finally:
+            self.waiting = False
+        return True
+
+    def lend(self) -> None:
+        """The calling handler is about to await: wake a parked worker to read requests meanwhile."""
+        self._parked.unpark()
+
+
+@contextlib.contextmanager
+def reader_hook(reader: FuseReader) -> Iterator[bool]:
+    """Put `reader` in pyfuse3's session loop while serving (True), where its version is the one known to look
+    it up on every request; False (pyfuse3's own read lock kept) for any other version."""
+    if pyfuse3.__version__ != READER_HOOK_VERSION:
+        yield False
+        return
+    original = getattr(pyfuse3, _HOOKED)
+    setattr(pyfuse3, _HOOKED, reader.wait)
+    try:
+        yield True
+    finally:
+        setattr(pyfuse3, _HOOKED, original)
 
 
 def mount_device(rows: Mapping[str, Any]) -> int | None:
@@ -38,8 +96,12 @@ def mount_ops(api: FsApi, rows: Mapping[str, Any]) -> MountOps:
 
 async def serve_mount(ops: MountOps, device_fd: int) -> None:
     """Answer the mount's requests until cancelled (the door stopping) or the connection ends."""
+    reader = FuseReader(device_fd)
     pyfuse3.init(ops, f"/dev/fd/{device_fd}", set())
     try:
-        await pyfuse3.main(min_tasks=1, max_tasks=MAX_TASKS)
+        with reader_hook(reader) as hooked:
+            if hooked:
+                ops.core.lend_reader = reader.lend
+            await pyfuse3.main(min_tasks=1, max_tasks=MAX_TASKS)
     finally:
         pyfuse3.close(unmount=False)

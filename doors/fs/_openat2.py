@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from typing import Any
@@ -31,10 +32,19 @@ def _cstr(path: str) -> Any:
     return _ffi.new("char[]", os.fsencode(path))
 
 
+@functools.lru_cache(maxsize=64)
+def _how(flags: int, mode: int, resolve: int) -> Any:
+    # The kernel only reads it: one struct per combination (a handful: the door's flags are fixed), kept alive here.
+    return _ffi.new("struct open_how *", {"flags": flags, "mode": mode, "resolve": resolve})
+
+
+_OPENAT2 = _long(_SYS_OPENAT2)
+_HOW_SIZE = _long(_ffi.sizeof("struct open_how"))
+
+
 def openat2(dir_fd: int, path: str, flags: int, mode: int = 0, resolve: int = 0) -> int:
     """Open `path` relative to `dir_fd` with `resolve` flags; raise OSError with the kernel's errno."""
-    how = _ffi.new("struct open_how *", {"flags": flags, "mode": mode, "resolve": resolve})
-    fd = int(_libc.syscall(_long(_SYS_OPENAT2), _long(dir_fd), _cstr(path), how, _long(_ffi.sizeof("struct open_how"))))
+    fd = int(_libc.syscall(_OPENAT2, _long(dir_fd), _cstr(path), _how(flags, mode, resolve), _HOW_SIZE))
     if fd < 0:
         err = _ffi.errno
         raise OSError(err, f"openat2: {os.strerror(err)}", path)

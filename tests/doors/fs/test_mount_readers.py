@@ -1,0 +1,167 @@
+"""Who reads the mount's requests (doors/fs/_fuse_serve.FuseReader, in place of pyfuse3's read lock): one worker
+waits on the device at a time and answers what comes; the others stay parked until a handler about to await lends
+them the device. The last test is the case that needs it: a refused commit whose invalidation waits for a page a
+READ in flight holds."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyfuse3
+import pytest
+import trio
+import trio.testing
+
+from doors.fs._fuse_serve import READER_HOOK_VERSION, FuseReader, reader_hook
+from tests.doors.fs._mount import mounted, needs_mount
+
+KEY = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"
+GUARD_S = 60.0  # far beyond the ~0.3 s the 20 refused closes take: only a deadlock gets there
+
+
+async def _waiter(reader: FuseReader, results: list[bool]) -> None:
+    results.append(await reader.wait())
+
+
+async def test_one_worker_waits_and_the_next_stays_parked_until_lent() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        reader = FuseReader(read_end)
+        first: list[bool] = []
+        second: list[bool] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_waiter, reader, first)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(_waiter, reader, second)
+            await trio.testing.wait_all_tasks_blocked()
+            assert reader.waiting and not first and not second  # the second parked: one waiter an fd
+            os.write(write_end, b"x")
+            await trio.testing.wait_all_tasks_blocked()
+            assert first == [True] and not second and not reader.waiting  # answered; nobody woken for nothing
+            os.read(read_end, 1)
+            reader.lend()
+            await trio.testing.wait_all_tasks_blocked()
+            assert reader.waiting and not second  # the lent worker waits on the device now
+            os.write(write_end, b"x")
+        assert second == [True]
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+async def test_a_closing_device_ends_the_waiting_worker_and_the_parked_ones() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        reader = FuseReader(read_end)
+        results: list[bool] = []
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(_waiter, reader, results)
+            await trio.testing.wait_all_tasks_blocked()
+            trio.lowlevel.notify_closing(read_end)
+        assert results == [False, False, False]
+        assert await reader.wait() is False
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_the_hook_replaces_pyfuse3s_wait_only_while_serving() -> None:
+    original = pyfuse3._wait_fuse_readable  # type: ignore[attr-defined]
+    reader = FuseReader(-1)
+    with reader_hook(reader) as hooked:
+        assert hooked == (pyfuse3.__version__ == READER_HOOK_VERSION)
+        if hooked:
+            assert pyfuse3._wait_fuse_readable == reader.wait  # type: ignore[attr-defined]
+    assert pyfuse3._wait_fuse_readable is original  # type: ignore[attr-defined]
+
+
+def test_pyfuse3_is_the_version_the_hook_was_read_against() -> None:
+    # A new pyfuse3 keeps its own read lock (correct, slower) until its session loop is read again.
+    assert pyfuse3.__version__ == READER_HOOK_VERSION
+
+
+def _refused_closes_beside_a_reader(point: str) -> list[int]:
+    """Close a file holding a key (refused: its pages invalidated) 20 times while another thread keeps reading the
+    same file through its own handle (READs in flight, holding the pages the invalidation waits for)."""
+    stop = threading.Event()
+
+    def keep_reading() -> None:
+        while not stop.is_set():
+            fd = os.open(f"{point}/big.bin", os.O_RDONLY)  # each open drops the cached pages: READs again
+            try:
+                while os.read(fd, 1 << 17):
+                    pass
+            finally:
+                os.close(fd)
+
+    reading = threading.Thread(target=keep_reading)
+    reading.start()
+    refused: list[int] = []
+    try:
+        for _ in range(20):
+            fd = os.open(f"{point}/big.bin", os.O_RDWR)
+            os.pwrite(fd, KEY, 0)
+            try:
+                os.close(fd)
+                refused.append(0)
+            except OSError as exc:
+                refused.append(exc.errno or -1)
+    finally:
+        stop.set()
+        reading.join()
+    return refused
+
+
+@contextlib.contextmanager
+def _deadlock_guard(mount_fd: int) -> Iterator[list[bool]]:
+    """A liveness guard, not a speed limit: if the app's calls have not returned after GUARD_S, abort the mount's
+    FUSE connection (fusectl, mounted privately for that) so that a deadlocked door fails the test rather than
+    leaving the app and the door stuck for ever (a request the door has read cannot be interrupted)."""
+    fired: list[bool] = []
+    connection = os.minor(os.fstat(mount_fd).st_dev)  # now, while the door answers (a GETATTR)
+
+    def abort() -> None:
+        fired.append(True)
+        control = tempfile.mkdtemp(prefix="sh-test-fusectl-")
+        try:
+            subprocess.run(["mount", "-t", "fusectl", "fusectl", control], check=True)
+            try:
+                with open(f"{control}/{connection}/abort", "w") as abort_file:
+                    abort_file.write("1")
+            finally:
+                subprocess.run(["umount", control], check=True)
+        finally:
+            os.rmdir(control)
+
+    timer = threading.Timer(GUARD_S, abort)
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+        timer.join()
+
+
+@pytest.mark.root
+@needs_mount
+def test_a_refused_commit_beside_reads_in_flight_does_not_hang_the_door() -> None:
+    def setup(root: str) -> None:
+        Path(f"{root}/big.bin").write_bytes(b"a" * (8 << 20))
+
+    with mounted({"refuse_secrets": True}, setup) as mount:
+        with _deadlock_guard(mount.mount_fd) as fired:
+            try:
+                refused = mount.run(_refused_closes_beside_a_reader)
+            except Exception:
+                refused = []
+        assert not fired, "the door deadlocked: its connection had to be aborted"
+        assert refused == [errno.EACCES] * 20
+        assert Path(f"{mount.workspace}/big.bin").read_bytes() == b"a" * (8 << 20)
