@@ -83,8 +83,16 @@ claude-code:
 	} || echo "make: could not fetch Claude Code $(CLAUDE_CODE_VERSION) with sha512 as pinned (npm, openssl);" \
 	  "the Claude Code session test will skip saying so" >&2
 
+# Two pytest processes at once: the tests that need root (real sessions, mostly waiting on the kernel and on their
+# children, one at a time so their leftover checks see only their own) and, beside them on the other core, the
+# rest, which make no session; the second's report is printed after the first's. Either failing fails the target.
+UNIT_LOG := $(VENV)/unit-tests.log
 test: $(STAMP) $(SCRIPT) $(INIT) system-tools claude-code
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@$(BIN)/python -m pytest -m "not root" $(PYTEST_ARGS) > $(UNIT_LOG) 2>&1 & unit=$$!; \
+	$(BIN)/python -m pytest -m root $(PYTEST_ARGS); root=$$?; \
+	wait $$unit; unit_rc=$$?; \
+	echo "== the tests that need no root (run beside the ones above):"; cat $(UNIT_LOG); \
+	test $$root -eq 0 -a $$unit_rc -eq 0
 
 lint: $(STAMP)
 	$(BIN)/ruff check launcher doors pki tests bench
