@@ -34,6 +34,11 @@ class Confinement:
     overlay: Overlay | None = None  # the shell's overlay of the workspace, mounted in its private root
 
 
+def app_start_dir(manifest: Manifest, layout: SessionPaths) -> str:
+    """Where the app starts (app.cwd): the workspace when it asks for it, else its private dir."""
+    return manifest.workspace if manifest.app.cwd == "workspace" else layout.private_dir("app")
+
+
 def confinement_of(
     manifest: Manifest, role: str, layout: SessionPaths, python: tuple[str, ...], resolv_conf: str,
 ) -> Confinement:
@@ -45,8 +50,7 @@ def confinement_of(
         allowance=allowance,
         door_groups=groups_of(role, door_client_groups(manifest.edges, manifest.roles)),
         nofile=APP_NOFILE if role == "app" else DOOR_NOFILE,
-        cwd="/" if fs_door else manifest.workspace if role == "app" and manifest.app.cwd == "workspace"
-        else layout.private_dir(role),
+        cwd="/" if fs_door else app_start_dir(manifest, layout) if role == "app" else layout.private_dir(role),
         owner_fenced=fs_door,
         mount_keep=mount_keep(role, allowance, layout, manifest.edges, resolv_conf),
         scratch=scratch_of(manifest, role, layout),

@@ -15,6 +15,7 @@ from launcher.kernel.probe_facts import KernelFacts
 from launcher.manifest import FS_DEFAULT_MAX_CONCURRENT_UPLOADS, Manifest
 from launcher.policy.cdn_fronting import fronting_notes
 from launcher.policy.confine_plan import SYSTEM_BASE, SYSTEM_EXEC, SYSTEM_READ, allowance_of, python_paths
+from launcher.policy.confinement import app_start_dir
 from launcher.policy.layout import MODEL_PORT, PLAN_PATHS
 from launcher.policy.overlay import overlay_meaning, overlay_of
 from launcher.policy.plan_app import app_rows
@@ -384,7 +385,7 @@ def build_plan(manifest: Manifest, facts: KernelFacts, python: tuple[str, ...] |
                           (("[system]", SYSTEM_READ), ("[base]", SYSTEM_BASE), ("[programs]", SYSTEM_EXEC),
                            ("[python]", python)) if paths),
         not_covered=_not_covered(manifest, facts),
-        start_dir=manifest.workspace if manifest.app.cwd == "workspace" else PLAN_PATHS.private_dir("app"),
+        start_dir=app_start_dir(manifest, PLAN_PATHS),
     )
 
 

@@ -108,9 +108,8 @@ def command_argv(manifest: Manifest, given: RenderInput) -> list[str]:
     argv += [arg for link, target in given.root_links for arg in ("--symlink", target, link)]
     binds = _binds(manifest, layout, given.python)
     argv += binds
-    visible = any(binds[index:index + 3] == [flag, manifest.workspace, manifest.workspace]
-                  for index in range(len(binds)) for flag in ("--ro-bind", "--ro-bind-try"))
-    argv += ["--remount-ro", "/", "--chdir", start_dir(manifest, layout, "app", visible), "--seccomp", str(SECCOMP_FD),
+    argv += ["--remount-ro", "/", "--chdir", start_dir(manifest, layout, "app", manifest.workspace in binds),
+             "--seccomp", str(SECCOMP_FD),
              "--", *manifest.app.argv]
     return argv
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launcher.manifest import Manifest
+from launcher.policy.confinement import app_start_dir
 from launcher.policy.layout import SessionPaths
 from launcher.render.matrix import MatrixLine, unheld_count
 from launcher.render.seccomp_profile import FilterMode
@@ -15,9 +16,9 @@ def start_dir(manifest: Manifest, layout: SessionPaths, role: str, workspace_vis
     """Where `role` starts in a render: the app in the workspace when app.cwd asks for it and the render shows the
     app the workspace (app.files.read; a render has no fs door to mount it), else the private dir the launcher
     gives the app and the shell; a door in /."""
-    if role == "app" and manifest.app.cwd == "workspace" and workspace_visible:
-        return manifest.workspace
-    return layout.private_dir(role) if role in ("app", "shell") else "/"
+    if role == "app":
+        return app_start_dir(manifest, layout) if workspace_visible else layout.private_dir("app")
+    return layout.private_dir(role) if role == "shell" else "/"
 
 
 @dataclass(frozen=True)
