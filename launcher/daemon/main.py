@@ -100,6 +100,11 @@ def _own_listener(path: str) -> socket.socket:
     return listener
 
 
+def _not_pinned(policy: LaunchdPolicy, expected: str | None) -> bool:
+    """Whether `--expect-policy-hash` was given and `policy` is not the one it names."""
+    return expected is not None and expected.lower() != policy.sha256
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the daemon until SIGTERM; its exit code."""
     args = _parser().parse_args(argv)
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         log_line("launchd.policy_refused", path=args.policy, pointer=error.pointer, message=error.message,
                  hint=error.hint)
         return EXIT_UNHELD
-    if args.expect_policy_hash is not None and args.expect_policy_hash.lower() != policy.sha256:
+    if _not_pinned(policy, args.expect_policy_hash):
         log_line("launchd.policy_refused", path=args.policy, message="hash mismatch",
                  expected=args.expect_policy_hash, actual=policy.sha256)
         return EXIT_HASH_MISMATCH
@@ -121,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     def read_again() -> LaunchdPolicy:
         """The policy for a reload: the same checks as at start; a pinned hash pins it for the daemon's life."""
         again = read_policy(args.policy)
-        if args.expect_policy_hash is not None and args.expect_policy_hash.lower() != again.sha256:
+        if _not_pinned(again, args.expect_policy_hash):
             raise PolicyError("", f"the policy's hash is now {again.sha256}, not the {args.expect_policy_hash} "
                               "the daemon was started with", "restart the daemon with the new --expect-policy-hash, "
                               "or put the pinned policy back")
