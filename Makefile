@@ -64,6 +64,12 @@ system-tools:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) || \
 	  echo "make: could not install bubblewrap; the bwrap render's run tests will skip saying so" >&2
 
+# strace holds a reply of the fs door back in tests/integration/test_fs_mount_session.py (a request the door read
+# and never answered: the app then outlives its SIGKILL); that test skips, saying so, without it.
+	@command -v strace >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace) || \
+	  echo "make: could not install strace; the unanswered-request session test will skip saying so" >&2
+
 # Claude Code's native binary (the npm package @anthropic-ai/claude-code-linux-x64, which needs no node), pinned
 # to one version and its sha512 from the registry, checked before it is unpacked; tests/integration/
 # test_claude_code_session.py runs it as the app (and skips naming this target without it). npm fetches into a

@@ -285,7 +285,8 @@ class Session:
         if supervisor is not None:
             for role in ("app", *reversed(DOOR_ORDER)):
                 if role in supervisor.roles:
-                    status = supervisor.stop(role, STOP_GRACE_S)
+                    unstick = functools.partial(self._unstick_app, supervisor) if role == "app" else None
+                    status = supervisor.stop(role, STOP_GRACE_S, unstick)
                     self.audit("process.end", {"role": role, "wait_status": status})
             supervisor.drain_statuses()
             supervisor.close()
@@ -313,6 +314,16 @@ class Session:
         result.timings_ms = dict(self._timings)
         result.teardown_errors = errors
         result.model_spend = self._model_spend
+
+    def _unstick_app(self, supervisor: Supervisor) -> None:
+        """The app outlived its SIGKILL: a call of it waits on a FUSE request the fs door read and never answered
+        (the kernel lets no signal end that wait). Stopping the fs door closes the mount's device, which aborts
+        the connection and ends every such wait (ECONNABORTED), so the app can die and the session end."""
+        holder = "fs" if self.manifest.app.mounts_workspace and "fs" in supervisor.roles else None
+        self.audit("process.stuck", {"role": "app", "after": "SIGKILL",
+                                     "stopping": holder or "nothing"})
+        if holder is not None:
+            supervisor.stop(holder, STOP_GRACE_S)
 
     def _verdict(self, ending: Ending) -> tuple[Ending, int | None]:
         """The app's own exit, once it reached execve: in words that claim nothing (its 205 is not a confinement

@@ -43,6 +43,9 @@ from pki.vocabulary import (
 # bytes in the default 208 KiB, ~1.3 KiB of kernel memory each), so every event pending when the round
 # began; a bound still, since a door with a full queue refills the socket as fast as it is read.
 STATUS_PER_ROUND = 256
+# After its SIGKILL a process is gone in milliseconds (a pid namespace's init once its members are); one still
+# there after this is held by a wait no signal ends (docs/decisions/fs-mount.md, "A request the door has read").
+KILLED_EXIT_S = 2.0
 KEPT_SECRET_ROLES = frozenset({"keys"})  # who may tell the audit log what to redact (a value, a fingerprint)
 FINGERPRINT_EVENT = "keys.fingerprint"
 DIAGNOSTICS_READ = 4096  # bytes of a door's stderr read in one round
@@ -337,9 +340,11 @@ class Supervisor:
         os.close(spawned.pidfd)
         return status
 
-    def stop(self, role: str, grace_s: float) -> int:
+    def stop(self, role: str, grace_s: float, unstick: Callable[[], None] | None = None) -> int:
         """SIGTERM, then SIGKILL after `grace_s`; returns the wait status. Meanwhile the role's status messages
-        are read, so a door sending what it had queued is not blocked until the SIGKILL."""
+        are read, so a door sending what it had queued is not blocked until the SIGKILL. A process still there
+        KILLED_EXIT_S after its SIGKILL is in a wait no signal ends (a FUSE request its door has read and not
+        answered): `unstick` is then called, once, before the wait for its end."""
         if role in self._statuses:
             return self._statuses[role]
         spawned = self._processes[role]
@@ -355,6 +360,8 @@ class Supervisor:
                 if status is not None and not self._read_statuses(role, STATUS_PER_ROUND):
                     waiting.unregister(status)  # its end was read
                 self._on_round_end()
+        if unstick is not None and not _exits_within(spawned.pidfd, KILLED_EXIT_S):
+            unstick()
         return self.reap(role)
 
     def _exited_or_killed(self, spawned: Spawned, waiting: selectors.BaseSelector, deadline: float) -> bool:
@@ -375,3 +382,10 @@ class Supervisor:
 
     def pid_of(self, role: str) -> int:
         return self._processes[role].pid
+
+
+def _exits_within(pidfd: int, seconds: float) -> bool:
+    """True once the process behind `pidfd` has exited, waiting at most `seconds`."""
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(pidfd, selectors.EVENT_READ)
+        return bool(waiting.select(seconds))

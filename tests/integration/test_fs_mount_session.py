@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from launcher.kernel.fuse_mount import fuse_available
-from pki.vocabulary import EXIT_FAIL_CLOSED
+from pki.vocabulary import EXIT_FAIL_CLOSED, EXIT_SIGNAL_BASE
 from tests.integration._session import (
     LAUNCHER,
     basic_manifest,
@@ -170,6 +174,65 @@ def test_a_killed_fs_door_fails_the_app_and_ends_the_session(tmp_path: Path) -> 
     _out, err = launcher.communicate(timeout=120)
     assert launcher.returncode == EXIT_FAIL_CLOSED, err
     assert "fs" in err and not (workspace / "half.bin").exists()
+
+
+# The app stats a file of the mount again and again; the test makes the fs door lose one answer.
+STUCK = r"""
+import json, os, time
+ws = WORKSPACE
+open(os.path.join(ws, "notes.md"), "w").close()
+print(json.dumps({"probe": "started"}), flush=True)
+while True:
+    os.stat(os.path.join(ws, "notes.md"))
+    time.sleep(0.01)
+"""
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (make system-tools installs it)")
+def test_an_app_held_by_a_request_its_door_never_answers_still_ends_with_the_session(tmp_path: Path) -> None:
+    """Once the fs door has read a request, the kernel lets no signal end the app's wait for its answer (FUSE's
+    request_wait_answer), so the app outlives its SIGKILL. The launcher then stops the fs door: its device closes,
+    the connection aborts, the app dies and the session ends, rather than waiting on the app for ever."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    subprocess.run(["chown", "-R", "65534:65534", str(workspace)], check=True)
+    document = basic_manifest(workspace, [sys.executable, "-c", STUCK.replace("WORKSPACE", repr(str(workspace)))])
+    document["app"]["workspace"] = "mount"  # type: ignore[index]
+    manifest = write_manifest(tmp_path, document)
+    launcher = subprocess.Popen(
+        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir",
+         str(tmp_path / "audit"), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+    )
+    assert launcher.stdout is not None
+    assert json.loads(launcher.stdout.readline()) == {"probe": "started"}
+    door = _fs_door_pid(launcher.pid)
+    trace = tmp_path / "strace.txt"
+    # The door's next reply fails with EINTR (injected): the request it answered is read and never answered.
+    tracer = subprocess.Popen(["strace", "-p", str(door), "-e", "trace=writev", "-e",
+                               "inject=writev:error=EINTR:when=1", "-o", str(trace)], stderr=subprocess.DEVNULL)
+    try:
+        while "INJECTED" not in (trace.read_text() if trace.exists() else ""):
+            assert tracer.poll() is None, "strace ended before it held a reply back"
+            time.sleep(0.05)
+    finally:
+        tracer.terminate()  # detaches: the door goes on serving every other request
+        tracer.wait(timeout=30)
+    launcher.send_signal(signal.SIGTERM)
+    try:
+        _out, err = launcher.communicate(timeout=120)  # a liveness guard, not a timing figure
+    except subprocess.TimeoutExpired:
+        os.kill(door, signal.SIGKILL)  # what the launcher should have done: frees the app, then the session
+        launcher.communicate(timeout=60)
+        raise AssertionError("the session did not end: the launcher waited on an app no signal could end") from None
+    assert launcher.returncode == EXIT_SIGNAL_BASE + signal.SIGTERM, err
+    events = _audit(tmp_path)
+    stuck = [event for event in events if event["event"] == "process.stuck"]
+    assert [(event["role"], event["stopping"]) for event in stuck] == [("app", "fs")]
+    ends = {event["role"]: event["wait_status"] for event in events if event["event"] == "process.end"}
+    assert os.WIFSIGNALED(ends["app"]) and os.WTERMSIG(ends["app"]) == signal.SIGKILL
+    sid = next(event["sid"] for event in events if event["event"] == "session.start")
+    assert leftovers(sid) == {key: [] for key in leftovers(sid)}
 
 
 def _fs_door_pid(launcher_pid: int) -> int:
