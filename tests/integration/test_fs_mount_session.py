@@ -152,11 +152,12 @@ time.sleep(600)
 """
 
 
-def test_a_killed_fs_door_fails_the_app_and_ends_the_session(tmp_path: Path) -> None:
+def _started(tmp_path: Path, app: str) -> tuple[subprocess.Popen[str], Path]:
+    """A session whose app mounts an empty workspace, running `app`, once it printed {"probe": "started"}."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     subprocess.run(["chown", "-R", "65534:65534", str(workspace)], check=True)
-    document = basic_manifest(workspace, [sys.executable, "-c", KILLED.replace("WORKSPACE", repr(str(workspace)))])
+    document = basic_manifest(workspace, [sys.executable, "-c", app.replace("WORKSPACE", repr(str(workspace)))])
     document["app"]["workspace"] = "mount"  # type: ignore[index]
     manifest = write_manifest(tmp_path, document)
     launcher = subprocess.Popen(
@@ -167,6 +168,11 @@ def test_a_killed_fs_door_fails_the_app_and_ends_the_session(tmp_path: Path) -> 
     assert launcher.stdout is not None
     line = launcher.stdout.readline()
     assert json.loads(line) == {"probe": "started"}, line
+    return launcher, workspace
+
+
+def test_a_killed_fs_door_fails_the_app_and_ends_the_session(tmp_path: Path) -> None:
+    launcher, workspace = _started(tmp_path, KILLED)
     # While the app writes through it, the host has no such mount: only the app's namespace holds it.
     assert str(workspace) not in Path("/proc/self/mountinfo").read_text()
     door = _fs_door_pid(launcher.pid)
@@ -193,19 +199,7 @@ def test_an_app_held_by_a_request_its_door_never_answers_still_ends_with_the_ses
     """Once the fs door has read a request, the kernel lets no signal end the app's wait for its answer (FUSE's
     request_wait_answer), so the app outlives its SIGKILL. The launcher then stops the fs door: its device closes,
     the connection aborts, the app dies and the session ends, rather than waiting on the app for ever."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    subprocess.run(["chown", "-R", "65534:65534", str(workspace)], check=True)
-    document = basic_manifest(workspace, [sys.executable, "-c", STUCK.replace("WORKSPACE", repr(str(workspace)))])
-    document["app"]["workspace"] = "mount"  # type: ignore[index]
-    manifest = write_manifest(tmp_path, document)
-    launcher = subprocess.Popen(
-        [*LAUNCHER, "run", str(manifest), "--expect-hash", manifest_hash(manifest), "--audit-dir",
-         str(tmp_path / "audit"), "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
-    )
-    assert launcher.stdout is not None
-    assert json.loads(launcher.stdout.readline()) == {"probe": "started"}
+    launcher, _workspace = _started(tmp_path, STUCK)
     door = _fs_door_pid(launcher.pid)
     trace = tmp_path / "strace.txt"
     # The door's next reply fails with EINTR (injected): the request it answered is read and never answered.
