@@ -46,6 +46,11 @@ def _read(path: str, piece: int) -> float:
     return size / MIB / (time.perf_counter() - start)
 
 
+def small_file_count(quick: bool) -> int:
+    """How many small files a run creates (the same on the floor: bench/_fuse_floor.py)."""
+    return 500 if quick else 2000
+
+
 def _small_files(directory: str, count: int) -> tuple[float, float, list[float]]:
     """Create, write 100 bytes to and close `count` new files: files/s, CPU µs a file, the span."""
     os.mkdir(directory)
@@ -77,7 +82,7 @@ def workload(directory: str, quick: bool) -> dict[str, Any]:
     """Every figure, in `directory` (which holds `tree/`, a committed repository of 10 000 files), and under
     SPANS the wall-clock span of each write phase with the operations it made."""
     small_total, large_total = (16 * MIB, 64 * MIB) if quick else (64 * MIB, 256 * MIB)
-    files = 500 if quick else 2000
+    files = small_file_count(quick)
     figures: dict[str, Any] = {}
     spans: dict[str, list[float]] = {}
     for name, piece, total in (("write_4k", 4096, small_total), ("write_128k", 128 * 1024, large_total)):

@@ -1,7 +1,9 @@
 """The workspace mount against direct, in one run: 4 KiB and 128 KiB writes (fsync at the end), 128 KiB reads,
-small-file creates and `git status` on a committed 10 000-file tree. The mount's figures come from the app of a real
-session (app.workspace "mount": the fs door serving it, every row and the audit on); direct ones from this process
-on a directory of the same file system, with the same code (bench/_mount_workload.py). Needs root and FUSE.
+small-file creates and `git status` on a committed 10 000-file tree, and the small-file creates' floor on pyfuse3
+(bench/_fuse_floor.py: the door's serving loop with handlers that do nothing). The mount's figures come from the
+app of a real session (app.workspace "mount": the fs door serving it, every row and the audit on); direct ones from
+this process on a directory of the same file system, with the same code (bench/_mount_workload.py). Needs root and
+FUSE.
 CPU per operation beside the rates: the writer's own (`*_app_us_per_*`, both sides) and the fs door's
 (`*_door_us_per_*`, read from its /proc/<pid>/schedstat while the session runs).
 
@@ -31,13 +33,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench import _mount_workload
+from bench import _fuse_floor, _mount_workload
 
 RATIOS = (
     ("fs_mount_write_4k_mib_s_mount", "fs_mount_write_4k_mib_s_direct"),
     ("fs_mount_write_128k_mib_s_mount", "fs_mount_write_128k_mib_s_direct"),
     ("fs_mount_read_128k_mib_s_mount", "fs_mount_read_128k_mib_s_direct"),
     ("fs_mount_small_files_per_s_mount", "fs_mount_small_files_per_s_direct"),
+    ("fs_mount_small_files_per_s_mount", "fs_mount_small_files_per_s_floor"),
     ("fs_mount_git_status_s_direct", "fs_mount_git_status_s_mount"),  # time: direct over mount, higher is better
 )
 OWNER = 65534  # the workspace's owner (the fs door runs as it)
@@ -215,10 +218,15 @@ def run(quick: bool, scratch_dir: str | None = None) -> dict[str, Any]:
         os.chmod(scratch, 0o755)
         try:
             direct = _direct(scratch, quick)
+            floor = _fuse_floor.small_files(_mount_workload.small_file_count(quick))
             mount = _through_the_mount(scratch, quick)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {
+        "fs_mount_small_files_per_s_floor": round(floor["per_s"], 4),
+        "fs_mount_small_files_floor_server_us_per_file": round(floor["server_us_per_file"], 4),
+        "fs_mount_small_files_floor_app_us_per_file": round(floor["app_us_per_file"], 4),
+    }
     for key in direct:
         result[f"fs_mount_{key}_direct"] = round(direct[key], 4)
     for key in mount:  # the door's CPU has no direct counterpart
