@@ -25,7 +25,8 @@ WRITE_RIGHTS = FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE | FS_REF
 FILE_WRITE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE  # what a rule on a non-directory may carry
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 MIN_ABI = 6  # scoping came with ABI 6
-# Only mypy reads this: a spawned zygote imports this module, and `typing` costs it ~15 ms of CPU (doors/shell/_zygote.py).
+# Only mypy reads this: a spawned zygote imports this module, and `typing` would cost it ~15 ms of CPU
+# (doors/shell/_zygote.py).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

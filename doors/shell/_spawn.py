@@ -14,7 +14,6 @@ inherited (across the spawn's execve too).
 
 from __future__ import annotations
 
-import _cffi_backend
 import contextlib
 import errno
 import os
@@ -23,6 +22,8 @@ import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+import _cffi_backend
 
 from doors.shell._zygote import STEPS, confine_and_exec, encode_launch
 
@@ -106,8 +107,9 @@ def spawn_zygote(cgroup_procs: tuple[str, ...], ruleset_fd: int) -> Zygote:
     try:
         for fd in passed:
             os.set_inheritable(fd, True)
-        argv = [sys.executable, "-S", "-I", "-c", ZYGOTE_MAIN.format(path=list(ZYGOTE_PATH)), *map(str, passed), *cgroup_procs]
-        pid = os.posix_spawn(sys.executable, argv, {})
+        program = ZYGOTE_MAIN.format(path=list(ZYGOTE_PATH))
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-S", "-I", "-c", program, *map(str, passed),
+                                              *cgroup_procs], {})
     except BaseException:
         os.close(report_r)
         door_end.close()

@@ -258,7 +258,8 @@ class ShellDoor:
             env = command_env(run.env, self.config.home, spare.tmpdir,
                               command_proxy(self.config.proxy, spare.command_id), run.tty, self.config.model,
                               self.config.trust)
-            setup_ns = cpu_ns(spare.zygote.pid)  # the zygote's own steps (a spawned one's interpreter start) are not the command's
+            # the zygote's own steps (a spawned one's interpreter start) are not its command's CPU
+            setup_ns = cpu_ns(spare.zygote.pid)
             try:
                 send_launch(spare.zygote, Launch(run.argv, env, cwd_fd, stdio.child, run.tty))
             finally:

@@ -85,8 +85,9 @@ def test_the_sh_path_as_the_script_starts_it_loads_no_os_module() -> None:
     """The console script runs with -S (no site, which would load os): then nothing on sh's path loads `os` either
     (its _collections_abc, stat and posixpath were 2.7 ms of CPU per call; docs/decisions/bench.md, "shtrue")."""
     root = str(Path(__file__).resolve().parents[3])
+    unwanted = ("os", "stat", "posixpath", *HEAVY)
     code = (f"import sys; sys.path.append({root!r}); sys.argv = ['sharness-launch', 'sh', '--', 'true']; "
-            f"import doors.shell.cli; print(sorted(m for m in ('os', 'stat', 'posixpath', *{HEAVY!r}) if m in sys.modules))")
+            f"import doors.shell.cli; print(sorted(m for m in {unwanted!r} if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
 
