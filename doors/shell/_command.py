@@ -47,6 +47,7 @@ class Running:
     killed_by: str | None = None
     timed_out: bool = False
     final: dict[str, Any] | None = None
+    setup_cpu_ns: int = 0  # what its zygote had used before the launch: not the command's CPU
 
 
 async def _pump(pipe: trio.lowlevel.FdStream, stream: str, framer: Framer,
@@ -154,7 +155,8 @@ async def supervise(running: Running, framer: Framer, send: trio.MemorySendChann
 def _outcome(running: Running, status: int, usage: Any) -> Outcome:
     if running.killed_by is None and os.WIFSIGNALED(status) and running.cgroup.oom_kills():
         running.killed_by = "memory"
-    cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000) if usage is not None else 0
+    used_s = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
+    cpu_ms = max(0, int(used_s * 1000 - running.setup_cpu_ns / 1e6))
     # Not ru_maxrss: exec keeps the high-water mark of the forked door image (~47 MB) it replaced. The cgroup's
     # peak counts only what the command's own processes were charged.
     peak = running.cgroup.memory_peak_kb()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from typing import Any
 
 from doors._ffi import ffi as _ffi  # out-of-line: no C parser at import (doors/_ffi_cdefs.py)
 
@@ -26,6 +25,11 @@ WRITE_RIGHTS = FS_WRITE_FILE | FS_REMOVE_DIR | FS_REMOVE_FILE | FS_MAKE | FS_REF
 FILE_WRITE_RIGHTS = FS_WRITE_FILE | FS_TRUNCATE  # what a rule on a non-directory may carry
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 MIN_ABI = 6  # scoping came with ABI 6
+# Only mypy reads this: a spawned zygote imports this module, and `typing` would cost it ~15 ms of CPU
+# (doors/shell/_zygote.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _libc: Any = _ffi.dlopen(None)
 

@@ -1,7 +1,8 @@
 """The next command's zygote, made ahead: its id, its TMPDIR, its cgroup, and the confined process waiting in it.
 
-At most one waits. A request takes it (or, when none waits, one is made then: the slow path, as before
-zygotes) and the door makes the next right after. One that is never used is killed, reaped and its cgroup and
+At most one waits. A request takes it (or, when none waits, one is forked then: the slow path, as before
+zygotes) and the door makes the next once that command's response went out, spawned as a fresh interpreter
+(doors/shell/_spawn.py says why). One that is never used is killed, reaped and its cgroup and
 TMPDIR removed when the door stops; if the door is killed instead, the launcher's removal of the shell's cgroup
 kills it with every other member (launcher/kernel/cgroups.py) and the scratch goes with the session.
 """
@@ -15,7 +16,7 @@ import signal
 from dataclasses import dataclass
 
 from doors.shell._cgroup import CommandCgroup
-from doors.shell._spawn import Zygote, fork_zygote, threads
+from doors.shell._spawn import Zygote, fork_zygote, spawn_zygote, threads
 
 
 class NotSingleThreaded(RuntimeError):
@@ -51,13 +52,13 @@ class Spares:
             return spare
         if spare is not None:
             self.discard(spare)
-        return self._make()
+        return self._make(ahead=False)
 
     def refill(self) -> None:
         """Make the next zygote when none waits. A failure leaves none: the next take makes one and says why."""
         if self._waiting is None:
             with contextlib.suppress(OSError, NotSingleThreaded):
-                self._waiting = self._make()
+                self._waiting = self._make(ahead=True)
 
     def discard(self, spare: Spare) -> None:
         """Kill an unused zygote; reap it; remove its cgroup and TMPDIR."""
@@ -78,7 +79,7 @@ class Spares:
         if spare is not None:
             self.discard(spare)
 
-    def _make(self) -> Spare:
+    def _make(self, *, ahead: bool) -> Spare:
         if threads() != 1:
             raise NotSingleThreaded(f"the door has {threads()} threads")
         command_id = f"c{self._count + 1}"
@@ -90,7 +91,7 @@ class Spares:
             os.rmdir(tmpdir)
             raise
         try:
-            zygote = fork_zygote(cgroup.procs_files, self._ruleset_fd)
+            zygote = (spawn_zygote if ahead else fork_zygote)(cgroup.procs_files, self._ruleset_fd)
         except BaseException:
             cgroup.remove()
             os.rmdir(tmpdir)

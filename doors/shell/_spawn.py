@@ -1,38 +1,49 @@
-"""Start one command confined: a zygote forked ahead from the door's one thread, confined, waiting for its
-command; then the command's stdio, cwd and argv sent to it, and execve. No launcher import.
+"""Start one command confined: a zygote made ahead, confined, waiting for its command; then the command's stdio,
+cwd and argv sent to it, and execve. No launcher import.
 
 Joining a v1 cgroup after the door sat idle waits for an RCU grace period (cgroup_threadgroup_rwsem: 10-17 ms
-here, docs/decisions/shell.md), and a fork of the door and the child's steps cost ~5 ms more; a zygote pays
-them between commands. Its steps, in order, each failure reported on a close-on-exec pipe as `<step> <errno>`
-before it exits, so the door knows the command did not run (fail closed) and which step refused:
-signals back to their defaults, its own session and process group, its cgroup, its own Landlock layer
-(doors/shell/_landlock.py), every fd but its control socket and report pipe closed; all of it before it
-receives anything. Then, once asked: one message on the control socket carrying stdin, stdout, stderr, the cwd
-(an fd resolved beneath the workspace) and a memfd holding argv, env and tty as JSON; its stdio (with a tty,
-the pty as its controlling terminal), its cwd, execve. no_new_privs, seccomp, the door's Landlock domain, its
-uid and network namespace are inherited.
+here, docs/decisions/shell.md); a zygote pays it between commands. The zygote made ahead is a fresh interpreter
+the door spawns (`spawn_zygote`): a fork of the door would share the door's memory until the command's execve,
+and the door then copied every page it wrote while it handled that command's request (a third of its CPU per
+`true`, docs/decisions/bench.md, "shtrue"). A command that finds none waiting gets a fork (`fork_zygote`): no
+interpreter start on its path. Both take the same steps (doors/shell/_zygote.py), each failure reported on a
+close-on-exec pipe as `<step> <errno>` before it exits, so the door knows the command did not run (fail closed)
+and which step refused. no_new_privs, seccomp, the door's Landlock domain, its uid and network namespace are
+inherited (across the spawn's execve too).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
-import json
 import os
-import resource
-import signal
 import socket
-import termios
+import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from doors.shell._landlock import restrict_self
+import _cffi_backend
 
-STEPS = ("signals", "setsid", "cgroup", "landlock", "fds", "receive", "stdio", "tty", "cwd", "execve")
+from doors.shell._zygote import STEPS, confine_and_exec, encode_launch
+
 NOT_FOUND_STEP = "execve"
-MAX_LAUNCH_BYTES = 8 * 1024 * 1024  # argv and env as JSON: far above what a run request may carry
-LAUNCH_FDS = 5  # stdin, stdout, stderr, cwd, the memfd
+CPUCLOCK_SCHED = 2  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in the kernel's posix-timers.h
+# Where doors/ is, and cffi's C module (Landlock's calls): all the spawned zygote needs beyond the stdlib.
+ZYGOTE_PATH = (os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+               os.path.dirname(os.path.abspath(_cffi_backend.__file__)))
+# The spawned zygote's program: those on its path (-S -I: no site, no PYTHON* variables, no cwd on the path);
+# a failure to load it is reported as the first step's, so EOF on the report pipe still means execve.
+ZYGOTE_MAIN = """import sys
+sys.path += {path!r}
+try:
+    from doors.shell._zygote import main
+except BaseException:
+    import os
+    os.write(int(sys.argv[2]), b"signals 1")
+    os._exit(127)
+main(sys.argv[1:])
+"""
 
 
 class NotStarted(Exception):
@@ -57,7 +68,7 @@ class Launch:
 
 @dataclass(frozen=True)
 class Zygote:
-    """A forked, confined process waiting for its command: its pid, the door's end of its control socket, and
+    """A confined process waiting for its command: its pid, the door's end of its control socket, and
     the read end of its report pipe (EOF alone means execve succeeded)."""
 
     pid: int
@@ -70,94 +81,71 @@ def threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
-def _close_all_but(keep: tuple[int, ...], max_fd: int) -> None:
-    low = 3
-    for fd in sorted(keep):
-        os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, max_fd)  # the fd limit, not 2**16: one close() per number
-
-
-def _receive(control: socket.socket) -> tuple[dict[str, object], list[int]] | None:
-    """The launch message: its JSON and its fds (close-on-exec); None when the door closed the socket."""
-    _, fds, _, _ = socket.recv_fds(control, 1, LAUNCH_FDS, socket.MSG_CMSG_CLOEXEC)
-    if len(fds) != LAUNCH_FDS:
-        return None
-    memfd = fds.pop()
-    with os.fdopen(memfd, "rb") as launch:
-        return json.loads(launch.read(MAX_LAUNCH_BYTES)), fds
-
-
-def _zygote(cgroup_procs: tuple[str, ...], ruleset_fd: int, control: socket.socket, report: int) -> None:
-    step = "signals"
-    try:
-        signal.set_wakeup_fd(-1)
-        for signum in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        step = "setsid"
-        os.setsid()
-        step = "cgroup"
-        for procs in cgroup_procs:
-            fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
-            os.write(fd, b"0")
-            os.close(fd)
-        step = "landlock"
-        restrict_self(ruleset_fd)
-        step = "fds"
-        _close_all_but((control.fileno(), report), resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-        step = "receive"
-        received = _receive(control)
-        if received is None:
-            os._exit(0)  # the door left before asking: nothing to run, nothing to say
-        launch, fds = received
-        step = "stdio"
-        for target, source in enumerate(fds[:3]):
-            os.dup2(source, target, inheritable=True)
-        if launch.get("tty"):
-            step = "tty"
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        step = "cwd"
-        os.fchdir(fds[3])
-        step = "execve"
-        argv = [str(arg) for arg in launch["argv"]]  # type: ignore[attr-defined]
-        os.execvpe(argv[0], argv, dict(launch["env"]))  # type: ignore[call-overload]
-    except OSError as exc:
-        os.write(report, f"{step} {exc.errno or errno.EPERM}".encode())
-    except BaseException:
-        os.write(report, f"{step} {errno.EPERM}".encode())
-    finally:
-        os._exit(127)
-
-
 def fork_zygote(cgroup_procs: tuple[str, ...], ruleset_fd: int) -> Zygote:
-    """Fork a zygote that joins `cgroup_procs` and enters the ruleset's Landlock layer, then waits."""
+    """Fork a zygote that joins `cgroup_procs` and enters the ruleset's Landlock layer, then waits (the path of
+    a command that finds none made ahead: no interpreter start, but a copy of the door's memory)."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
     door_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         os.close(report_r)
         door_end.detach()  # closed with the rest; a socket object's close here could close a reused number
-        _zygote(cgroup_procs, ruleset_fd, child_end, report_w)
+        confine_and_exec(cgroup_procs, ruleset_fd, child_end.detach(), report_w)
     os.close(report_w)
     child_end.close()
     door_end.setblocking(False)
     return Zygote(pid, door_end, report_r)
 
 
+def spawn_zygote(cgroup_procs: tuple[str, ...], ruleset_fd: int) -> Zygote:
+    """Start a zygote as a fresh interpreter (posix_spawn: the door's memory is neither copied nor shared), which
+    takes the same steps (doors/shell/_zygote.py) and waits. Its control socket, report pipe and the ruleset are
+    the only fds made inheritable for it, and only while it is spawned (the door has one thread)."""
+    report_r, report_w = os.pipe2(os.O_CLOEXEC)
+    door_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    passed = (child_end.fileno(), report_w, ruleset_fd)
+    try:
+        for fd in passed:
+            os.set_inheritable(fd, True)
+        program = ZYGOTE_MAIN.format(path=list(ZYGOTE_PATH))
+        pid = os.posix_spawn(sys.executable, [sys.executable, "-S", "-I", "-c", program, *map(str, passed),
+                                              *cgroup_procs], {})
+    except BaseException:
+        os.close(report_r)
+        door_end.close()
+        raise
+    finally:
+        os.set_inheritable(ruleset_fd, False)
+        os.close(report_w)
+        child_end.close()
+    door_end.setblocking(False)
+    return Zygote(pid, door_end, report_r)
+
+
 def send_launch(zygote: Zygote, launch: Launch) -> None:
     """Send `launch` to the zygote (never blocks: one small message on an empty socket). A zygote that already
-    ended (its setup failed) has said why on its report pipe: the door reads that next."""
+    ended (its setup failed) has said why on its report pipe: the door reads that next. ValueError (nothing
+    sent) when argv or env cannot be exec'd (a NUL, a name with `=`)."""
+    blob = encode_launch(launch.argv, launch.env, launch.tty)
     memfd = os.memfd_create("sharness-launch", os.MFD_CLOEXEC)
     try:
         with open(memfd, "wb", closefd=False) as message:
-            message.write(json.dumps({"argv": launch.argv, "env": dict(launch.env), "tty": launch.tty}).encode())
+            message.write(blob)
         os.lseek(memfd, 0, os.SEEK_SET)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             socket.send_fds(zygote.control, [b"L"], [*launch.stdio, launch.cwd_fd, memfd])
     finally:
         os.close(memfd)
         zygote.control.close()
+
+
+def cpu_ns(pid: int) -> int:
+    """The CPU a process has used so far (its CPU clock, ns: a command's own is what it used after this); 0 when
+    it cannot be read."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | CPUCLOCK_SCHED)  # the kernel's process clock id for `pid`
+    except OSError:
+        return 0
 
 
 def read_report(data: bytes) -> NotStarted | None:

@@ -3,7 +3,8 @@
 `sharness-launch sh` pays every import on every call. This module loads nothing of the door runtime (no trio,
 h11, pyOpenSSL or cryptography: ~300 ms of imports before), and not even the stdlib's `ssl`, `socket` and `json`
 packages: their Python builds enums (`IntEnum._convert_` over the C modules' constants) and compiles regexes
-that a one-request client never uses, ~25 ms of CPU per call on this VM (docs/decisions/bench.md, "shquick").
+that a one-request client never uses, ~25 ms of CPU per call on this VM (docs/decisions/bench.md, "shquick");
+nor `os`, whose `_collections_abc`, `stat` and `posixpath` were 2.7 ms more ("shtrue"): `posix` is its C module.
 It drives the C modules those packages wrap, `_ssl` and `_socket`, the way `ssl.SSLContext` and
 `ssl.SSLSocket` drive them: the same OpenSSL calls, the same settings, no TLS of our own. The policy is the
 transport's (doors/_transport/_tls.py): TLS 1.3 only, the session bundle the only trust anchor, a certificate
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import _socket
 import _ssl
-import os
+import posix
 
 from doors.shell._cjson import dumps, loads
 from doors.shell._response import ResponseError, ResponseReader
@@ -136,7 +137,7 @@ def connect(environ: Mapping[str, str], timeout_s: float | None = None) -> TlsSt
         raw.connect(environ["SHARNESS_DOOR_SHELL"])
     except OSError as exc:
         raw.close()
-        raise Unreachable(f"{environ['SHARNESS_DOOR_SHELL']}: {os.strerror(exc.errno or 0)}") from None
+        raise Unreachable(f"{environ['SHARNESS_DOOR_SHELL']}: {posix.strerror(exc.errno or 0)}") from None
     tls = TlsStream(raw, ctx._wrap_socket(raw, False, None))  # no SNI: the door is named by its SPIFFE ID
     try:
         tls._tls.do_handshake()
@@ -174,7 +175,7 @@ def frames(tls: TlsStream, body: Mapping[str, Any], binary: bool = True) -> Iter
         except _ssl.SSLError as exc:  # TLS 1.3: a refused client certificate is seen on the first read
             raise NotTheDoor(f"TLS refused: {getattr(exc, 'reason', None) or exc}") from None
         except OSError as exc:
-            raise Unreachable(f"the shell door closed the connection: {os.strerror(exc.errno or 0)}") from None
+            raise Unreachable(f"the shell door closed the connection: {posix.strerror(exc.errno or 0)}") from None
         for piece in reader.feed(data):
             if reader.status != 200:
                 partial += piece

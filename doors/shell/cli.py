@@ -9,7 +9,7 @@ With --json every frame is printed as a JSON line on stdout instead (the final r
 
 from __future__ import annotations
 
-import os
+import posix  # not os: doors/shell/_stdlib_client.py says why
 import sys
 
 from doors.shell._args import HELP, USAGE, Args, Usage, parse_args
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     except ValueError as exc:
         print(f"sharness-launch sh: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    env = os.environ if environ is None else environ
+    env = process_environ() if environ is None else environ
     if not env.get("SHARNESS_SESSION"):
         print("sharness-launch sh: not inside a sharness session (SHARNESS_SESSION is not set)", file=sys.stderr)
         return EXIT_UNAVAILABLE
@@ -114,6 +114,12 @@ def main(argv: list[str] | None = None, environ: Mapping[str, str] | None = None
     return shell_status(final, EXIT_TTL, EXIT_SIGNAL_BASE)
 
 
+def process_environ() -> dict[str, str]:
+    """The process's environment decoded as os.environ decodes it (the filesystem encoding, surrogateescape)."""
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    return {name.decode(encoding, errors): value.decode(encoding, errors) for name, value in posix.environ.items()}
+
+
 def program(argv: list[str]) -> int:
     """main(argv); when that call is the whole process (`sharness-launch sh ...`: its argv is the process's), the
     process ends here without the interpreter's teardown of ssl and the rest (~4 ms of CPU per call, measured in
@@ -122,7 +128,7 @@ def program(argv: list[str]) -> int:
     if sys.argv[1:] == ["sh", *argv]:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(code)
+        posix._exit(code)
     return code
 
 

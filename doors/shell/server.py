@@ -36,7 +36,7 @@ from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refus
 from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RunRequest, parse_run
 from doors.shell._selftest import self_test
 from doors.shell._spare import NotSingleThreaded, Spare, Spares
-from doors.shell._spawn import Launch, NotStarted, read_report, send_launch
+from doors.shell._spawn import Launch, NotStarted, cpu_ns, read_report, send_launch
 from doors.shell._stdio import open_stdio
 from doors.shell._wire import (
     APPLY_PATH,
@@ -258,6 +258,8 @@ class ShellDoor:
             env = command_env(run.env, self.config.home, spare.tmpdir,
                               command_proxy(self.config.proxy, spare.command_id), run.tty, self.config.model,
                               self.config.trust)
+            # the zygote's own steps (a spawned one's interpreter start) are not its command's CPU
+            setup_ns = cpu_ns(spare.zygote.pid)
             try:
                 send_launch(spare.zygote, Launch(run.argv, env, cwd_fd, stdio.child, run.tty))
             finally:
@@ -270,7 +272,8 @@ class ShellDoor:
         os.close(spare.zygote.report)
         stdin = trio.lowlevel.FdStream(stdio.stdin) if stdio.stdin is not None else None
         running = Running(spare.command_id, run, spare.zygote.pid, spare.pidfd, spare.cgroup,
-                          trio.lowlevel.FdStream(stdio.stdout), trio.lowlevel.FdStream(stdio.stderr), stdin)
+                          trio.lowlevel.FdStream(stdio.stdout), trio.lowlevel.FdStream(stdio.stderr), stdin,
+                          setup_cpu_ns=setup_ns)
         if failure is not None:
             await clean_up(running)
             shutil.rmtree(spare.tmpdir, ignore_errors=True)

@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from doors.shell._cgroup import CommandCgroup
-from doors.shell._command import Running, supervise
+from doors.shell._command import Running, _outcome, supervise
 from doors.shell._output import Framer
 from doors.shell._request import RunRequest
 
@@ -47,3 +47,23 @@ def test_the_exit_event_is_queued_before_the_final_frame_is_sent() -> None:
     trio.run(main)
     assert order.count("exit event") == 1 and order[-2:] == ["exit event", "final frame"]
     assert events[0]["exit_code"] == 3
+
+
+class _Usage:
+    """What wait4 reports of a process: its CPU and its high-water mark."""
+
+    def __init__(self, cpu_s: float) -> None:
+        self.ru_utime, self.ru_stime, self.ru_maxrss = cpu_s / 2, cpu_s / 2, 1024
+
+
+def test_a_commands_cpu_is_counted_from_its_launch_not_from_its_zygotes_start() -> None:
+    """A spawned zygote's interpreter start (its CPU before the launch, read by the door) is not its command's."""
+    running = _running(["true"])
+    os.waitpid(running.pid, 0)
+    os.close(running.pidfd)
+    running.setup_cpu_ns = 20_000_000
+    assert _outcome(running, 0, _Usage(0.025)).cpu_ms == 5
+    running.setup_cpu_ns = 30_000_000  # the two clocks never read below zero
+    assert _outcome(running, 0, _Usage(0.025)).cpu_ms == 0
+    running.setup_cpu_ns = 0
+    assert _outcome(running, 0, _Usage(0.025)).cpu_ms == 25

@@ -22,7 +22,7 @@ import pytest
 from doors.shell._cgroup import CommandCgroup
 from doors.shell._landlock import command_ruleset
 from doors.shell._spare import Spares
-from doors.shell._spawn import Launch, Zygote, fork_zygote, read_report, send_launch
+from doors.shell._spawn import Launch, Zygote, fork_zygote, read_report, send_launch, spawn_zygote
 
 pytestmark = pytest.mark.root
 
@@ -30,6 +30,7 @@ RECVMSG = {"x86_64": 47, "aarch64": 212}[platform.machine()]
 NOBODY = 65534
 PR_SET_NO_NEW_PRIVS = 38
 HIERARCHIES = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids")
+MAKERS = pytest.mark.parametrize("make", [fork_zygote, spawn_zygote], ids=["forked", "spawned"])
 
 
 @pytest.fixture
@@ -96,8 +97,9 @@ def _run(zygote: Zygote, argv: list[str], cwd: str) -> tuple[bytes, bytes, int]:
     return stdout, stderr, os.waitstatus_to_exitcode(status)
 
 
+@MAKERS
 def test_a_zygote_waits_in_its_cgroup_holding_no_fd_of_the_door_then_runs_its_command_in_its_layer(
-        parents: tuple[str, ...], tmp_path: Path) -> None:
+        parents: tuple[str, ...], tmp_path: Path, make: Callable[[tuple[str, ...], int], Zygote]) -> None:
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
     home.mkdir()
     elsewhere.mkdir()
@@ -106,7 +108,7 @@ def test_a_zygote_waits_in_its_cgroup_holding_no_fd_of_the_door_then_runs_its_co
     door_secret = os.open(os.devnull, os.O_RDONLY)  # inheritable, as a careless fd of the door's would be
     os.set_inheritable(door_secret, True)
     try:
-        zygote = fork_zygote(cgroup.procs_files, ruleset)
+        zygote = make(cgroup.procs_files, ruleset)
         _waiting(zygote.pid)
         held = {int(fd) for fd in os.listdir(f"/proc/{zygote.pid}/fd")}
         cgroups = Path(f"/proc/{zygote.pid}/cgroup").read_text()
@@ -124,10 +126,12 @@ def test_a_zygote_waits_in_its_cgroup_holding_no_fd_of_the_door_then_runs_its_co
     cgroup.remove()
 
 
-def test_a_zygote_that_cannot_join_its_cgroup_says_so_and_runs_nothing(tmp_path: Path) -> None:
+@MAKERS
+def test_a_zygote_that_cannot_join_its_cgroup_says_so_and_runs_nothing(
+        tmp_path: Path, make: Callable[[tuple[str, ...], int], Zygote]) -> None:
     ruleset = command_ruleset((str(tmp_path),))
     try:
-        zygote = fork_zygote((str(tmp_path / "no-such-cgroup" / "cgroup.procs"),), ruleset)
+        zygote = make((str(tmp_path / "no-such-cgroup" / "cgroup.procs"),), ruleset)
     finally:
         os.close(ruleset)
     marker = tmp_path / "ran"
@@ -268,3 +272,49 @@ def _dead_zygote_replaced(parents: tuple[str, ...], tmp_path: Path) -> None:
     assert (dead.command_id, taken.command_id) == ("c1", "c2")
     assert not Path(f"/proc/{dead.zygote.pid}").exists() and not os.path.exists(dead.tmpdir)
     assert not any(os.path.exists(path) for path in dead.cgroup.dirs + taken.cgroup.dirs)
+
+
+def _memory_holds(pid: int, needle: bytes) -> bool:
+    """Whether any readable mapping of `pid` holds `needle` (as root: /proc/<pid>/mem)."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", buffering=0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if not perms.startswith("r") or line.rstrip().endswith("[vvar]") or "[vsyscall]" in line:
+                continue
+            start, end = (int(edge, 16) for edge in span.split("-"))
+            try:
+                mem.seek(start)
+                if needle in mem.read(end - start):
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def test_a_zygote_made_ahead_holds_none_of_the_doors_memory(parents: tuple[str, ...], tmp_path: Path) -> None:
+    """A forked zygote holds a copy of the door's memory (its TLS key among it) until its command's execve, and the
+    door copies each page it writes meanwhile; the spawned one made ahead holds none of it (without spawn_zygote in
+    Spares.refill, the door's secret is found in it)."""
+    _single_threaded(lambda: _made_ahead_holds_nothing(parents, tmp_path))
+
+
+def _made_ahead_holds_nothing(parents: tuple[str, ...], tmp_path: Path) -> None:
+    secret = b"door-secret-" + uuid.uuid4().hex.encode()  # made here: only this process's memory holds it
+    ruleset = command_ruleset((str(tmp_path),))
+    spares = Spares(str(tmp_path), parents, ruleset)
+    try:
+        spares.refill()
+        ahead = spares._waiting
+        assert ahead is not None
+        _waiting(ahead.zygote.pid)
+        in_ahead = _memory_holds(ahead.zygote.pid, secret)
+        on_demand = spares.take()  # takes the one made ahead: the next take finds none and forks
+        assert on_demand is ahead
+        forked = spares.take()
+        _waiting(forked.zygote.pid)
+        in_forked = _memory_holds(forked.zygote.pid, secret)
+        spares.discard(ahead)
+        spares.discard(forked)
+    finally:
+        os.close(ruleset)
+    assert (in_ahead, in_forked) == (False, True)

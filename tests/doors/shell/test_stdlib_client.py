@@ -81,6 +81,25 @@ def test_the_console_scripts_sh_path_imports_only_c_modules_of_the_stdlib() -> N
     assert loaded.strip() == "[]"
 
 
+def test_the_sh_path_as_the_script_starts_it_loads_no_os_module() -> None:
+    """The console script runs with -S (no site, which would load os): then nothing on sh's path loads `os` either
+    (its _collections_abc, stat and posixpath were 2.7 ms of CPU per call; docs/decisions/bench.md, "shtrue")."""
+    root = str(Path(__file__).resolve().parents[3])
+    unwanted = ("os", "stat", "posixpath", *HEAVY)
+    code = (f"import sys; sys.path.append({root!r}); sys.argv = ['sharness-launch', 'sh', '--', 'true']; "
+            f"import doors.shell.cli; print(sorted(m for m in {unwanted!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
+def test_the_environment_reads_as_os_environ_does() -> None:
+    code = ("import sys; from doors.shell.cli import process_environ; import os; "
+            "print(process_environ() == dict(os.environ))")
+    env = {"PATH": "/usr/bin:/bin", "SHARNESS_SESSION": "abc", "ODD": "café"}
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert shown.strip() == "True"
+
+
 def _reference_context(bundle: str, svid: str) -> ssl.SSLContext:
     """The context the `ssl` package builds for the same policy (the client's before it drove `_ssl` itself)."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
