@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -17,13 +18,13 @@ pytestmark = [pytest.mark.root,
 
 
 def _children() -> set[str]:
-    return set(open(f"/proc/self/task/{os.getpid()}/children", encoding="ascii").read().split())
+    return set(Path(f"/proc/self/task/{os.getpid()}/children").read_text().split())
 
 
 def test_the_null_file_system_serves_the_workload_and_leaves_nothing() -> None:
     children = _children()
     figures = _fuse_floor.small_files(50)
     assert figures["per_s"] > 0 and figures["server_us_per_file"] > 0 and figures["app_us_per_file"] > 0
-    assert "sharness-bench-fuse-floor-" not in open("/proc/self/mountinfo", encoding="ascii").read()
+    assert "sharness-bench-fuse-floor-" not in Path("/proc/self/mountinfo").read_text()
     assert not glob.glob(os.path.join(tempfile.gettempdir(), "sharness-bench-fuse-floor-*"))
     assert _children() == children
