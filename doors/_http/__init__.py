@@ -9,6 +9,7 @@ from doors._http._records import (
     Response,
     error_response,
     json_body,
+    json_of,
     json_response,
     refused_response,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "encode_body",
     "error_response",
     "json_body",
+    "json_of",
     "json_response",
     "refused_response",
     "serve_http",

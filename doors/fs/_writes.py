@@ -8,7 +8,6 @@ call holding the per-path lock, gathers the last facts and hands the call to `Di
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -17,7 +16,7 @@ from typing import Any
 
 import trio
 
-from doors._http import Request, Response
+from doors._http import Request, Response, json_of
 from doors._refusal import DoorRefused, Refusal
 from doors.fs._batches import RECEIVE_BATCH, BatchKeeper
 from doors.fs._decide import DIR_MODE, file_mode, precheck_size
@@ -327,9 +326,9 @@ class WriteHandlers(FsHandlers):
 
 def _rename_paths(body: bytes) -> tuple[str, str] | str:
     try:
-        value = json.loads(body) if body else None
-    except ValueError:
-        return "the body is not JSON"
+        value = json_of(body)
+    except ValueError as exc:
+        return f"the body is not JSON: {exc}"
     if not isinstance(value, dict) or set(value) - {"from", "to"}:
         return 'the body must be {"from": PATH, "to": PATH}'
     source, dest = value.get("from"), value.get("to")

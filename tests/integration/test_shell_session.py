@@ -51,6 +51,7 @@ def session() -> Iterator[Session]:
         case("env.denied", argv=["true"], env={"LD_PRELOAD": "/tmp/evil.so"}),
         case("env.secret", argv=["true"], env={"DEPLOY_KEY": PEM}),
         case("not.found", argv=["no-such-program-here"]),
+        case("argv.surrogate", argv=["echo", "a\ud800b"]),  # sent as the JSON escape \ud800: not Unicode text
         case("timeout", script=STUBBORN, timeout_ms=300),
         case("after.timeout", argv=["ps", "-e", "-o", "pid=,args="]),
         case("flood", script=FLOOD, max_output_bytes=65536),
@@ -114,6 +115,7 @@ def test_stdin_is_eof_at_once_unless_bytes_are_given(session: Session) -> None:
     ("env.denied", 403, "shell.env", "shell"),
     ("env.secret", 403, "shell.env", "shell"),
     ("not.found", 404, "shell.request.argv", "shell"),
+    ("argv.surrogate", 400, "http.json", "door"),  # was a 500 (door.internal) before the HTTP layer refused it
 ])
 def test_refusals_name_the_row_and_who(session: Session, case: str, status: int, row: str, who: str) -> None:
     refused = session[0][case]["refused"]

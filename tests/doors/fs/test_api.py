@@ -7,6 +7,8 @@ import os
 import stat
 from typing import Any
 
+import pytest
+
 from doors.fs._reads import SMALL_READ
 
 ROWS = {"read_only": [".git"], "append_only": ["log"], "hidden": [".env"], "exec": ["bin"],
@@ -172,6 +174,19 @@ async def test_a_rename_does_not_carry_executables_out_of_the_exec_prefixes(door
         assert not os.path.exists(os.path.join(door.root, dest))
     assert (await door.request("POST", "/v0/fs/rename", b'{"from": "bin/tool", "to": "bin/tool2"}')).status == 200
     assert (await door.request("POST", "/v0/fs/rename", b'{"from": "bin/notes", "to": "notes"}')).status == 200
+
+
+@pytest.mark.parametrize("request_body", [
+    b'{"from": "a\\ud800", "to": "b"}', b'{"from": "a", "to": "\\udfff"}', b'{"from": "\xed\xa0\x80", "to": "b"}',
+    b"[" * 16_000,  # under the rename body limit (16 KiB), past the interpreter's depth
+])
+async def test_a_rename_body_that_is_not_unicode_json_is_a_400(door_factory: Any, request_body: bytes) -> None:
+    """A lone surrogate, UTF-8-encoded surrogate bytes or nesting past the interpreter: 400, nothing renamed."""
+    door = door_factory(ROWS)
+    await door.request("PUT", "/v0/fs/files/a", b"x")
+    refused = await door.request("POST", "/v0/fs/rename", request_body)
+    assert refused.status == 400, body(refused)
+    assert os.path.exists(os.path.join(door.root, "a")) and not os.path.exists(os.path.join(door.root, "b"))
 
 
 async def test_sizes_and_session_quotas(door_factory: Any) -> None:
