@@ -19,16 +19,31 @@ import json
 import os
 import signal
 import stat
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
-from bench import _mount_workload
 from launcher.kernel import fuse_mount
-from launcher.kernel._sys import libc
 
 APP_UID = 0x7FFE_0A03  # numeric, no account, outside the range sessions draw from
 TIMEOUT_S = 1.0  # the fs door's entry and attribute timeouts (doors/fs/_fuse_core.py)
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+TREE = str(Path(__file__).resolve().parent.parent)
+# The workload's child, in a mount namespace of its own (unshare(1), private propagation): it attaches the
+# detached mount there, as the app's child does in a session, drops to APP_UID and runs the same loop.
+WORKLOAD = """import json, os, sys
+sys.path.insert(0, {tree!r})
+from bench import _mount_workload
+from launcher.kernel import fuse_mount
+mount_fd, point, files, uid = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+target = os.open(point, os.O_PATH | os.O_DIRECTORY)
+fuse_mount.attach(mount_fd, target)
+os.setgid(uid)
+os.setuid(uid)
+rate, app_us, _span = _mount_workload._small_files(point + "/small", files)
+print(json.dumps({{"rate": rate, "app_us": app_us}}))
+"""
 
 
 def _serve(device_fd: int, ready_fd: int) -> None:
@@ -38,7 +53,7 @@ def _serve(device_fd: int, ready_fd: int) -> None:
     import pyfuse3
     import trio
 
-    from doors.fs._fuse_serve import serve_mount
+    from doors.fs.server import mount_front
 
     class NullOps(pyfuse3.Operations):
         """Directories and files kept as names and sizes in memory."""
@@ -97,20 +112,9 @@ def _serve(device_fd: int, ready_fd: int) -> None:
 
     os.write(ready_fd, b"1")  # the kernel's INIT waits on the device until the loop reads it
     os.close(ready_fd)
-    trio.run(serve_mount, NullOps(), device_fd)  # type: ignore[arg-type]  # its handlers, none of MountOps' work
-
-
-def _workload(mount_fd: int, point: str, files: int, out_fd: int) -> None:
-    """The small-file loop (a forked child) as APP_UID, on the mount attached in its own namespace."""
-    libc.unshare(libc.CLONE_NEWNS)
-    libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
-    clone = libc.open_tree(mount_fd, libc.OPEN_TREE_CLONE)
-    target = os.open(point, os.O_PATH | os.O_DIRECTORY)
-    fuse_mount.attach(clone, target)
-    os.setgid(APP_UID)
-    os.setuid(APP_UID)
-    rate, app_us, _span = _mount_workload._small_files(f"{point}/small", files)
-    os.write(out_fd, json.dumps({"rate": rate, "app_us": app_us}).encode())
+    front = mount_front()
+    assert front is not None, "pyfuse3 is installed with the bench's extras"
+    trio.run(front.serve_mount, NullOps(), device_fd)
 
 
 def _cpu_ns(pid: int) -> int:
@@ -122,7 +126,7 @@ def small_files(files: int) -> dict[str, float]:
     """files/s through the null pyfuse3 file system, its server's CPU µs a file, the workload's own CPU µs a file."""
     mounted = fuse_mount.make_workspace_mount(0, 0)
     point = tempfile.mkdtemp(prefix="sharness-bench-fuse-floor-")
-    server = workload = -1
+    server = -1
     try:
         ready_read, ready_write = os.pipe()
         server = os.fork()
@@ -137,29 +141,19 @@ def small_files(files: int) -> dict[str, float]:
         if os.read(ready_read, 1) != b"1":
             raise RuntimeError("the null pyfuse3 file system did not start")
         os.close(ready_read)
-        out_read, out_write = os.pipe()
         before = _cpu_ns(server)
-        workload = os.fork()
-        if workload == 0:
-            try:
-                os.close(out_read)
-                _workload(mounted.mount_fd, point, files, out_write)
-            finally:
-                os._exit(0)
-        os.close(out_write)
-        with os.fdopen(out_read, "rb") as out:
-            reported = out.read()
-        os.waitpid(workload, 0)
-        workload = -1
+        done = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c",
+                               WORKLOAD.format(tree=TREE), str(mounted.mount_fd), point, str(files), str(APP_UID)],
+                              pass_fds=(mounted.mount_fd,), capture_output=True, text=True, timeout=600)
+        reported = done.stdout if done.returncode == 0 else ""
         server_us = (_cpu_ns(server) - before) / 1000 / files
         if not reported:
-            raise RuntimeError("the small-file loop on the null pyfuse3 file system failed")
+            raise RuntimeError(f"the small-file loop on the null pyfuse3 file system failed: {done.stderr[-2000:]}")
         figures = json.loads(reported)
         return {"per_s": figures["rate"], "server_us_per_file": server_us, "app_us_per_file": figures["app_us"]}
     finally:
-        for pid in (workload, server):
-            if pid > 0:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+        if server > 0:
+            os.kill(server, signal.SIGKILL)
+            os.waitpid(server, 0)
         mounted.close()
         os.rmdir(point)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from doors._refusal import DoorRefused, Refusal
+from pki.vocabulary import json_of
 
 # Statuses a door uses for refusals; the error shape is the same for all of them.
 # 507: a session quota is spent or the disk is full (the fs door), as opposed to 413 for one body too large.
@@ -56,44 +56,6 @@ class Request:
             raise DoorRefused(refusal) from exc
 
 
-# Where json.loads may have left a lone surrogate: a \uD800-\uDFFF escape (a pair decodes to one code point).
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def json_of(body: bytes) -> Any:
-    """A request body parsed as JSON (None when empty); ValueError saying why it is not Unicode JSON: not UTF-8
-    (RFC 8259 8.1; json.loads of bytes would let encoded surrogates pass), not JSON, nested past the
-    interpreter's depth, or a string holding a lone surrogate escape (JSON's grammar allows it, no Unicode text
-    holds it; I-JSON, RFC 7493, refuses it)."""
-    try:
-        text = body.decode()
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    try:
-        value = json.loads(text) if text else None
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    if _SURROGATE_ESCAPE.search(text) and _holds_lone_surrogate(value):
-        raise ValueError("a string holds a lone surrogate (a \\ud800-\\udfff escape not in a pair)")
-    return value
-
-
-def _holds_lone_surrogate(value: Any) -> bool:
-    """Whether a string anywhere in the parsed `value` (a key or a value) cannot be encoded as UTF-8."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            try:
-                item.encode()
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(item, dict):
-            pending.extend(item)
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launcher.manifest import MAX_BYTES as MAX_MANIFEST_BYTES
-from pki.vocabulary import valid_sid
+from pki.vocabulary import json_of, valid_sid
 
 HEADER = struct.Struct(">I")
 # The largest manifest in base64, with room for the other fields: a request larger than this is refused unread.
@@ -99,8 +99,8 @@ class FrameReader:
         body = bytes(self._buffer[HEADER.size:HEADER.size + length])
         del self._buffer[:HEADER.size + length]
         try:
-            message = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            message = json_of(body)
+        except ValueError as exc:  # not UTF-8, not JSON, too deep, a lone surrogate
             raise ProtocolError(f"a frame is not UTF-8 JSON: {exc}") from None
         if not isinstance(message, dict):
             raise ProtocolError("a frame is not a JSON object")

@@ -92,7 +92,11 @@ def test_bad_requests_and_wrong_fds_are_refused_while_a_session_runs_on(daemon: 
     sid = daemon.wait_for_sid(NOBODY, "victim")
 
     body = b'{"op": "nope"}'
+    deep = b"[" * 5000
+    lone = b'{"op": "stop", "sid": "\\ud800"}'
     answers = {
+        "nested too deeply": _raw(daemon, struct.pack(">I", len(deep)) + deep),
+        "a lone surrogate": _raw(daemon, struct.pack(">I", len(lone)) + lone),
         "not json": _raw(daemon, struct.pack(">I", 5) + b"hello"),
         "not an object": _raw(daemon, struct.pack(">I", 2) + b"[]"),
         "unknown op": _raw(daemon, struct.pack(">I", len(body)) + body),

@@ -45,7 +45,9 @@ def test_an_oversized_frame_is_refused_on_its_header() -> None:
 
 
 @pytest.mark.parametrize(("body", "words"), [(b"\xff", "UTF-8 JSON"), (b"[1]", "not a JSON object"),
-                                             (b"{", "UTF-8 JSON")])
+                                             (b"{", "UTF-8 JSON"), (b"[" * 5000, "nested too deeply"),
+                                             (b'{"op": "stop", "sid": "\\ud800"}', "lone surrogate"),
+                                             (b'{"op": "stop", "sid": "\xed\xa0\x80"}', "not UTF-8")])
 def test_a_frame_that_is_not_an_object_is_refused(body: bytes, words: str) -> None:
     reader = FrameReader()
     reader.feed(struct.pack(">I", len(body)) + body)
