@@ -100,7 +100,7 @@ class BlockingTls:
         """Decrypted bytes, b"" once the door closed (with or without close_notify, as the stdlib does)."""
         while True:
             try:
-                data = self._recv(min(max_bytes, FULL_RECORD))
+                data = self._recv(max_bytes)
                 return self._records_behind(data, max_bytes) if len(data) >= FULL_RECORD else data
             except SSL.WantReadError:
                 self._flush()
@@ -124,8 +124,7 @@ class BlockingTls:
         pieces, got = [first], len(first)
         while got < limit:
             try:
-                # A record's most: pyOpenSSL allocates what is asked on every call, and one call reads one record.
-                piece = self._conn.recv(min(limit - got, FULL_RECORD))
+                piece = self._conn.recv(limit - got)
             except SSL.WantReadError:
                 break
             except SSL.Error as exc:

@@ -34,7 +34,7 @@ from doors.shell._wire import (
     decode_chunk,
 )
 
-RECEIVE_BYTES = 256 * 1024  # drained of the records already there per receive: a quarter of the h11 events of 64 KiB
+RECEIVE_BYTES = 64 * 1024
 MAX_ERROR_BYTES = 64 * 1024
 
 

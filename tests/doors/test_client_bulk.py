@@ -4,16 +4,13 @@ the rest is encrypted); the bytes arrive whole both ways."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 
 import pytest
-from OpenSSL import SSL
 
 from doors._http import Limits
 from doors._transport import _pyossl_socket
 from doors._transport._pyossl_socket import SEND_PIECE, BlockingTls
-from doors._transport._stream import FULL_RECORD
 from doors._transport.testing import Session, doors_in_thread, scratch_dir
 from doors.client import DoorClient
 from pki.testing import SessionPKI
@@ -42,24 +39,3 @@ def test_a_large_body_goes_out_in_pieces_and_comes_back_whole(s: Session, monkey
         flushes.clear()
         assert client.request("POST", "/v0/echo", body=body).body == body
     assert len(flushes) >= 4, flushes  # one per piece of the request, not one for the whole
-
-
-def test_a_large_answer_is_read_a_record_at_a_time_never_a_larger_buffer(s: Session,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[int] = []
-    real_recv = SSL.Connection.recv
-
-    def recording_recv(self: SSL.Connection, bufsiz: int, flags: int | None = None) -> bytes:
-        if threading.current_thread() is threading.main_thread():  # the client's, not the door's thread
-            asked.append(bufsiz)
-        return real_recv(self, bufsiz, flags)
-
-    monkeypatch.setattr(SSL.Connection, "recv", recording_recv)
-    body = os.urandom(3 * SEND_PIECE + 5)
-    bundle = s.pem_path("bundle", s.pki.bundle_pem())
-    with doors_in_thread(s, {"fs": "fs"}, limits=Limits(max_body_bytes=4 * SEND_PIECE)) as doors, \
-            DoorClient.from_files("fs", doors["fs"], s.svid_path("app"), bundle, s.pki.trust_domain,
-                                  s.pki.session_id) as client:
-        assert client.request("POST", "/v0/echo", body=body).body == body
-    # pyOpenSSL allocates the size asked on every call, and one call returns at most one record
-    assert asked and max(asked) <= FULL_RECORD
