@@ -23,6 +23,7 @@ OnExchange = Callable[[Request, int], None]
 OnCut = Callable[[Request, int], None]  # a response the client stopped draining: the request, bytes sent
 LINGER_S = 1.0
 LINGER_BYTES = 256 * 1024
+RECORD_BYTES = 16 * 1024  # TLS's largest record: smaller parts are coalesced, larger ones sent from themselves
 
 
 class SendStalled(trio.TooSlowError):
@@ -280,8 +281,7 @@ async def _send_response(stream: trio.abc.Stream, conn: ServerConnection, respon
         produced = await anext(pieces, None)
         await sender.write(conn.response_head(response, body_length=response.content_length))
         while produced is not None:
-            for start in range(0, len(produced), piece):
-                await sender.write(conn.body_bytes(produced[start:start + piece]))
+            await sender.write_parts(conn.body_parts(produced))
             await sender.flush()  # each piece goes out as it is produced: a stream (the shell's frames) is live
             produced = await anext(pieces, None)
         await sender.write(conn.end_bytes())
@@ -309,6 +309,22 @@ class _Sender:
             await self._send(bytes(self._pending[:piece]))
             del self._pending[:piece]
 
+    async def write_parts(self, parts: list[bytes]) -> None:
+        """Like `write` for each part, but a large part is sent from itself, a piece at a time, not copied into
+        the pending buffer (what is pending goes first, topped up to one TLS record from the part's head)."""
+        for part in parts:
+            if len(part) < RECORD_BYTES:
+                await self.write(part)
+                continue
+            view, piece = memoryview(part), self._limits.send_piece_bytes
+            if self._pending:
+                take = max(min(RECORD_BYTES, piece) - len(self._pending), 0)
+                self._pending += view[:take]
+                view = view[take:]
+                await self.flush()
+            for start in range(0, len(view), piece):
+                await self._send(view[start:start + piece])
+
     async def send_whole(self, data: bytes) -> None:
         """Send `data`, at most one piece, with nothing pending (a whole response that fits in one)."""
         await self._send(data)
@@ -318,7 +334,7 @@ class _Sender:
             await self._send(bytes(self._pending))
             self._pending.clear()
 
-    async def _send(self, data: bytes) -> None:
+    async def _send(self, data: bytes | memoryview) -> None:
         with trio.CancelScope(deadline=trio.current_time() + self._limits.send_timeout_s) as scope:
             await self._stream.send_all(data)
         if scope.cancelled_caught:

@@ -174,6 +174,10 @@ class ServerConnection:
         """Bytes framing one piece of the response body."""
         return self._send(h11.Data(data=data)) if data else b""
 
+    def body_parts(self, data: bytes) -> list[bytes]:
+        """The pieces framing `data` as one chunk, `data` itself among them (not copied into the framing)."""
+        return (self._h11.send_with_data_passthrough(h11.Data(data=data)) or []) if data else []
+
     def end_bytes(self) -> bytes:
         """Bytes ending the response body."""
         return self._send(h11.EndOfMessage())

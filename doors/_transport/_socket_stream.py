@@ -51,6 +51,10 @@ class SocketTlsStream(TlsStream):
         """The door's stream for an accepted `transport` (its socket stays non-blocking)."""
         # pyOpenSSL takes any object with fileno() (it only calls SSL_set_fd); its hint says socket.socket.
         conn = SSL.Connection(ctx, cast(socket.socket, transport.socket))
+        # pyOpenSSL turns partial writes on: one SSL_write per 16 KiB record, 64 Python calls a MiB. Off, one call
+        # writes every record the socket takes (docs/decisions/bench.md, "shthrough"); a retry after a want-write
+        # passes the same bytes, as OpenSSL asks in either mode (send_all advances only on success).
+        _lib.SSL_clear_mode(conn._ssl, _lib.SSL_MODE_ENABLE_PARTIAL_WRITE)
         return cls(transport, client_or_server(conn, True, None))
 
     def _failure(self, exc: SSL.Error) -> TlsFailure:

@@ -8,6 +8,7 @@ final record. Whatever ends the wait (the client gone, the session ending), the 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import os
@@ -20,7 +21,7 @@ from typing import Any
 import trio
 
 from doors.shell._cgroup import CommandCgroup
-from doors.shell._output import Framer, Outcome
+from doors.shell._output import Frame, Framer, Outcome
 from doors.shell._request import RunRequest
 from doors.shell._stdio import TTY_EOF
 
@@ -29,6 +30,7 @@ READ_BYTES = 1024 * 1024  # as large as the pipes (server.py sets them so): fewe
 HEARTBEAT_S = 5.0  # how often a quiet command says it still runs: a client that left is then noticed and it is killed
 FRAME_BUFFER = 64  # frames a slow client lets pile up before the command's pipes stop being read
 COALESCE_BYTES = 1024 * 1024  # what one response chunk may join of the frames already queued
+LARGE_PART = 64 * 1024  # a part this large goes out as it is, not joined (copied) with the small ones around it
 
 
 @dataclass
@@ -51,12 +53,12 @@ class Running:
 
 
 async def _pump(pipe: trio.lowlevel.FdStream, stream: str, framer: Framer,
-                send: trio.MemorySendChannel[bytes]) -> None:
+                send: trio.MemorySendChannel[Frame]) -> None:
     async with pipe:
         while data := await _read(pipe):
-            line = framer.output(stream, data)
-            if line:
-                await send.send(line)
+            frame = framer.output_frame(stream, data)
+            if frame:
+                await send.send(frame)  # a header and its bytes in one item: nothing comes between them
 
 
 async def _read(pipe: trio.lowlevel.FdStream) -> bytes:
@@ -79,7 +81,7 @@ async def _feed_stdin(pipe: trio.lowlevel.FdStream, data: bytes) -> None:
             await pipe.send_all(data)
 
 
-async def _heartbeat(running: Running, framer: Framer, send: trio.MemorySendChannel[bytes]) -> None:
+async def _heartbeat(running: Running, framer: Framer, send: trio.MemorySendChannel[Frame]) -> None:
     while True:
         await trio.sleep(HEARTBEAT_S)
         await send.send(framer.alive(int((time.monotonic() - running.started_at) * 1000)))
@@ -117,7 +119,7 @@ After = Callable[[Running, Outcome], Awaitable[dict[str, Any] | None]]
 Ended = Callable[[Running], None]
 
 
-async def supervise(running: Running, framer: Framer, send: trio.MemorySendChannel[bytes],
+async def supervise(running: Running, framer: Framer, send: trio.MemorySendChannel[Frame],
                     after: After | None = None, ended: Ended | None = None) -> None:
     """Run `running` to its end, sending every frame on `send`, the final record last; close `send`.
     `after` (the overlay's apply) runs once the command has ended; what it answers is a frame before the final.
@@ -190,33 +192,45 @@ async def clean_up(running: Running) -> None:
 class ChannelBody:
     """A response body read from the command's frame channel; closing it early (the client left) kills it."""
 
-    def __init__(self, receive: trio.MemoryReceiveChannel[bytes], on_abandon: Callable[[], None],
+    def __init__(self, receive: trio.MemoryReceiveChannel[Frame], on_abandon: Callable[[], None],
                  on_end: Callable[[], None] = lambda: None) -> None:
         self._receive = receive
         self._on_abandon = on_abandon
         self._on_end = on_end  # the whole body was taken, or it was closed
         self._done = False
+        self._ready: collections.deque[bytes] = collections.deque()  # parts of frames taken, not yet handed out
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         return self
 
     async def __anext__(self) -> bytes:
-        try:
-            lines = [await self._receive.receive()]
-        except trio.EndOfChannel:
-            self._done = True
-            self._on_end()
-            raise StopAsyncIteration from None
-        # What is already queued goes out with it: one chunk and one TLS record instead of one per frame,
-        # and never a wait for more (frames stay live).
-        size = len(lines[0])
-        while size < COALESCE_BYTES:
+        if not self._ready:
             try:
-                lines.append(self._receive.receive_nowait())
-            except (trio.WouldBlock, trio.EndOfChannel):
+                self._take(await self._receive.receive())
+            except trio.EndOfChannel:
+                self._done = True
+                self._on_end()
+                raise StopAsyncIteration from None
+        if len(self._ready[0]) >= LARGE_PART:
+            return self._ready.popleft()
+        # Small parts and what is already queued behind them go out together: one chunk and one TLS record
+        # instead of one per frame, and never a wait for more (frames stay live). A large part ends the join.
+        lines: list[bytes] = []
+        size = 0
+        while size < COALESCE_BYTES:
+            if not self._ready:
+                try:
+                    self._take(self._receive.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            if len(self._ready[0]) >= LARGE_PART:
                 break
+            lines.append(self._ready.popleft())
             size += len(lines[-1])
         return b"".join(lines)
+
+    def _take(self, frame: Frame) -> None:
+        self._ready.extend((frame,) if isinstance(frame, bytes) else frame)
 
     async def aclose(self) -> None:
         if not self._done:

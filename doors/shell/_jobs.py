@@ -18,6 +18,7 @@ import trio
 from doors._refusal import DoorRefused, Refusal
 from doors.shell._command import Running
 from doors.shell._job_request import Poll, Write
+from doors.shell._output import Frame
 
 KEEP_FINISHED = 64
 
@@ -31,11 +32,11 @@ class Job:
     changed: trio.Event = field(default_factory=trio.Event)
     done: bool = False
 
-    async def collect(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
-        """Keep every frame the command makes (but heartbeats) until its final record."""
+    async def collect(self, receive: trio.MemoryReceiveChannel[Frame]) -> None:
+        """Keep every frame the command makes (but heartbeats) until its final record (NDJSON lines)."""
         async with receive:
             async for lines in receive:
-                for line in lines.splitlines():
+                for line in (lines if isinstance(lines, bytes) else b"".join(lines)).splitlines():
                     frame = json.loads(line)
                     if "alive" not in frame:
                         self.frames.append(frame)

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 STREAMS = ("stdout", "stderr")
+# What the framer hands on: a frame's bytes, or a binary data frame's header line and its bytes apart (joining
+# them copied each MiB of output once more: docs/decisions/bench.md, "shthrough").
+Frame = bytes | tuple[bytes, bytes]
 
 
 class StreamCap:
@@ -98,8 +101,18 @@ class Framer:
 
     def output(self, stream: str, data: bytes) -> bytes:
         """The frame for `data` read from `stream`, or b"" when the stream's head is full."""
+        frame = self.output_frame(stream, data)
+        return frame if isinstance(frame, bytes) else b"".join(frame)
+
+    def output_frame(self, stream: str, data: bytes) -> Frame:
+        """As `output`, but in the binary framing the header line and the bytes apart (the bytes not copied)."""
         now = self.caps[stream].feed(data)
-        return self._data(stream, now) if now else b""
+        if not now:
+            return b""
+        if self.binary:
+            self.seq += 1
+            return b'{"seq":%d,"stream":"%s","length":%d}\n' % (self.seq, stream.encode(), len(now)), now
+        return self._data(stream, now)
 
     def _data(self, stream: str, data: bytes) -> bytes:
         """`{"seq","stream","text"|"base64"}` made by hand: the same JSON as _line, without json.dumps's cost;

@@ -30,7 +30,7 @@ from doors.shell._fs_calls import FsDoorCalls
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
 from doors.shell._jobs import Job, JobTable
 from doors.shell._landlock import command_ruleset
-from doors.shell._output import Framer, Outcome
+from doors.shell._output import Frame, Framer, Outcome
 from doors.shell._overlay import Applier, OverlayPlaces, check_overlay, no_overlay
 from doors.shell._refusals import cwd_refusal, not_started, refusal_event, refuse
 from doors.shell._request import MAX_BODY_BYTES, MAX_STDIN_BYTES, RunRequest, parse_run
@@ -146,7 +146,7 @@ class ShellDoor:
         running = await self._admit(request, started=True)
         job = Job(running)
         self.jobs.add(job)
-        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        send, receive = trio.open_memory_channel[Frame](FRAME_BUFFER)
         await self._supervise_in_door(running, send, trio.CancelScope())
         assert self._nursery is not None
         self._nursery.start_soon(job.collect, receive)
@@ -283,7 +283,7 @@ class ShellDoor:
         return running
 
     async def _stream(self, running: Running, binary: bool) -> Response:
-        send, receive = trio.open_memory_channel[bytes](FRAME_BUFFER)
+        send, receive = trio.open_memory_channel[Frame](FRAME_BUFFER)
         scope = trio.CancelScope()
 
         def abandon() -> None:
@@ -295,14 +295,14 @@ class ShellDoor:
         return Response(200, (("content-type", FRAMES_TYPE if binary else NDJSON),),
                         ChannelBody(receive, abandon, sent.set))
 
-    async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[bytes],
+    async def _supervise_in_door(self, running: Running, send: trio.MemorySendChannel[Frame],
                                  scope: trio.CancelScope, binary: bool = False, sent: trio.Event | None = None) -> None:
         await self._ready.wait()
         assert self._nursery is not None
         self.live[running.command_id] = running
         self._nursery.start_soon(self._supervised, running, send, scope, binary, sent)
 
-    async def _supervised(self, running: Running, send: trio.MemorySendChannel[bytes],
+    async def _supervised(self, running: Running, send: trio.MemorySendChannel[Frame],
                           scope: trio.CancelScope, binary: bool, sent: trio.Event | None) -> None:
         reported = False
 

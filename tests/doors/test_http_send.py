@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 
 import trio
@@ -32,7 +33,21 @@ async def _streamed(request: Request) -> Response:
     return Response(200, (), _produced())
 
 
-ROUTER = Router("fs", [Route("GET", "/big", _big), Route("GET", "/streamed", _streamed)])
+kept: list[bytes] = []
+
+
+async def _kept() -> AsyncIterator[bytes]:
+    for _ in range(4):
+        kept.append(os.urandom(64 * 1024))
+        yield kept[-1]
+
+
+async def _streamed_kept(request: Request) -> Response:
+    return Response(200, (), _kept())
+
+
+ROUTER = Router("fs", [Route("GET", "/big", _big), Route("GET", "/streamed", _streamed),
+                       Route("GET", "/kept", _streamed_kept)])
 
 
 class Recording(trio.abc.Stream):
@@ -41,9 +56,11 @@ class Recording(trio.abc.Stream):
     def __init__(self, inner: trio.abc.Stream) -> None:
         self.inner = inner
         self.sends: list[int] = []
+        self.sent: list[bytes | bytearray | memoryview] = []
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         self.sends.append(len(data))
+        self.sent.append(data)
         await self.inner.send_all(data)
 
     async def wait_send_all_might_not_block(self) -> None:
@@ -98,3 +115,14 @@ async def test_a_streamed_body_read_whole_closes_its_producer_too() -> None:
     closed.clear()
     _, cuts, received = await _serve("/streamed", read=True)
     assert received == 64 * 256 * 1024 and cuts == [] and closed == ["producer"]
+
+
+async def test_a_streamed_bodys_large_pieces_are_sent_from_themselves_not_copied() -> None:
+    kept.clear()
+    recording, cuts, received = await _serve("/kept", read=True)
+    assert received == 4 * 64 * 1024 and cuts == []
+    views = [data for data in recording.sent if isinstance(data, memoryview)]
+    # each produced piece past its first record goes out as views of the very object the producer made
+    assert {id(view.obj) for view in views} == {id(piece) for piece in kept}
+    assert max(recording.sends) <= PIECE
+    assert b"".join(bytes(data) for data in recording.sent).count(kept[2]) == 1  # order and bytes intact

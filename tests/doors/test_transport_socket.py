@@ -9,6 +9,7 @@ import ssl
 import pytest
 import trio
 from OpenSSL import SSL
+from OpenSSL._util import lib as _lib
 
 from doors._transport import AsyncDoorClient, BlockingTls, client_context_from_file, fresh_exchange, server_context
 from doors._transport._socket_stream import SocketTlsStream
@@ -130,3 +131,31 @@ def test_a_bulk_body_goes_both_ways_whole_blocking() -> None:
                                        s.pki.session_id) as client:
                 for _ in range(2):
                     assert client.request("POST", "/v0/echo", body=body).body == body
+
+
+async def test_one_send_writes_every_record_the_socket_takes_and_a_slow_reader_gets_it_all_in_order() -> None:
+    body = os.urandom(4 << 20)  # far past a socketpair's buffer: the door's send waits for the reader many times
+    async with session() as s:
+        ours, theirs = trio.socket.socketpair()
+        with ours, theirs:
+            door = TlsStream.wrap(trio.SocketStream(ours), s.server_ctx("fs"), server_side=True)
+            assert isinstance(door, SocketTlsStream)
+            # pyOpenSSL's partial writes are off on the door's connection (SSL_set_mode adds 0, says the mode)
+            assert not _lib.SSL_set_mode(door._conn._ssl, 0) & _lib.SSL_MODE_ENABLE_PARTIAL_WRITE
+            client = TlsStream.wrap(trio.SocketStream(theirs), s.client_ctx("app"), server_side=False)
+            received = bytearray()
+
+            async def read_slowly() -> None:
+                while len(received) < len(body):
+                    received.extend(await client.receive_some(7000))
+                    if len(received) % 5 == 0:
+                        await trio.sleep(0)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(door.do_handshake)
+                nursery.start_soon(client.do_handshake)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read_slowly)
+                await door.send_all(body)
+                await door.send_all(b"and after it")
+            assert bytes(received[:len(body)]) == body
