@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 # Where json.loads may have left a lone surrogate: a \uD800-\uDFFF escape (a pair decodes to one code point).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
