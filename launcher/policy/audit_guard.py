@@ -100,14 +100,20 @@ def texts_of(value: object) -> list[str]:
 
 
 def _collect_texts(value: object, found: list[str]) -> None:
-    if type(value) in _SCALARS:
-        return
     if isinstance(value, str):
         found.append(value)
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            _collect_texts(key, found)
-            _collect_texts(item, found)
+            # The usual field, a string key holding a string or a number, without a call of its own.
+            if type(key) is str:
+                found.append(key)
+            else:
+                _collect_texts(key, found)
+            kind = type(item)
+            if kind is str:
+                found.append(item)  # type: ignore[arg-type]
+            elif kind not in _SCALARS:
+                _collect_texts(item, found)
     elif isinstance(value, list | tuple):
         for item in value:
             _collect_texts(item, found)
@@ -181,12 +187,19 @@ class _Redactor:
 
     def mapping(self, value: Mapping[Any, object]) -> dict[object, object]:
         out: dict[object, object] = {}
+        clean = self.clean
         for key, item in value.items():
             shown = self.text(key) if isinstance(key, str) else key
             while shown in out:  # two keys that redact alike stay two fields
                 shown = f"{shown}'"
             named = isinstance(shown, str) and secret_key_rule(shown) is not None
-            out[shown] = self.whole(item) if named else self.value(item)
+            kind = type(item)
+            if named:
+                out[shown] = self.whole(item)
+            elif kind in _SCALARS or (clean and kind is str):
+                out[shown] = item  # as self.value would give it back, without the call
+            else:
+                out[shown] = self.value(item)
         return out
 
 
