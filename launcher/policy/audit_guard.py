@@ -111,7 +111,7 @@ def _collect_texts(value: object, found: list[str]) -> None:
                 _collect_texts(key, found)
             kind = type(item)
             if kind is str:
-                found.append(item)  # type: ignore[arg-type]
+                found.append(item)
             elif kind not in _SCALARS:
                 _collect_texts(item, found)
     elif isinstance(value, list | tuple):
