@@ -190,13 +190,13 @@ def _line_writer(fd: int, chain: _Chain, guard: _Guard) -> Callable[[Mapping[str
         return {"seq": chain.seq + 1, "ts": ts, "event": event, **event_dict, "prev": chain.head}
 
     sink = _LineSink(fd, chain)
+    # What json.dumps would build for these arguments on every line, built once: the same text.
+    encoder = json.JSONEncoder(default=_refuse_non_json, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
     processors: list[Callable[[Any, str, Any], Any]] = [
         guard,  # first: it refuses a door's own `ts`, `seq` or `prev` before the log adds its own
         structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
         link,
-        structlog.processors.JSONRenderer(
-            default=_refuse_non_json, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-        ),
+        structlog.processors.JSONRenderer(serializer=lambda event_dict, **_: encoder.encode(event_dict)),
     ]
 
     def emit(event: Mapping[str, object]) -> None:
