@@ -10,6 +10,7 @@ nothing about it is lost; the request's own report (its 503) says it happened.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +50,17 @@ class AuditQueue:
         self._closed = False
         self._lost_unreported = 0
         self._lost_total = 0
+        # Sends an event to the launcher now if it can (True: sent, or counted as dropped with the launcher gone);
+        # tried only when nothing is queued or in the pump's hands, so events still leave in the order put.
+        self.send_at_once: Callable[[dict[str, Any]], bool] | None = None
+        self._in_flight = False  # the pump took an event (and may send a count after it) and is not back yet
 
     def _put(self, event: dict[str, Any], limit: int) -> bool:
-        if self._closed or len(self._events) >= limit:
+        if self._closed:
+            return False
+        if not self._events and not self._in_flight and self.send_at_once is not None and self.send_at_once(event):
+            return True  # no wake-up of the pump, no scheduler pass: most events meet an empty queue
+        if len(self._events) >= limit:
             return False
         self._events.append(event)
         self._waiting.unpark()
@@ -70,13 +79,16 @@ class AuditQueue:
         return False
 
     async def get(self) -> dict[str, Any] | None:
-        """The oldest event, waiting for one; None once the queue is closed and empty."""
+        """The oldest event, waiting for one; None once the queue is closed and empty. The pump calls it again
+        only once it sent the last one (and any count after it)."""
+        self._in_flight = False
         if self._events or self._closed:  # no wait ahead: still let the handlers run between two sends
             await trio.lowlevel.checkpoint()
         while not self._events:  # parking is a checkpoint of its own
             if self._closed:
                 return None
             await self._waiting.park()
+        self._in_flight = True
         return self._events.popleft()
 
     def take_lost(self) -> int:

@@ -66,6 +66,14 @@ class StatusSender:
         """Whether a count of lost messages waits for the next message to carry it."""
         return self._dropped > 0
 
+    def send_now(self, message: dict[str, Any]) -> bool | None:
+        """Send if the launcher has room now: True sent, False the launcher is gone (counted as dropped), None no
+        room (nothing sent, nothing counted: the caller waits or queues it)."""
+        sent = self._try_send(self._payload(message))
+        if sent is False:
+            self._dropped += 1
+        return sent
+
     def send_nowait(self, message: dict[str, Any]) -> bool:
         """Send without waiting (ready, fatal); False when it could not go out now."""
         sent = self._try_send(self._payload(message))

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 Audit = Callable[[dict[str, Any]], None]
 T = TypeVar("T")
 MAX_AUDIT_PATH = 512
+OP_NAMES = {op: op.value for op in Op}  # Enum's `value` is a descriptor call: read once per op, not per event
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ class Dispatcher:
         event: dict[str, Any] = {
             "door": "fs",
             "client_role": call.role if call else role,  # the launcher stamps "role" with the door's own
-            "op": call.op.value if call else op,
+            "op": OP_NAMES[call.op] if call else op,
             "path": call.path.text or "." if call else raw_path[:MAX_AUDIT_PATH],
             "bytes": byte_count,
             "decision": "allow" if refusal is None else "refuse",

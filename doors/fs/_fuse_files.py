@@ -242,7 +242,8 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
     staged.dirty = False
     if path is None:  # unlinked (or replaced) while open: its writes go with it, as on any file system
         return
-    size = os.fstat(staged.temp_fd).st_size
+    staged_st = os.fstat(staged.temp_fd)
+    size = staged_st.st_size
     secret, tail = scan_staged(core, staged.temp_fd, size)
     call = Call(Op.WRITE, path, ROLE)
     parent_fd = core.parent_fd(call, path)
@@ -253,7 +254,7 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
             mode = file_mode(path, core.rows, staged.want_exec, target.executable)
 
             def act() -> None:
-                if target.exists or not _link_new(core, parent_fd, staged.temp_fd, path.name, mode):
+                if target.exists or not _link_new(core, parent_fd, staged.temp_fd, path.name, mode, staged_st.st_mode):
                     core.workspace.commit_write(parent_fd, staged.temp_fd, "", path.name, mode, durable=False)
                 core.dispatch.recent.add(tail)
 
@@ -266,10 +267,13 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
     core.nodes.committed(staged.node)
 
 
-def _link_new(core: MountCore, parent_fd: int, temp_fd: int, name: str, mode: int) -> bool:
+def _link_new(core: MountCore, parent_fd: int, temp_fd: int, name: str, mode: int, staged_mode: int) -> bool:
     """A new file: link the staged file at its name at once (one metadata change, not a link and a rename);
-    False when something took the name meanwhile (the HTTP API): the caller replaces it as any commit does."""
-    core.workspace.own(temp_fd, mode)
+    False when something took the name meanwhile (the HTTP API): the caller replaces it as any commit does.
+    A staged file that has its mode already (given when staged, or by a chmod since) and no owner to take keeps it
+    without a second fchmod."""
+    if core.workspace.chown_to is not None or stat.S_IMODE(staged_mode) != mode:
+        core.workspace.own(temp_fd, mode)
     try:
         os.link(f"/proc/self/fd/{temp_fd}", name, dst_dir_fd=parent_fd, follow_symlinks=True)
     except FileExistsError:

@@ -92,14 +92,88 @@ def redact_text(text: str, fingerprint: Fingerprint, kept: Kept | None = None) -
     return SECRET_VALUE.sub(lambda found: placeholder(str(found.lastgroup), fingerprint(found.group())), text)
 
 
+def texts_of(value: object) -> list[str]:
+    """Every string in `value`, keys included, depth first."""
+    found: list[str] = []
+    _collect_texts(value, found)
+    return found
+
+
+def _collect_texts(value: object, found: list[str]) -> None:
+    if isinstance(value, str):
+        found.append(value)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            # The usual field, a string key holding a string or a number, without a call of its own.
+            if type(key) is str:
+                found.append(key)
+            else:
+                _collect_texts(key, found)
+            kind = type(item)
+            if kind is str:
+                found.append(item)
+            elif kind not in _SCALARS:
+                _collect_texts(item, found)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _collect_texts(item, found)
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})  # what holds no text (their subclasses take the long way)
+
+
+# What every match of each rule of SECRET_VALUE_RULES contains: an event holding none of these (and no kept value)
+# holds no secret's shape, and is not scanned text by text. A rule added there without its literals here fails
+# tests/launcher/policy/test_audit_guard_filter.py.
+SHAPE_LITERALS: dict[str, tuple[str, ...]] = {
+    "pem": ("PRIVATE KEY-----",),
+    "anthropic": ("sk-ant-",),
+    "openai": ("sk-",),
+    "aws": ("AKIA", "ASIA"),
+    "github": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack": ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
+    "google": ("AIza",),
+    "stripe": ("k_live_",),
+    "jwt": ("eyJ",),
+    "url_password": ("://",),
+}
+BEARER = "bearer"  # the one rule matched without regard to case (str.lower maps no other letter onto these)
+_LITERALS = tuple(dict.fromkeys(literal for literals in SHAPE_LITERALS.values() for literal in literals))
+
+
+def may_hold_secret(texts: list[str], kept: Kept | None = None) -> bool:
+    """Whether any of `texts` may hold a secret's shape or a kept value: a look for each shape's literals in them
+    all, joined by NUL, and one scan for the kept values. Never False where one text holds one: a literal or a
+    kept value inside a text is inside the joined ones (a find across two texts only costs the scan of each)."""
+    joined = "\0".join(texts)
+    if any(literal in joined for literal in _LITERALS) or BEARER in joined.lower():
+        return True
+    if kept is None:
+        return False
+    found: list[bool] = []
+
+    def note(_found: Any) -> str:
+        found.append(True)
+        return ""
+
+    kept.sub(note, joined)
+    return bool(found)
+
+
 class _Redactor:
-    def __init__(self, fingerprint: Fingerprint, kept: Kept | None) -> None:
+    def __init__(self, fingerprint: Fingerprint, kept: Kept | None, *, clean: bool = False) -> None:
         self.fingerprint = fingerprint
         self.kept = kept
+        self.clean = clean  # no text of the event holds a secret's shape or a kept value: only names are judged
+
+    def text(self, text: str) -> str:
+        return text if self.clean else redact_text(text, self.fingerprint, self.kept)
 
     def value(self, value: object) -> object:
+        if type(value) in _SCALARS:
+            return value
         if isinstance(value, str):
-            return redact_text(value, self.fingerprint, self.kept)
+            return self.text(value)
         if isinstance(value, Mapping):
             return self.mapping(value)
         if isinstance(value, list | tuple):
@@ -113,20 +187,29 @@ class _Redactor:
 
     def mapping(self, value: Mapping[Any, object]) -> dict[object, object]:
         out: dict[object, object] = {}
+        clean = self.clean
         for key, item in value.items():
-            shown = redact_text(key, self.fingerprint, self.kept) if isinstance(key, str) else key
+            shown = self.text(key) if isinstance(key, str) else key
             while shown in out:  # two keys that redact alike stay two fields
                 shown = f"{shown}'"
             named = isinstance(shown, str) and secret_key_rule(shown) is not None
-            out[shown] = self.whole(item) if named else self.value(item)
+            kind = type(item)
+            if named:
+                out[shown] = self.whole(item)
+            elif kind in _SCALARS or (clean and kind is str):
+                out[shown] = item  # as self.value would give it back, without the call
+            else:
+                out[shown] = self.value(item)
         return out
 
 
 def redact_event(event: Mapping[str, object], fingerprint: Fingerprint,
                  kept: Kept | None = None) -> dict[str, object]:
     """The event with every secret (shaped like one, kept, or in a field named like one) replaced by its
-    placeholder; every other field, the event name included, as it was."""
-    redacted = _Redactor(fingerprint, kept).mapping(event)
+    placeholder; every other field, the event name included, as it was. Most events hold no secret: one scan
+    of all their text says so, and only an event it finds something in is scanned text by text."""
+    clean = not may_hold_secret(texts_of(event), kept)
+    redacted = _Redactor(fingerprint, kept, clean=clean).mapping(event)
     return {str(key): value for key, value in redacted.items()}
 
 

@@ -19,11 +19,13 @@ READY, AUDIT, LOST, FORBID, FATAL = "ready", "audit", "lost", "forbid", "fatal"
 FINGERPRINT = "fingerprint"
 STATUS_TYPES: tuple[str, ...] = (READY, AUDIT, LOST, FORBID, FINGERPRINT, FATAL)
 DROPPED_BEFORE = "dropped_before"
+# json.dumps with arguments builds an encoder per call; one made once encodes the same bytes.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
 
 
 def encode_status(message: dict[str, Any]) -> bytes:
     """Compact JSON of `message`; an oversized audit event is replaced by a marker naming its kind and size."""
-    data = json.dumps(message, separators=(",", ":"), default=str).encode()
+    data = _ENCODER.encode(message).encode()
     if len(data) <= MAX_STATUS_BYTES:
         return data
     event = message.get("event")

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from doors._audit_queue import AuditBackpressure, AuditQueue, AuditQueueStatistics
-from doors._door import _pump
+from doors._door import _pump, send_at_once
 from doors._status import StatusSender
 from pki.vocabulary import MAX_STATUS_BYTES
 
@@ -112,3 +112,70 @@ async def test_a_kept_secret_is_sent_for_the_log_to_redact() -> None:
     assert _messages(ours) == [{"type": "forbid", "name": "db", "value": "correct-horse-battery"}]
     status.close()
     ours.close()
+
+
+async def test_an_event_meeting_an_empty_queue_is_sent_before_the_put_returns() -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    status = StatusSender(theirs.detach())
+    queue = AuditQueue(4)
+    queue.send_at_once = send_at_once(status, queue)
+    assert queue.put_act(_event(1)) and queue.put_report(_event(2))
+    # No pump ran: the handler's own put sent them, in order, and nothing waits in the queue.
+    assert _messages(ours) == [{"type": "audit", "event": _event(1)}, {"type": "audit", "event": _event(2)}]
+    assert queue.statistics().queued == 0
+    status.close()
+    ours.close()
+
+
+async def test_events_wait_behind_what_is_queued_or_in_the_pumps_hands() -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    status = StatusSender(theirs.detach())
+    queue = AuditQueue(64)
+    queue.send_at_once = send_at_once(status, queue)
+    big = {"kind": "test", "pad": "x" * 1500}
+    sent = 0
+    while queue.put_act({**big, "n": sent}) and not queue.statistics().queued:
+        sent += 1  # until the launcher's socket is full: the event that found no room is queued
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_pump, status, queue)
+        await trio.testing.wait_all_tasks_blocked()  # the pump holds that event, waiting for room
+        assert queue.statistics().queued == 0
+        queue.put_act({**big, "n": sent + 1})  # behind the pump's, though the queue is empty
+        queue.put_report(_event(-1))
+        got: list[object] = []
+        while len(got) < sent + 3:
+            await trio.sleep(0.01)
+            got += [m["event"].get("n") for m in _messages(ours)]  # type: ignore[union-attr]
+        queue.close()
+    assert got == [*range(sent + 2), -1]
+    status.close()
+    ours.close()
+
+
+async def test_nothing_is_sent_at_once_while_the_pump_holds_an_event() -> None:
+    queue = AuditQueue(4)
+    sent: list[object] = []
+    queue.put_report(_event(1))  # no sender yet: queued
+    queue.send_at_once = lambda event: sent.append(event) is None
+    assert await queue.get() == _event(1)  # the pump took it and is sending it
+    queue.put_report(_event(2))  # behind it
+    assert sent == [] and await queue.get() == _event(2)
+    queue.put_report(_event(3))  # the pump holds event 2 (it may still send a count after it)
+    assert sent == [] and queue.statistics().queued == 1
+    assert await queue.get() == _event(3)
+    with trio.move_on_after(0.01):
+        await queue.get()  # back, and waiting: the queue is empty and nothing in flight
+    queue.put_report(_event(4))
+    assert sent == [_event(4)] and queue.statistics().queued == 0
+
+
+def test_a_gone_launcher_counts_the_event_and_the_act_goes_on() -> None:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    status = StatusSender(theirs.detach())
+    ours.close()
+    queue = AuditQueue(4)
+    queue.send_at_once = send_at_once(status, queue)
+    assert queue.put_act(_event(1))  # as the pump would: sent nowhere, counted as dropped
+    assert status.statistics().dropped == 1 and queue.statistics().queued == 0
+    status.close()

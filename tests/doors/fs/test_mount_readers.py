@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from doors.fs._fuse_serve import READER_HOOK_VERSION, FuseReader, reader_hook
+from doors.fs._fuse_serve import FAST_READS, READER_HOOK_VERSION, FuseReader, reader_hook
 from tests.doors.fs._mount import mounted, needs_mount
 
 KEY = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"
@@ -51,6 +51,30 @@ async def test_one_worker_waits_and_the_next_stays_parked_until_lent() -> None:
             assert reader.waiting and not second  # the lent worker waits on the device now
             os.write(write_end, b"x")
         assert second == [True]
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+async def test_a_request_already_there_is_read_without_a_checkpoint_a_few_times_in_a_row() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        reader = FuseReader(read_end)
+        os.write(write_end, b"x")  # a request waits on the device
+        for _ in range(2):
+            for _ in range(FAST_READS):
+                with trio.CancelScope() as scope:
+                    scope.cancel()
+                    assert await reader.wait()  # read at once: not even a pending cancel is seen (no checkpoint)
+                assert not scope.cancelled_caught
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await reader.wait()  # the next goes through trio: a checkpoint, where the door's other tasks run
+            assert scope.cancelled_caught and not reader.waiting
+        os.read(read_end, 1)
+        with trio.move_on_after(0.05) as idle:
+            await reader.wait()  # nothing there: it waits
+        assert idle.cancelled_caught
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -214,3 +214,14 @@ def test_a_secret_the_keys_door_fingerprinted_is_redacted_whole_or_in_part(tmp_p
     # a run redacts where the whole secret would lie (5 bytes before it, 13 after): over, never under
     assert re.fullmatch(r"é before x{4}\[redacted:kept:[0-9a-f]{12}\]y{17} after", str(line["note"]))
     assert str(line["other"]).startswith("[redacted:kept:")
+
+
+def test_an_event_with_any_string_keys_is_written_whole(tmp_path: Path) -> None:
+    # The lines are made by the processors directly: no logger is bound per event, so no key name (`self`, as a
+    # bound logger's own argument, once refused as a TypeError) is special.
+    log = AuditLog.create(str(tmp_path), SID)
+    log.append({"event": "door.event", "self": 1, "method_name": "x", "processors": [1], "role": "fs"})
+    log.close()
+    line = json.loads((tmp_path / "audit.jsonl").read_text().splitlines()[1])
+    assert (line["event"], line["self"], line["method_name"], line["processors"]) == ("door.event", 1, "x", [1])
+    assert list(line)[:3] == ["seq", "ts", "event"] and list(line)[-1] == "prev"
