@@ -33,7 +33,8 @@ def test_door_cpu_per_operation(samples: list[tuple[float, int]], span: list[flo
 
 def test_the_app_is_found_by_its_workload_and_pinned_with_every_thread() -> None:
     # A child whose argv names the workload, as the session's app does, with a second thread.
-    code = "import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); time.sleep(30)"
+    code = ("import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); "
+            "time.sleep(30)")
     child = subprocess.Popen([sys.executable, "-c", code, fs_mount_bench.WORKLOAD])
     try:
         found = None
