@@ -14,7 +14,12 @@ the last minutes (`recently_deleted`), so a create cost 30 µs or 350 µs depend
 the bench's previous run) removed there (docs/decisions/fs-mount.md, "mountquick"). `--scratch DIR` runs on a
 directory of an existing file system instead. Dirty pages are written back (sync) before each side starts.
 
-    python -m bench.fs_mount_bench [--quick] [--scratch DIR]
+`--one-cpu N` pins the session's app and its fs door (every thread of each) to CPU N as soon as the bench finds
+them: not what a session does, but what putting the two on one CPU would give. On this KVM guest each FUSE round
+trip between two CPUs costs a cross-CPU wake-up each way, which is most of a 4 KiB write's cost for both processes
+(docs/decisions/bench.md, "mountreq"). The result then says `fs_mount_one_cpu`.
+
+    python -m bench.fs_mount_bench [--quick] [--scratch DIR] [--one-cpu N]
 """
 
 from __future__ import annotations
@@ -83,8 +88,9 @@ class DoorCpu:
     """Samples of the fs door's CPU time while a session runs: the process under `launcher` holding /dev/fuse
     (other helpers' sessions may hold one too), its /proc/<pid>/schedstat every SAMPLE_S."""
 
-    def __init__(self, launcher: int) -> None:
+    def __init__(self, launcher: int, one_cpu: int | None = None) -> None:
         self.launcher = launcher
+        self.one_cpu = one_cpu  # pin the door and the app to this CPU once both are found (--one-cpu)
         self.samples: list[tuple[float, int]] = []  # (wall clock, CPU ns)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -92,8 +98,13 @@ class DoorCpu:
 
     def _run(self) -> None:
         door = None
-        while not self._stop.wait(SAMPLE_S if door else 10 * SAMPLE_S):
+        pinned = self.one_cpu is None
+        while not self._stop.wait(SAMPLE_S if door and pinned else 10 * SAMPLE_S):
             door = door or _fuse_holder_under(self.launcher)
+            if not pinned and door is not None and (app := _workload_under(self.launcher)) is not None:
+                assert self.one_cpu is not None
+                pin_tasks((door, app), self.one_cpu)
+                pinned = True
             try:
                 with open(f"/proc/{door}/schedstat", encoding="ascii") as stat:
                     self.samples.append((time.time(), int(stat.read().split()[0])))
@@ -114,6 +125,30 @@ class DoorCpu:
         if not (before and after and inside):
             return None
         return (after[0] - before[0]) / 1000 / operations
+
+
+def pin_tasks(pids: tuple[int, ...], cpu: int) -> None:
+    """Every thread of each of `pids` on `cpu` (threads made later inherit it)."""
+    for pid in pids:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(ProcessLookupError):
+                os.sched_setaffinity(int(task), {cpu})
+
+
+def _workload_under(ancestor: int) -> int | None:
+    """The session's app: the process under `ancestor` running the bench's workload."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _runs_workload(entry) and _descends(int(entry), ancestor):
+            return int(entry)
+    return None
+
+
+def _runs_workload(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return WORKLOAD.encode() in cmdline.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def _fuse_holder_under(ancestor: int) -> int | None:
@@ -142,7 +177,7 @@ def _holds_fuse(pid: str) -> bool:
         return False
 
 
-def _through_the_mount(scratch: Path, quick: bool) -> dict[str, Any]:
+def _through_the_mount(scratch: Path, quick: bool, one_cpu: int | None = None) -> dict[str, Any]:
     workspace = scratch / "ws"
     _tree(workspace / "tree")
     subprocess.run(["chown", "-R", f"{OWNER}:{OWNER}", str(workspace)], check=True)
@@ -153,7 +188,7 @@ def _through_the_mount(scratch: Path, quick: bool) -> dict[str, Any]:
     proc = subprocess.Popen([LAUNCHER, "run", str(manifest), "--expect-hash", digest.stdout.strip(), "--audit-dir",
                              str(scratch / "audit"), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, stdin=subprocess.DEVNULL)
-    door = DoorCpu(proc.pid)
+    door = DoorCpu(proc.pid, one_cpu)
     try:
         stdout, stderr = proc.communicate(timeout=1800)
     except subprocess.TimeoutExpired:
@@ -208,8 +243,9 @@ def _fresh_file_system(quick: bool) -> Iterator[Path]:
         shutil.rmtree(holder, ignore_errors=True)
 
 
-def run(quick: bool, scratch_dir: str | None = None) -> dict[str, Any]:
-    """Direct first, then through the mount, on the same file system: a fresh ext4 (or `scratch_dir`'s)."""
+def run(quick: bool, scratch_dir: str | None = None, one_cpu: int | None = None) -> dict[str, Any]:
+    """Direct first, then through the mount, on the same file system: a fresh ext4 (or `scratch_dir`'s); the
+    session's app and fs door on CPU `one_cpu` when given."""
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         return {"fs_mount_skipped": "needs root and /dev/fuse"}
     place = contextlib.nullcontext(Path(scratch_dir)) if scratch_dir else _fresh_file_system(quick)
@@ -219,7 +255,7 @@ def run(quick: bool, scratch_dir: str | None = None) -> dict[str, Any]:
         try:
             direct = _direct(scratch, quick)
             floor = _fuse_floor.small_files(_mount_workload.small_file_count(quick))
-            mount = _through_the_mount(scratch, quick)
+            mount = _through_the_mount(scratch, quick, one_cpu)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     result: dict[str, Any] = {
@@ -233,6 +269,8 @@ def run(quick: bool, scratch_dir: str | None = None) -> dict[str, Any]:
         result[f"fs_mount_{key}_mount"] = round(mount[key], 4)
     for figure, baseline in RATIOS:
         result[f"{figure}_over_{baseline.rsplit('_', 1)[-1]}_ratio"] = round(result[figure] / result[baseline], 3)
+    if one_cpu is not None:
+        result["fs_mount_one_cpu"] = one_cpu
     return result
 
 
@@ -240,8 +278,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--scratch", metavar="DIR", help="run on this directory's file system, not a fresh ext4")
+    parser.add_argument("--one-cpu", metavar="N", type=int,
+                        help="pin the session's app and fs door to CPU N (what co-location would give)")
     args = parser.parse_args()
-    for key, value in run(args.quick, args.scratch).items():
+    for key, value in run(args.quick, args.scratch, args.one_cpu).items():
         print(f"{key:52} {value}")
 
 

@@ -135,14 +135,18 @@ Folds = frozenset[WorkspacePath]
 
 def prefix_of(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
     """The prefix `path` is or lies beneath, names compared as the file system compares them."""
-    return next((p for p in prefixes
-                 if len(path.parts) >= len(p.parts) and _same_names(p, path, len(p.parts), folds)), None)
+    for prefix in prefixes:  # a loop, not next() over a generator: most rows hold no prefix at all
+        if len(path.parts) >= len(prefix.parts) and _same_names(prefix, path, len(prefix.parts), folds):
+            return prefix
+    return None
 
 
 def prefix_in(path: WorkspacePath, prefixes: Iterable[WorkspacePath], folds: Folds) -> WorkspacePath | None:
     """A prefix strictly beneath `path`: moving or deleting `path` would take it along."""
-    return next((p for p in prefixes
-                 if len(p.parts) > len(path.parts) and _same_names(p, path, len(path.parts), folds)), None)
+    for prefix in prefixes:
+        if len(prefix.parts) > len(path.parts) and _same_names(prefix, path, len(path.parts), folds):
+            return prefix
+    return None
 
 
 def is_hidden(path: WorkspacePath, rows: FsRows) -> bool:
@@ -231,18 +235,18 @@ def decide_names(
     role: str = "app",
 ) -> Refusal | None:
     """Judge `op` on its path names alone: hidden, read_only, append_only, the root, exec; None allows it."""
-    for check in (
-        _root(op, path),
-        _hidden(op, path, rows, role),
-        _read_only(op, path, rows),
-        _append_only(op, path, rows),
-        _exec(path, rows, want_exec) if op is Op.WRITE else None,
-    ):
-        if check is not None:
-            return check
-    if dest is not None:
-        return _decide_dest(dest, rows, role)
-    return None
+    refusal = _root(op, path)
+    if refusal is None:
+        refusal = _hidden(op, path, rows, role)
+    if refusal is None:
+        refusal = _read_only(op, path, rows)
+    if refusal is None:
+        refusal = _append_only(op, path, rows)
+    if refusal is None and op is Op.WRITE:
+        refusal = _exec(path, rows, want_exec)
+    if refusal is None and dest is not None:
+        refusal = _decide_dest(dest, rows, role)
+    return refusal
 
 
 def _decide_dest(dest: WorkspacePath, rows: FsRows, role: str) -> Refusal | None:
