@@ -121,37 +121,39 @@ Ended = Callable[[Running], None]
 
 async def supervise(running: Running, framer: Framer, send: trio.MemorySendChannel[Frame],
                     after: After | None = None, ended: Ended | None = None) -> None:
-    """Run `running` to its end, sending every frame on `send`, the final record last; close `send`.
+    """Run `running` to its end, sending every frame on `send`, the final record last; close `send`, then clean up
+    (the response ends with the final record: its cgroup's removal and the last handles are not on its path).
     `after` (the overlay's apply) runs once the command has ended; what it answers is a frame before the final.
     `ended` (the door's shell.exit event) is called with `running.final` set, before the final frame is sent."""
-    async with send:
-        try:
-            await send.send(framer.started(running.command_id, running.pid))
-            async with trio.open_nursery() as beating:
-                beating.start_soon(_heartbeat, running, framer, send)
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_pump, running.stdout, "stdout", framer, send)
-                    nursery.start_soon(_pump, running.stderr, "stderr", framer, send)
-                    if running.stdin is not None and not running.request.stdin_pipe:
-                        given = running.request.stdin
-                        nursery.start_soon(_feed_stdin, running.stdin,
-                                           given if given is not None else TTY_EOF if running.request.tty else b"")
-                    await _wait_exit(running)
-                    status, usage = _reap(running)
-                    await running.cgroup.kill_all()  # what it left behind: the pipes close with them
-                beating.cancel_scope.cancel()
-            await send.send(framer.tails())
-            outcome = _outcome(running, status, usage)
-            answer = await after(running, outcome) if after is not None else None
-            if answer is not None:
-                await send.send(framer.applied(answer))
-            running.final = outcome.record()
-            if ended is not None:
-                ended(running)
-            await send.send(framer.final(outcome))
-        finally:
-            with trio.CancelScope(shield=True):
-                await clean_up(running)
+    try:
+        await send.send(framer.started(running.command_id, running.pid))
+        async with trio.open_nursery() as beating:
+            beating.start_soon(_heartbeat, running, framer, send)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_pump, running.stdout, "stdout", framer, send)
+                nursery.start_soon(_pump, running.stderr, "stderr", framer, send)
+                if running.stdin is not None and not running.request.stdin_pipe:
+                    given = running.request.stdin
+                    nursery.start_soon(_feed_stdin, running.stdin,
+                                       given if given is not None else TTY_EOF if running.request.tty else b"")
+                await _wait_exit(running)
+                status, usage = _reap(running)
+                await running.cgroup.kill_all()  # what it left behind: the pipes close with them
+            beating.cancel_scope.cancel()
+        await send.send(framer.tails())
+        outcome = _outcome(running, status, usage)
+        answer = await after(running, outcome) if after is not None else None
+        if answer is not None:
+            await send.send(framer.applied(answer))
+        running.final = outcome.record()
+        if ended is not None:
+            ended(running)
+        await send.send(framer.final(outcome))
+        send.close()  # the response ends with its final record: the cleanup below is not on its path
+    finally:
+        with trio.CancelScope(shield=True):
+            await clean_up(running)
+        send.close()  # on every other way out, once everything of it is gone (as before)
 
 
 def _outcome(running: Running, status: int, usage: Any) -> Outcome:

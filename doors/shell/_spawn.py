@@ -129,9 +129,9 @@ def send_launch(zygote: Zygote, launch: Launch) -> None:
     blob = encode_launch(launch.argv, launch.env, launch.tty)
     memfd = os.memfd_create("sharness-launch", os.MFD_CLOEXEC)
     try:
-        with open(memfd, "wb", closefd=False) as message:
-            message.write(blob)
-        os.lseek(memfd, 0, os.SEEK_SET)
+        written = 0
+        while written < len(blob):  # pwrite: the zygote reads from offset 0, no file object or lseek between
+            written += os.pwrite(memfd, blob[written:], written)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             socket.send_fds(zygote.control, [b"L"], [*launch.stdio, launch.cwd_fd, memfd])
     finally:

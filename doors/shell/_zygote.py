@@ -19,6 +19,7 @@ import os
 import resource
 import sys
 import termios
+import warnings  # noqa: F401  os.execvpe's PATH lookup (os.get_exec_path) imports it: paid ahead, not per command
 
 from doors.shell._landlock import restrict_self
 
@@ -71,13 +72,14 @@ def _close_all_but(keep: tuple[int, ...], max_fd: int) -> None:
 
 
 def _read_all(fd: int) -> bytes:
+    """The memfd's bytes, read at their size (not into an 8 MiB buffer: two mmaps and a mremap per launch)."""
+    size = os.fstat(fd).st_size
+    if size > MAX_LAUNCH_BYTES:
+        raise OSError(errno.E2BIG, "the launch is too large")
     pieces = []
-    size = 0
-    while piece := os.read(fd, MAX_LAUNCH_BYTES - size + 1):
+    while size > 0 and (piece := os.read(fd, size)):
         pieces.append(piece)
-        size += len(piece)
-        if size > MAX_LAUNCH_BYTES:
-            raise OSError(errno.E2BIG, "the launch is too large")
+        size -= len(piece)
     return b"".join(pieces)
 
 

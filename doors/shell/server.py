@@ -310,6 +310,7 @@ class ShellDoor:
             nonlocal reported
             reported = True
             self._report_exit(running)
+            self.live.pop(running.command_id, None)  # its final record is made: it no longer counts as live
 
         try:
             with scope:

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 import trio
+import trio.testing
 
 from doors.shell._cgroup import CommandCgroup
 from doors.shell._command import Running, _outcome, supervise
@@ -67,3 +68,39 @@ def test_a_commands_cpu_is_counted_from_its_launch_not_from_its_zygotes_start() 
     assert _outcome(running, 0, _Usage(0.025)).cpu_ms == 0
     running.setup_cpu_ns = 0
     assert _outcome(running, 0, _Usage(0.025)).cpu_ms == 25
+
+
+
+def test_the_response_ends_with_the_final_frame_before_the_command_is_cleaned_up(monkeypatch: Any) -> None:
+    """The cgroup's removal and the last handles come after the body's end, not between the final and the end."""
+    from doors.shell import _command
+
+    cleaning, release = trio.Event(), trio.Event()
+    real_clean_up = _command.clean_up
+
+    async def held_clean_up(running: Running) -> None:
+        cleaning.set()
+        await release.wait()
+        await real_clean_up(running)
+
+    monkeypatch.setattr(_command, "clean_up", held_clean_up)
+    body: list[str] = []
+
+    async def read_body(receive: trio.MemoryReceiveChannel[bytes]) -> None:
+        async for _ in receive:
+            pass
+        body.append("ended")
+
+    async def main() -> None:
+        running = _running(["true"])
+        send, receive = trio.open_memory_channel[bytes](64)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(supervise, running, Framer(1 << 20), send)
+            nursery.start_soon(read_body, receive)
+            await cleaning.wait()  # the command ended; its cleanup is held
+            await trio.testing.wait_all_tasks_blocked()
+            body.append("cleanup held")
+            release.set()
+
+    trio.run(main)
+    assert body == ["ended", "cleanup held"]
