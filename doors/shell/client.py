@@ -34,7 +34,7 @@ from doors.shell._wire import (
     decode_chunk,
 )
 
-RECEIVE_BYTES = 64 * 1024
+RECEIVE_BYTES = 256 * 1024  # as much as BlockingTls takes from the socket at a time
 MAX_ERROR_BYTES = 64 * 1024
 
 
@@ -166,10 +166,11 @@ class ShellClient:
 
 
 def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
+    buffer = memoryview(bytearray(RECEIVE_BYTES))  # one for the stream: h11 copies what it is given
     while True:
         event = http.next_event()
         if event is h11.NEED_DATA:
-            http.receive_data(sock.recv(RECEIVE_BYTES))
+            http.receive_data(buffer[:sock.recv_into(buffer)])
             continue
         if isinstance(event, h11.ConnectionClosed):
             raise DoorRefused(read_refusal(502, None, who="shell", row="shell.stream",

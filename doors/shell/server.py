@@ -65,8 +65,9 @@ HELD_ROWS = frozenset({"workspace", "max_live", "overlay_mb"})
 APPLY_CONNECTIONS = 4
 Audit = Callable[[dict[str, Any]], None]
 # A frame is up to 1 MiB (a pipe's read): sent in one TLS write, not sixteen of 64 KiB, each a trip through
-# pyOpenSSL and trio (docs/decisions/bench.md, "Throughput"). Still one piece per connection held unsent.
-SHELL_LIMITS = Limits(send_piece_bytes=COALESCE_BYTES)
+# pyOpenSSL and trio (docs/decisions/bench.md, "Throughput"). Still one piece per connection held unsent. The
+# socket holds one piece too, so the door encrypts the next frame while the client reads this one ("shpipe").
+SHELL_LIMITS = Limits(send_piece_bytes=COALESCE_BYTES, send_buffer_bytes=COALESCE_BYTES)
 
 
 @dataclass(frozen=True)
