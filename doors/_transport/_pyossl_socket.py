@@ -11,7 +11,6 @@ import socket
 import ssl
 
 from OpenSSL import SSL
-
 from OpenSSL._util import ffi as _ffi
 from OpenSSL._util import lib as _lib
 

@@ -15,7 +15,7 @@ import base64
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import h11
 
@@ -166,11 +166,11 @@ class ShellClient:
 
 
 def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
-    buffer = memoryview(bytearray(RECEIVE_BYTES))  # one for the stream: h11 copies what it is given
+    buffer = memoryview(bytearray(RECEIVE_BYTES))  # one for the stream: h11 appends what it is given to its own
     while True:
         event = http.next_event()
         if event is h11.NEED_DATA:
-            http.receive_data(buffer[:sock.recv_into(buffer)])
+            http.receive_data(cast(bytes, buffer[:sock.recv_into(buffer)]))  # typed bytes, any bytes-like taken
             continue
         if isinstance(event, h11.ConnectionClosed):
             raise DoorRefused(read_refusal(502, None, who="shell", row="shell.stream",
