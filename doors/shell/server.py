@@ -24,7 +24,15 @@ from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient, Dial
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import own_cgroup_dirs
-from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
+from doors.shell._command import (
+    COALESCE_BYTES,
+    FRAME_BUFFER,
+    ChannelBody,
+    Running,
+    clean_up,
+    keep_read_buffers,
+    supervise,
+)
 from doors.shell._env import command_env, command_proxy, write_trust_bundle
 from doors.shell._fs_calls import FsDoorCalls
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
@@ -353,6 +361,7 @@ def serve(contract: DoorContract) -> None:
         if config.overlay is not None:
             check_overlay(config.overlay, str(contract.rows["workspace_dir"]))
         self_test(config.cgroups, config.ruleset_fd, config.home)
+        keep_read_buffers()
         trio.run(_serve_shell, contract, status, config)
 
     run_reporting(contract, run)

@@ -67,3 +67,42 @@ def test_a_commands_cpu_is_counted_from_its_launch_not_from_its_zygotes_start() 
     assert _outcome(running, 0, _Usage(0.025)).cpu_ms == 0
     running.setup_cpu_ns = 0
     assert _outcome(running, 0, _Usage(0.025)).cpu_ms == 25
+
+
+_READS_AND_SENDS = """
+import fcntl, os, resource, sys
+sys.path.insert(0, {root!r})
+if {keep!r}:
+    from doors.shell._command import keep_read_buffers
+    keep_read_buffers()
+read_end, write_end = os.pipe()
+fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 1 << 20)  # as the door\'s pipes
+data = b"x" * 65536
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+counts = []
+for _ in range(20):
+    before = faults()
+    held = []
+    for _ in range(4):  # frames queued at once, then all sent and freed: the door's pattern
+        for _ in range(16):
+            os.write(write_end, data)
+        held.append(os.read(read_end, 1 << 20))
+    del held
+    counts.append(faults() - before)
+print(max(counts[5:]))
+"""
+
+
+def test_the_doors_reads_reuse_the_pages_of_output_already_sent() -> None:
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+    def most_faults(keep: bool) -> int:
+        script = _READS_AND_SENDS.format(root=root, keep=keep)
+        return int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+
+    assert most_faults(keep=True) < 64  # 4 MiB read: 1024 fresh pages a round when malloc hands back its heap
+    assert most_faults(keep=False) >= 256  # the pattern does make glibc's default fault pages in (the test's own check)
