@@ -23,6 +23,9 @@ class Limits:
     # kernel's socket buffer, whatever the response's size, and a client that stops reading is cut.
     send_timeout_s: float = 30.0
     send_piece_bytes: int = 64 * 1024
+    # SO_SNDBUF of each connection (None: the kernel's, 208 KiB on a Unix socket). Larger, a sender that streams
+    # waits for its reader fewer times; the kernel holds up to twice it per connection for a client that stalls.
+    send_buffer_bytes: int | None = None
 
     def body_deadline(self, started: float, received: int) -> float:
         """Return when the next body bytes must have arrived: a grace period plus the rate floor."""

@@ -11,9 +11,10 @@ import socket
 import ssl
 
 from OpenSSL import SSL
+from OpenSSL._util import ffi as _ffi
+from OpenSSL._util import lib as _lib
 
 from doors._transport._pyossl import BIO_CHUNK, as_stdlib_error, memory_connection
-from doors._transport._stream import FULL_RECORD
 
 SEND_PIECE = 256 * 1024  # plaintext encrypted and sent at a time
 RECEIVE_PIECE = 256 * 1024  # ciphertext read from the socket at a time
@@ -33,6 +34,7 @@ class BlockingTls:
         self._buffer = bytearray(RECEIVE_PIECE)
         self._view = memoryview(self._buffer)
         self._deferred: SSL.Error | None = None
+        self._plain = bytearray(0)  # recv's plaintext, for callers that want bytes
 
     @classmethod
     def connect(cls, sock: socket.socket, ctx: SSL.Context, session: object | None = None, *,
@@ -98,43 +100,50 @@ class BlockingTls:
 
     def recv(self, max_bytes: int) -> bytes:
         """Decrypted bytes, b"" once the door closed (with or without close_notify, as the stdlib does)."""
-        while True:
-            try:
-                data = self._recv(max_bytes)
-                return self._records_behind(data, max_bytes) if len(data) >= FULL_RECORD else data
-            except SSL.WantReadError:
-                self._flush()
-                self._fill()
-            except SSL.ZeroReturnError:
-                return b""
-            except SSL.Error as exc:
-                error = as_stdlib_error(self._conn, exc)
-                if isinstance(error, ssl.SSLEOFError):
-                    return b""
-                raise error from exc
+        if len(self._plain) < max_bytes:
+            self._plain = bytearray(max_bytes)
+        received = self.recv_into(self._plain, max_bytes)
+        return bytes(memoryview(self._plain)[:received])
 
-    def _recv(self, max_bytes: int) -> bytes:
+    def recv_into(self, buffer: bytearray | memoryview, nbytes: int = 0) -> int:
+        """Decrypt into `buffer` (at most `nbytes` when given): the first record that comes, and the records
+        already received behind it; 0 once the door closed. OpenSSL writes the plaintext into `buffer` itself
+        (pyOpenSSL's recv makes a fresh buffer and a bytes copy per record: docs/decisions/bench.md, "shpipe")."""
+        view = memoryview(buffer).cast("B")
+        limit = min(nbytes, len(view)) if nbytes else len(view)
         if self._deferred is not None:
             deferred, self._deferred = self._deferred, None
-            raise deferred
-        return self._conn.recv(max_bytes)
+            return self._raised(deferred)
+        with _ffi.from_buffer(view, require_writable=True) as out:
+            got = 0
+            while got < limit:
+                result = _lib.SSL_read(self._conn._ssl, out + got, limit - got)
+                if result > 0:
+                    got += result
+                    continue
+                if _lib.SSL_get_error(self._conn._ssl, result) == _lib.SSL_ERROR_WANT_READ:
+                    if got:
+                        break  # what was already received: the caller takes it before the next wait
+                    self._flush()
+                    self._fill()
+                    continue
+                try:
+                    self._conn._raise_ssl_error(self._conn._ssl, result)  # pyOpenSSL's own error for it
+                except SSL.Error as exc:
+                    if not got:
+                        return self._raised(exc)
+                    self._deferred = exc  # the door's close or a failure: the next recv reports it
+                break
+        return got
 
-    def _records_behind(self, first: bytes, limit: int) -> bytes:
-        """`first` and the full records already received, up to `limit` (a bulk body in fewer steps)."""
-        pieces, got = [first], len(first)
-        while got < limit:
-            try:
-                piece = self._conn.recv(limit - got)
-            except SSL.WantReadError:
-                break
-            except SSL.Error as exc:
-                self._deferred = exc  # the door's close or a failure: the next recv reports it
-                break
-            pieces.append(piece)
-            got += len(piece)
-            if len(piece) < FULL_RECORD:
-                break
-        return b"".join(pieces)
+    def _raised(self, exc: SSL.Error) -> int:
+        """0 for the door's close (close_notify, or none: as the stdlib does); else its ssl error."""
+        if isinstance(exc, SSL.ZeroReturnError):
+            return 0
+        error = as_stdlib_error(self._conn, exc)
+        if isinstance(error, ssl.SSLEOFError):
+            return 0
+        raise error from exc
 
     def pending(self) -> int:
         return self._conn.pending()

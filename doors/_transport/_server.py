@@ -104,6 +104,8 @@ class _Door:
                     del self.per_peer[uid]
 
     async def _serve(self, transport: trio.SocketStream, peer: dict[str, Any]) -> None:
+        if self.limits.send_buffer_bytes is not None:
+            transport.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.send_buffer_bytes)
         tls = TlsStream.wrap(transport, self.ctx, server_side=True)
         try:
             admission = await self._handshake(tls, peer)

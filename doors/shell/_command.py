@@ -30,7 +30,22 @@ READ_BYTES = 1024 * 1024  # as large as the pipes (server.py sets them so): fewe
 HEARTBEAT_S = 5.0  # how often a quiet command says it still runs: a client that left is then noticed and it is killed
 FRAME_BUFFER = 64  # frames a slow client lets pile up before the command's pipes stop being read
 COALESCE_BYTES = 1024 * 1024  # what one response chunk may join of the frames already queued
+BULK_READ, BULK_PAUSE_S = 128 * 1024, 0.0005  # docs/decisions/bench.md, "shpipe"
 LARGE_PART = 64 * 1024  # a part this large goes out as it is, not joined (copied) with the small ones around it
+# glibc's malloc (mallopt's M_MMAP_THRESHOLD, M_TRIM_THRESHOLD): a read of up to READ_BYTES from the heap, and
+# the heap's free top kept up to a few of them, so the next reads land in pages already mapped.
+MMAP_THRESHOLD, TRIM_THRESHOLD = (-3, 2 * READ_BYTES), (-1, 8 * READ_BYTES)
+
+
+def keep_read_buffers() -> None:
+    """Make the door's malloc reuse the pages of the output it has sent for the next reads: glibc's own choice
+    (an mmap per read, the heap trimmed as its free top passes 2 MiB) made each MiB a fresh 256 pages to fault
+    in, 12% of the door's CPU (docs/decisions/bench.md, "shpipe"). What it keeps is at most TRIM_THRESHOLD."""
+    import ctypes  # trio has imported it already
+
+    libc = ctypes.CDLL(None)
+    for option, value in (MMAP_THRESHOLD, TRIM_THRESHOLD):
+        libc.mallopt(option, value)
 
 
 @dataclass
@@ -59,6 +74,11 @@ async def _pump(pipe: trio.lowlevel.FdStream, stream: str, framer: Framer,
             frame = framer.output_frame(stream, data)
             if frame:
                 await send.send(frame)  # a header and its bytes in one item: nothing comes between them
+            if BULK_READ <= len(data) < READ_BYTES:
+                # A bulk writer (a build's log, a cat) that is not ahead of the door: let its next writes pile up
+                # for a moment, so the next frame is larger. Fewer frames is less of the door's and its client's
+                # CPU and fewer wake-ups of the writer; a frame is late by BULK_PAUSE_S at most.
+                await trio.sleep(BULK_PAUSE_S)
 
 
 async def _read(pipe: trio.lowlevel.FdStream) -> bytes:

@@ -15,7 +15,7 @@ import base64
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import h11
 
@@ -34,7 +34,7 @@ from doors.shell._wire import (
     decode_chunk,
 )
 
-RECEIVE_BYTES = 64 * 1024
+RECEIVE_BYTES = 256 * 1024  # as much as BlockingTls takes from the socket at a time
 MAX_ERROR_BYTES = 64 * 1024
 
 
@@ -166,10 +166,11 @@ class ShellClient:
 
 
 def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
+    buffer = memoryview(bytearray(RECEIVE_BYTES))  # one for the stream: h11 appends what it is given to its own
     while True:
         event = http.next_event()
         if event is h11.NEED_DATA:
-            http.receive_data(sock.recv(RECEIVE_BYTES))
+            http.receive_data(cast(bytes, buffer[:sock.recv_into(buffer)]))  # typed bytes, any bytes-like taken
             continue
         if isinstance(event, h11.ConnectionClosed):
             raise DoorRefused(read_refusal(502, None, who="shell", row="shell.stream",

@@ -24,7 +24,15 @@ from doors._refusal import DoorRefused
 from doors._transport import AsyncDoorClient, Dial
 from doors.fs import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, openat2
 from doors.shell._cgroup import own_cgroup_dirs
-from doors.shell._command import COALESCE_BYTES, FRAME_BUFFER, ChannelBody, Running, clean_up, supervise
+from doors.shell._command import (
+    COALESCE_BYTES,
+    FRAME_BUFFER,
+    ChannelBody,
+    Running,
+    clean_up,
+    keep_read_buffers,
+    supervise,
+)
 from doors.shell._env import command_env, command_proxy, write_trust_bundle
 from doors.shell._fs_calls import FsDoorCalls
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
@@ -65,8 +73,9 @@ HELD_ROWS = frozenset({"workspace", "max_live", "overlay_mb"})
 APPLY_CONNECTIONS = 4
 Audit = Callable[[dict[str, Any]], None]
 # A frame is up to 1 MiB (a pipe's read): sent in one TLS write, not sixteen of 64 KiB, each a trip through
-# pyOpenSSL and trio (docs/decisions/bench.md, "Throughput"). Still one piece per connection held unsent.
-SHELL_LIMITS = Limits(send_piece_bytes=COALESCE_BYTES)
+# pyOpenSSL and trio (docs/decisions/bench.md, "Throughput"). Still one piece per connection held unsent. The
+# socket holds one piece too, so the door encrypts the next frame while the client reads this one ("shpipe").
+SHELL_LIMITS = Limits(send_piece_bytes=COALESCE_BYTES, send_buffer_bytes=COALESCE_BYTES)
 
 
 @dataclass(frozen=True)
@@ -353,6 +362,7 @@ def serve(contract: DoorContract) -> None:
         if config.overlay is not None:
             check_overlay(config.overlay, str(contract.rows["workspace_dir"]))
         self_test(config.cgroups, config.ruleset_fd, config.home)
+        keep_read_buffers()
         trio.run(_serve_shell, contract, status, config)
 
     run_reporting(contract, run)

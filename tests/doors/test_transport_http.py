@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from functools import partial
 
 import pytest
@@ -113,4 +114,26 @@ async def test_the_async_client_reconnects_after_the_door_closed_it(autojump_clo
             await trio.sleep(SMALL.idle_timeout_s + 1)  # the door's idle timeout closes the connection
             assert (await client.request("POST", "/v0/echo", body=b"again")).body == b"again"
             assert client._tls is not first
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_door_sets_the_send_buffer_its_limits_ask_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    buffers: list[int] = []
+    real = trio.SocketStream.setsockopt
+
+    def recording(stream: trio.SocketStream, level: int, option: int, value: int) -> None:
+        real(stream, level, option, value)
+        if option == socket.SO_SNDBUF:
+            buffers.append(stream.socket.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF))
+
+    monkeypatch.setattr(trio.SocketStream, "setsockopt", recording)
+    async with session() as s, trio.open_nursery() as nursery:
+        for index, limits in enumerate((Limits(), Limits(send_buffer_bytes=1 << 20))):
+            path = f"{s.directory}/fs-{index}.sock"
+            await nursery.start(partial(serve_mtls, unix_listener(path), s.server_ctx("fs"), s.pki.identity("fs"),
+                                        EdgePolicy(s.edges), tiny_router("fs"), s.events.append, limits=limits))
+            async with AsyncDoorClient(s.dial("fs", path, s.client_ctx("app"), "app")) as client:
+                assert (await client.request("POST", "/v0/echo", body=b"x")).status == 200
+        # the default leaves the kernel's own; the kernel doubles what is set (its bookkeeping)
+        assert buffers == [2 << 20]
         nursery.cancel_scope.cancel()

@@ -159,3 +159,24 @@ async def test_one_send_writes_every_record_the_socket_takes_and_a_slow_reader_g
                 await door.send_all(body)
                 await door.send_all(b"and after it")
             assert bytes(received[:len(body)]) == body
+
+
+def test_the_blocking_client_decrypts_into_one_buffer_many_records_a_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = os.urandom(600_000)
+    sizes: list[int] = []
+    real = BlockingTls.recv_into
+
+    def recording(tls: BlockingTls, buffer: bytearray | memoryview, nbytes: int = 0) -> int:
+        sizes.append(real(tls, buffer, nbytes))
+        return sizes[-1]
+
+    monkeypatch.setattr(BlockingTls, "recv_into", recording)
+    with scratch_dir() as directory:
+        s = Session(SessionPKI.create(), directory)
+        with doors_in_thread(s, {"fs": "fs"}) as doors:
+            bundle = s.pem_path("bundle", s.pki.bundle_pem())
+            with DoorClient.from_files("fs", doors["fs"], s.svid_path("app"), bundle, s.pki.trust_domain,
+                                       s.pki.session_id) as client:
+                for _ in range(2):
+                    assert client.request("POST", "/v0/echo", body=body).body == body
+    assert max(sizes) > 16 * 1024  # the records already received come in the same call

@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -104,3 +105,68 @@ def test_the_response_ends_with_the_final_frame_before_the_command_is_cleaned_up
 
     trio.run(main)
     assert body == ["ended", "cleanup held"]
+
+
+_READS_AND_SENDS = """
+import fcntl, os, resource, sys
+sys.path.insert(0, {root!r})
+if {keep!r}:
+    from doors.shell._command import keep_read_buffers
+    keep_read_buffers()
+read_end, write_end = os.pipe()
+fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 1 << 20)  # as the door\'s pipes
+data = b"x" * 65536
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+counts = []
+for _ in range(20):
+    before = faults()
+    held = []
+    for _ in range(4):  # frames queued at once, then all sent and freed: the door's pattern
+        for _ in range(16):
+            os.write(write_end, data)
+        held.append(os.read(read_end, 1 << 20))
+    del held
+    counts.append(faults() - before)
+print(max(counts[5:]))
+"""
+
+
+def test_the_doors_reads_reuse_the_pages_of_output_already_sent() -> None:
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+    def most_faults(keep: bool) -> int:
+        script = _READS_AND_SENDS.format(root=root, keep=keep)
+        return int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout)
+
+    assert most_faults(keep=True) < 64  # 4 MiB read: 1024 fresh pages a round when malloc hands back its heap
+    assert most_faults(keep=False) >= 256  # the pattern does make glibc's default fault pages in (the test's own check)
+
+
+async def test_a_bulk_read_short_of_the_pipe_waits_a_moment_for_more_and_no_other_read_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import fcntl
+
+    from doors.shell import _command
+
+    pauses: list[float] = []
+    real_sleep = trio.sleep
+
+    async def recording(seconds: float) -> None:
+        pauses.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(trio, "sleep", recording)
+    for size in (10, 200_000, _command.READ_BYTES):  # a line, a bulk writer's share, a full pipe (more behind it)
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _command.READ_BYTES)
+        os.write(write_end, b"x" * size)
+        os.close(write_end)
+        send, receive = trio.open_memory_channel[Any](8)
+        await _command._pump(trio.lowlevel.FdStream(read_end), "stdout", Framer(4 * size, binary=True), send)
+        _header, data = receive.receive_nowait()
+        assert len(data) == size
+    assert pauses == [_command.BULK_PAUSE_S]
