@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import _cffi_backend
 
-from doors.shell._zygote import STEPS, confine_and_exec, encode_launch
+from doors.shell._zygote import READY, STEPS, confine_and_exec, encode_launch
 
 NOT_FOUND_STEP = "execve"
 CPUCLOCK_SCHED = 2  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in the kernel's posix-timers.h
@@ -134,6 +134,11 @@ def send_launch(zygote: Zygote, launch: Launch) -> None:
             written += os.pwrite(memfd, blob[written:], written)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             socket.send_fds(zygote.control, [b"L"], [*launch.stdio, launch.cwd_fd, memfd])
+        # A READY left unread would make the door's close reset the socket under the zygote's recvmsg (the
+        # kernel's unix_release_sock), failing its launch: read it first (doors/shell/_spare.py reads it before
+        # it hands a spawned zygote out; a zygote sent a launch before it is ready must not be a spawned one).
+        with contextlib.suppress(OSError):
+            zygote.control.recv(len(READY))
     finally:
         os.close(memfd)
         zygote.control.close()

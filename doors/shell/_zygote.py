@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 STEPS = ("signals", "setsid", "cgroup", "landlock", "fds", "receive", "stdio", "tty", "cwd", "execve")
 LAUNCH_FDS = 5  # stdin, stdout, stderr, cwd, the memfd
 MAX_LAUNCH_BYTES = 8 * 1024 * 1024  # argv and env: far above what a run request may carry
+READY = b"R"  # a spawned zygote's one message to the door: confined, waiting for its launch
 RESET_SIGNALS = ("SIGPIPE", "SIGINT", "SIGTERM", "SIGHUP", "SIGCHLD", "SIGQUIT")
 
 
@@ -102,8 +103,23 @@ def _receive(control_fd: int) -> tuple[bytes, list[int]] | None:
         os.close(memfd)
 
 
-def confine_and_exec(cgroup_procs: Sequence[str], ruleset_fd: int, control_fd: int, report_fd: int) -> None:
-    """Take every step, wait for the launch, exec it; never returns (exit 127 after reporting a failed step)."""
+def _announce(control_fd: int) -> None:
+    """Tell the door this zygote is confined and waiting (one READY message on the control socket), so a request
+    that comes while a spawned interpreter is still starting is not made to wait for it. MSG_NOSIGNAL: SIGPIPE is
+    back to its default here, and a door that already left is no failure of a step."""
+    control = _socket.socket(fileno=control_fd)
+    try:
+        control.send(READY, _socket.MSG_NOSIGNAL)
+    except OSError:
+        pass
+    finally:
+        control.detach()
+
+
+def confine_and_exec(cgroup_procs: Sequence[str], ruleset_fd: int, control_fd: int, report_fd: int,
+                     announce: bool = False) -> None:
+    """Take every step, wait for the launch, exec it; never returns (exit 127 after reporting a failed step).
+    `announce` (the spawned zygote): say READY on the control socket once confined, before waiting."""
     step = "signals"
     try:
         _signal.set_wakeup_fd(-1)
@@ -121,6 +137,8 @@ def confine_and_exec(cgroup_procs: Sequence[str], ruleset_fd: int, control_fd: i
         restrict_self(ruleset_fd)
         step = "fds"
         _close_all_but((control_fd, report_fd), resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        if announce:
+            _announce(control_fd)
         step = "receive"
         received = _receive(control_fd)
         if received is None:
@@ -150,7 +168,7 @@ def main(argv: list[str]) -> None:
     control_fd, report_fd, ruleset_fd = (int(word) for word in argv[:3])
     for fd in (control_fd, report_fd, ruleset_fd):
         os.set_inheritable(fd, False)  # EOF on the report pipe must mean execve happened
-    confine_and_exec(argv[3:], ruleset_fd, control_fd, report_fd)
+    confine_and_exec(argv[3:], ruleset_fd, control_fd, report_fd, announce=True)
 
 
 if __name__ == "__main__":

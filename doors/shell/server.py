@@ -138,7 +138,7 @@ class ShellDoor:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
-                self.spares.refill()
+                self.spares.refill(up_to=1)  # the pool's second after the first command: not on the session's start
                 self._ready.set()
                 await trio.sleep_forever()
         finally:
