@@ -1,8 +1,9 @@
 """Each command's own cgroup, under the shell door's (which the launcher delegated to the shell's user).
 
 `own_cgroup_dirs` reads where the door's cgroups are from /proc/self/cgroup and its mount namespace's
-mountinfo (pure parse, I/O at the edge). A command's cgroup is `<door cgroup>/cmd-z<n>` (its zygote's: doors/shell/_spare.py) in every hierarchy
-the door is in (v1 memory and pids here; the limits are the door's, hierarchical). The child joins it before
+mountinfo (pure parse, I/O at the edge). A command's cgroup is `<door cgroup>/cmd-z<n>` (its zygote's:
+doors/shell/_spare.py) in every hierarchy the door is in (v1 memory and pids here; the limits are the door's,
+hierarchical). The child joins it before
 execve; at the command's end, its timeout, or the session's, `kill_all` kills every process still in it,
 double-forked or not, through pidfds (a pid read from cgroup.procs is never a stranger's).
 """

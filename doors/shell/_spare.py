@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from doors.shell._cgroup import CommandCgroup
 from doors.shell._spawn import Zygote, fork_zygote, spawn_zygote, threads
-from doors.shell._zygote import READY
+from doors.shell._zygote import ZYGOTE_READY
 
 # Zygotes kept waiting: two, so a command sent right after another (a Python agent's next call, ~1 ms after the
 # last response) finds one ready while the one made after the last command still starts (its interpreter, then
@@ -137,7 +137,7 @@ def _remove(made: Made) -> None:
 def _announced(made: Made) -> bool:
     """Whether the zygote said READY (the control socket is non-blocking; a spawned zygote says it once)."""
     try:
-        return made.zygote.control.recv(len(READY)) == READY
+        return made.zygote.control.recv(len(ZYGOTE_READY)) == ZYGOTE_READY
     except (BlockingIOError, InterruptedError):
         return False
     except OSError:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import _cffi_backend
 
-from doors.shell._zygote import READY, STEPS, confine_and_exec, encode_launch
+from doors.shell._zygote import STEPS, ZYGOTE_READY, confine_and_exec, encode_launch
 
 NOT_FOUND_STEP = "execve"
 CPUCLOCK_SCHED = 2  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in the kernel's posix-timers.h
@@ -138,7 +138,7 @@ def send_launch(zygote: Zygote, launch: Launch) -> None:
         # kernel's unix_release_sock), failing its launch: read it first (doors/shell/_spare.py reads it before
         # it hands a spawned zygote out; a zygote sent a launch before it is ready must not be a spawned one).
         with contextlib.suppress(OSError):
-            zygote.control.recv(len(READY))
+            zygote.control.recv(len(ZYGOTE_READY))
     finally:
         os.close(memfd)
         zygote.control.close()

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 STEPS = ("signals", "setsid", "cgroup", "landlock", "fds", "receive", "stdio", "tty", "cwd", "execve")
 LAUNCH_FDS = 5  # stdin, stdout, stderr, cwd, the memfd
 MAX_LAUNCH_BYTES = 8 * 1024 * 1024  # argv and env: far above what a run request may carry
-READY = b"R"  # a spawned zygote's one message to the door: confined, waiting for its launch
+ZYGOTE_READY = b"R"  # a spawned zygote's one message to the door: confined, waiting for its launch
 RESET_SIGNALS = ("SIGPIPE", "SIGINT", "SIGTERM", "SIGHUP", "SIGCHLD", "SIGQUIT")
 
 
@@ -109,7 +109,7 @@ def _announce(control_fd: int) -> None:
     back to its default here, and a door that already left is no failure of a step."""
     control = _socket.socket(fileno=control_fd)
     try:
-        control.send(READY, _socket.MSG_NOSIGNAL)
+        control.send(ZYGOTE_READY, _socket.MSG_NOSIGNAL)
     except OSError:
         pass
     finally:

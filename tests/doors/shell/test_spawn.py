@@ -24,7 +24,7 @@ from doors.shell._cgroup import CommandCgroup
 from doors.shell._landlock import command_ruleset
 from doors.shell._spare import Spares
 from doors.shell._spawn import Launch, Zygote, fork_zygote, read_report, send_launch, spawn_zygote
-from doors.shell._zygote import READY
+from doors.shell._zygote import ZYGOTE_READY
 
 pytestmark = pytest.mark.root
 
@@ -258,7 +258,7 @@ def test_a_spawned_zygote_says_ready_once_confined_and_a_forked_one_says_nothing
             _rmdir_all(cgroup.dirs)
     finally:
         os.close(ruleset)
-    assert said == {"spawn_zygote": READY, "fork_zygote": None}
+    assert said == {"spawn_zygote": ZYGOTE_READY, "fork_zygote": None}
 
 
 def _rmdir_all(dirs: tuple[str, ...]) -> None:
