@@ -121,8 +121,7 @@ async def test_a_bulk_body_goes_both_ways_whole_async() -> None:
         nursery.cancel_scope.cancel()
 
 
-def test_a_bulk_body_goes_both_ways_whole_blocking() -> None:
-    body = os.urandom(600_000)
+def _echoed_twice_by_a_blocking_client(body: bytes) -> None:
     with scratch_dir() as directory:
         s = Session(SessionPKI.create(), directory)
         with doors_in_thread(s, {"fs": "fs"}) as doors:
@@ -131,6 +130,10 @@ def test_a_bulk_body_goes_both_ways_whole_blocking() -> None:
                                        s.pki.session_id) as client:
                 for _ in range(2):
                     assert client.request("POST", "/v0/echo", body=body).body == body
+
+
+def test_a_bulk_body_goes_both_ways_whole_blocking() -> None:
+    _echoed_twice_by_a_blocking_client(os.urandom(600_000))
 
 
 async def test_one_send_writes_every_record_the_socket_takes_and_a_slow_reader_gets_it_all_in_order() -> None:
@@ -171,12 +174,5 @@ def test_the_blocking_client_decrypts_into_one_buffer_many_records_a_call(monkey
         return sizes[-1]
 
     monkeypatch.setattr(BlockingTls, "recv_into", recording)
-    with scratch_dir() as directory:
-        s = Session(SessionPKI.create(), directory)
-        with doors_in_thread(s, {"fs": "fs"}) as doors:
-            bundle = s.pem_path("bundle", s.pki.bundle_pem())
-            with DoorClient.from_files("fs", doors["fs"], s.svid_path("app"), bundle, s.pki.trust_domain,
-                                       s.pki.session_id) as client:
-                for _ in range(2):
-                    assert client.request("POST", "/v0/echo", body=body).body == body
+    _echoed_twice_by_a_blocking_client(body)
     assert max(sizes) > 16 * 1024  # the records already received come in the same call
