@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import base64
 import json
+import select
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -36,6 +38,10 @@ from doors.shell._wire import (
 
 RECEIVE_BYTES = 256 * 1024  # as much as BlockingTls takes from the socket at a time
 MAX_ERROR_BYTES = 64 * 1024
+# A stream's connection, once its response ended whole, is kept for the next command for this long at most (the
+# door closes a connection idle for its idle_timeout_s, 30 s: one kept a third of that is never closed under a
+# request that was already on its way, and one the door closed is seen readable and not reused).
+REUSE_IDLE_S = 10.0
 
 
 @dataclass
@@ -70,11 +76,13 @@ def run_body(argv: list[str] | None = None, *, script: str | None = None, shell:
 
 
 class ShellClient:
-    """Commands through the shell door, one connection per command (a stream holds its connection)."""
+    """Commands through the shell door: a stream holds a connection of its own, and one whose response ended
+    whole is kept for the next (no handshake between commands run one after another)."""
 
     def __init__(self, door: DoorClient, *, timeout_s: float | None = None) -> None:
         self.door = door
         self.timeout_s = timeout_s  # None: wait as long as the command runs (its own timeout bounds it)
+        self._idle: tuple[Any, h11.Connection, float] | None = None  # socket, its h11 state, since when
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> ShellClient:
@@ -88,17 +96,40 @@ class ShellClient:
     def stream(self, argv: list[str] | None = None, *, ndjson: bool = False, **fields: Any) -> Iterator[dict[str, Any]]:
         """Start a command; yield every frame as it arrives, the final record last."""
         payload = json.dumps(run_body(argv, **fields), separators=(",", ":")).encode()
-        sock = connect_door(self.door.dial)
-        sock.settimeout(self.timeout_s)
-        http = h11.Connection(h11.CLIENT)
+        sock, http = self._connection()
+        kept = False
         try:
             sock.sendall(http.send(h11.Request(method="POST", target=RUN_PATH, headers=[
                 ("host", "shell"), ("content-type", "application/json"), ("content-length", str(len(payload))),
                 ("accept", "application/x-ndjson" if ndjson else FRAMES_TYPE)]))
                 + http.send(h11.Data(data=payload)) + http.send(h11.EndOfMessage()))
             yield from _frames(sock, http)
+            kept = self._keep(sock, http)
         finally:
+            if not kept:  # a refusal, a stream left before its end, a door that closes: never reused
+                sock.close()
+
+    def _connection(self) -> tuple[Any, h11.Connection]:
+        """The kept connection if it is fresh and quiet (a door that closed it makes it readable), else a new one."""
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            sock, http, since = idle
+            if time.monotonic() - since < REUSE_IDLE_S and not _readable(sock):
+                return sock, http
             sock.close()
+        sock = connect_door(self.door.dial)
+        sock.settimeout(self.timeout_s)
+        return sock, h11.Connection(h11.CLIENT)
+
+    def _keep(self, sock: Any, http: h11.Connection) -> bool:
+        """Keep the connection for the next stream when both sides ended their message and may go on."""
+        if http.our_state is not h11.DONE or http.their_state is not h11.DONE:
+            return False
+        http.start_next_cycle()
+        if self._idle is not None:
+            self._idle[0].close()
+        self._idle = (sock, http, time.monotonic())
+        return True
 
     def run(self, argv: list[str] | None = None, **fields: Any) -> RunResult:
         """Run a command to its end and return what it printed and how it ended."""
@@ -156,6 +187,9 @@ class ShellClient:
         return dict(response.json())
 
     def close(self) -> None:
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle[0].close()
         self.door.close()
 
     def __enter__(self) -> ShellClient:
@@ -163,6 +197,16 @@ class ShellClient:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _readable(sock: Any) -> bool:
+    """Whether an idle connection has anything to read (TLS's buffer or the socket): the door closed it, or sent
+    what no request asked for."""
+    if sock.pending():
+        return True
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
