@@ -20,7 +20,14 @@ pytestmark = pytest.mark.root
 CGROUP_ESCAPE = ("import os\nfor c in ('memory', 'pids'):\n    d = '/sys/fs/cgroup/' + c + '/sharness/{sid}/shell'\n"
                  "    try: os.mkdir(d + '/evil'); print(c, 'made')\n    except OSError as e: print(c, e.errno)\n"
                  "    try: open(d + '/cgroup.procs', 'w').write(str(os.getpid())); print(c, 'moved')\n"
-                 "    except OSError as e: print(c, e.errno)")
+                 "    except OSError as e: print(c, e.errno)\n"
+                 # a waiting zygote's cgroup (a sibling): a process moved there would outlive its command
+                 "    own = [l.split(':')[2].rsplit('/', 1)[1] for l in open('/proc/self/cgroup') if c in l][0]\n"
+                 "    for s in sorted(os.listdir(d)):\n"
+                 "        if s.startswith('cmd-') and s != own:\n"
+                 "            try: open(d + '/' + s + '/cgroup.procs', 'w').write(str(os.getpid()))\n"
+                 "            except OSError as e: print(c, 'sibling', e.errno)\n"
+                 "            else: print(c, 'joined', s)")
 EXEC_WRITTEN = ("import os, shutil\nd = os.environ['{where}']\nshutil.copy('/bin/true', d + '/t')\n"
                 "os.chmod(d + '/t', 0o755)\ntry: os.execv(d + '/t', ['t'])\nexcept OSError as e: print(e.errno)")
 
@@ -91,8 +98,16 @@ def test_a_command_cannot_signal_or_read_the_door(session: Session) -> None:
 
 def test_a_command_cannot_leave_its_cgroup(session: Session) -> None:
     # The door may write its delegated cgroup; its commands' Landlock layer writes only the scratch.
-    assert _printed(session, "cgroup.escape") == ["memory", str(errno.EACCES), "memory", str(errno.EACCES),
-                                                   "pids", str(errno.EACCES), "pids", str(errno.EACCES)]
+    # Nor join a sibling: the waiting zygotes' cgroups (two once a command has run), whose members the end of
+    # its command would not kill.
+    probe = session[0]["cgroup.escape"]
+    assert final(probe)["exit_code"] == 0, (probe, output(probe, "stderr"))
+    lines = output(probe, "stdout").decode().splitlines()
+    eacces = errno.EACCES
+    siblings = {c: sum(line == f"{c} sibling {eacces}" for line in lines) for c in ("memory", "pids")}
+    assert all(siblings.values()), lines  # at least one waiting zygote's cgroup was there to try
+    assert lines == [line for c in ("memory", "pids")
+                     for line in [f"{c} {eacces}", f"{c} {eacces}", *[f"{c} sibling {eacces}"] * siblings[c]]]
 
 
 def test_the_hosts_terminals_are_not_there(session: Session) -> None:
