@@ -51,7 +51,7 @@ from doors._transport.client_policy import (
 )
 
 __all__ = ["ClientResponse", "Dial", "DoorClient", "DoorNotTrusted", "DoorRefused", "DoorUnavailable",
-           "TransportError", "connect_door", "fresh_request"]
+           "TransportError", "connect_door", "fresh_request", "sock_readable_while_idle"]
 
 # A send that fails is not a failure: the door may have refused and closed, and its answer is still to read.
 _SEND_REFUSED = (ssl.SSLError, BrokenPipeError, ConnectionResetError)
@@ -81,6 +81,16 @@ def _wrap(raw: socket.socket, ctx: TlsContext, tls_session: TlsSession | None,
     return BlockingTls.connect(raw, ctx, tls_session, hold_last_flight=sends_next)
 
 
+def sock_readable_while_idle(sock: ssl.SSLSocket | BlockingTls) -> bool:
+    """Whether an idle blocking TLS connection has bytes to read, in TLS's buffer or on the socket: the door closed
+    it (or sent what no request asked for), so it is not reused."""
+    if sock.pending():
+        return True
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class _Connection:
     """One mutual-TLS connection to a door, its handshake done."""
 
@@ -89,11 +99,7 @@ class _Connection:
 
     def readable_while_idle(self) -> bool:
         """Whether it has bytes to read, in TLS's buffer or on the socket."""
-        if self.sock.pending():
-            return True
-        poller = select.poll()
-        poller.register(self.sock.fileno(), select.POLLIN)
-        return bool(poller.poll(0))
+        return sock_readable_while_idle(self.sock)
 
     def close(self) -> None:
         self.sock.close()

@@ -138,10 +138,8 @@ def _announced(made: Made) -> bool:
     """Whether the zygote said READY (the control socket is non-blocking; a spawned zygote says it once)."""
     try:
         return made.zygote.control.recv(len(ZYGOTE_READY)) == ZYGOTE_READY
-    except (BlockingIOError, InterruptedError):
+    except OSError:  # not yet (BlockingIOError), or it is gone: the launch finds out, and its report says why
         return False
-    except OSError:
-        return False  # it is gone: the launch will find out, and its report says why
 
 
 def _ended(made: Made) -> bool:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import select
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from typing import Any, cast
 import h11
 
 from doors._refusal import DoorRefused, read_refusal
-from doors.client import DoorClient, connect_door
+from doors.client import DoorClient, connect_door, sock_readable_while_idle
 from doors.shell._wire import (
     APPLY_PATH,
     FRAMES_TYPE,
@@ -114,7 +113,7 @@ class ShellClient:
         idle, self._idle = self._idle, None
         if idle is not None:
             sock, http, since = idle
-            if time.monotonic() - since < REUSE_IDLE_S and not _readable(sock):
+            if time.monotonic() - since < REUSE_IDLE_S and not sock_readable_while_idle(sock):
                 return sock, http
             sock.close()
         sock = connect_door(self.door.dial)
@@ -197,16 +196,6 @@ class ShellClient:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _readable(sock: Any) -> bool:
-    """Whether an idle connection has anything to read (TLS's buffer or the socket): the door closed it, or sent
-    what no request asked for."""
-    if sock.pending():
-        return True
-    poller = select.poll()
-    poller.register(sock.fileno(), select.POLLIN)
-    return bool(poller.poll(0))
 
 
 def _events(sock: Any, http: h11.Connection) -> Iterator[Any]:
