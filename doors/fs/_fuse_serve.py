@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -24,9 +25,16 @@ MAX_TASKS = 16
 # src/pyfuse3/internal.pxi): the door's FuseReader replaces it there. Any other version keeps pyfuse3's own.
 READER_HOOK_VERSION = "3.5.0"
 _HOOKED = "_wait_fuse_readable"
-# Requests read in a row without a trio checkpoint when each was already there (FuseReader.wait): the others tasks
-# of the door (its HTTP API, the audit pump, the signal watch) wait at most this many requests for their turn.
+# Requests read in a row without a trio checkpoint when each was there or came soon (FuseReader.wait): the other
+# tasks of the door (its HTTP API, the audit pump, the signal watch) wait at most this many requests (and windows)
+# for their turn.
 FAST_READS = 8
+# How long the worker that answered a request watches the device for the next before it sleeps in trio's epoll. An
+# app writing 4 KiB pieces sends its next request some tens of µs after its answer; a door that slept meanwhile is
+# woken by a cross-CPU interrupt, and on a KVM guest whose idle vCPUs halt at once that wake-up is most of a
+# request's cost (docs/decisions/fs-mount.md, "mountspin"). At most this much CPU each time the app stops; none
+# on a door with one CPU, where the app could only send it by preempting the spin.
+SPIN_NS = 100_000
 
 
 class FuseReader:
@@ -38,7 +46,7 @@ class FuseReader:
     the next one itself; the others stay parked until a handler is about to await (lend), so that a request the
     awaited work depends on (a READ holding a page the kernel's invalidation waits for) is still answered."""
 
-    def __init__(self, device_fd: int) -> None:
+    def __init__(self, device_fd: int, spin_ns: int = SPIN_NS) -> None:
         self.device_fd = device_fd
         self.waiting = False  # a worker waits on the device now (trio allows one waiter an fd)
         self.closed = False
@@ -47,15 +55,18 @@ class FuseReader:
         if device_fd >= 0:
             self._poll.register(device_fd, select.POLLIN)
         self._fast_left = FAST_READS
+        self._spin_ns = spin_ns
+        self._clock = time.perf_counter_ns
 
     async def wait(self) -> bool:
         """pyfuse3's `_wait_fuse_readable`: True once a request can be read, False when the loop must end.
 
-        A request already there (the app's next one often comes while the door finishes answering the last) is
-        read at once, without registering the fd with trio's epoll and a scheduler pass (a tenth of the door's CPU
-        for a small file); every FAST_READS such reads, the worker waits through trio all the same, so the door's
-        other tasks run."""
-        if not self.waiting and not self.closed and self._fast_left > 0 and self._poll.poll(0):
+        A request already there or there within the spin window (the app's next one often comes while the door
+        finishes answering the last, or just after) is read at once: no trio epoll registration and scheduler pass
+        (a tenth of the door's CPU for a small file), and the door's CPU does not go idle between the two. Every
+        FAST_READS such reads, the worker goes through trio all the same (the device already readable: no sleep),
+        so the door's other tasks run."""
+        if not self.waiting and not self.closed and self._soon() and self._fast_left > 0:
             self._fast_left -= 1
             return True
         self._fast_left = FAST_READS
@@ -74,9 +85,24 @@ class FuseReader:
             self.waiting = False
         return True
 
+    def _soon(self) -> bool:
+        """A request is on the device now or comes within the spin window (polled, without sleeping)."""
+        poll, clock = self._poll.poll, self._clock
+        deadline = clock() + self._spin_ns
+        while True:
+            if poll(0):
+                return True
+            if clock() >= deadline:
+                return False
+
     def lend(self) -> None:
         """The calling handler is about to await: wake a parked worker to read requests meanwhile."""
         self._parked.unpark()
+
+
+def spin_window(cpus: int) -> int:
+    """The spin window, in ns, for a door allowed to run on `cpus` CPUs."""
+    return SPIN_NS if cpus > 1 else 0
 
 
 @contextlib.contextmanager
@@ -113,7 +139,7 @@ def mount_ops(api: FsApi, rows: Mapping[str, Any]) -> MountOps:
 
 async def serve_mount(ops: MountOps, device_fd: int) -> None:
     """Answer the mount's requests until cancelled (the door stopping) or the connection ends."""
-    reader = FuseReader(device_fd)
+    reader = FuseReader(device_fd, spin_window(len(os.sched_getaffinity(0))))
     pyfuse3.init(ops, f"/dev/fd/{device_fd}", set())
     try:
         with reader_hook(reader) as hooked:

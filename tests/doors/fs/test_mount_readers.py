@@ -19,7 +19,7 @@ import pytest
 import trio
 import trio.testing
 
-from doors.fs._fuse_serve import FAST_READS, READER_HOOK_VERSION, FuseReader, reader_hook
+from doors.fs._fuse_serve import FAST_READS, READER_HOOK_VERSION, SPIN_NS, FuseReader, reader_hook, spin_window
 from tests.doors.fs._mount import mounted, needs_mount
 
 KEY = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"
@@ -75,6 +75,75 @@ async def test_a_request_already_there_is_read_without_a_checkpoint_a_few_times_
         with trio.move_on_after(0.05) as idle:
             await reader.wait()  # nothing there: it waits
         assert idle.cancelled_caught
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+class _Device:
+    """The device as FuseReader polls it, with its own clock: each poll is STEP_NS later; a request shows up at
+    the poll numbered `ready_at` (None: never)."""
+
+    STEP_NS = 10_000
+
+    def __init__(self, ready_at: int | None) -> None:
+        self.ready_at, self.polls, self.now = ready_at, 0, 0
+
+    def poll(self, timeout: int) -> list[tuple[int, int]]:
+        assert timeout == 0, "the spin polls; it never sleeps in the kernel"
+        self.polls += 1
+        self.now += self.STEP_NS
+        assert self.polls < 1000, "the spin window has no end"
+        return [(0, 1)] if self.ready_at is not None and self.polls >= self.ready_at else []
+
+    def clock(self) -> int:
+        return self.now
+
+
+def _watched(device: _Device, device_fd: int = -1, spin_ns: int = SPIN_NS) -> FuseReader:
+    reader = FuseReader(device_fd, spin_ns)
+    reader._poll, reader._clock = device, device.clock  # type: ignore[assignment]
+    return reader
+
+
+async def test_a_request_that_comes_within_the_spin_window_is_read_without_sleeping_or_a_checkpoint() -> None:
+    device = _Device(ready_at=SPIN_NS // _Device.STEP_NS // 2)  # halfway through the window
+    reader = _watched(device)
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        assert await reader.wait()  # a pending cancel unseen: no trio wait, the CPU never left the device
+    assert not scope.cancelled_caught and device.polls == device.ready_at
+
+
+async def test_the_spin_window_ends_and_the_worker_waits_through_trio() -> None:
+    device = _Device(ready_at=None)
+    read_end, write_end = os.pipe()  # nothing written: trio's wait on it sleeps
+    try:
+        reader = _watched(device, read_end)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await reader.wait()
+        assert scope.cancelled_caught and not reader.waiting  # waited through trio, after the window
+        assert device.now >= SPIN_NS and device.polls <= SPIN_NS // _Device.STEP_NS + 1
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_door_on_one_cpu_does_not_spin() -> None:
+    assert spin_window(1) == 0  # the app could send its request only by preempting the spin
+    assert spin_window(2) == spin_window(64) == SPIN_NS > 0
+
+
+async def test_without_a_window_a_request_not_there_is_waited_for_through_trio() -> None:
+    device = _Device(ready_at=2)  # it would come at the next poll
+    read_end, write_end = os.pipe()
+    try:
+        reader = _watched(device, read_end, spin_ns=0)
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await reader.wait()
+        assert scope.cancelled_caught and device.polls == 1
     finally:
         os.close(read_end)
         os.close(write_end)
