@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launcher.manifest._errors import ManifestError, child
+from pki.vocabulary import lone_surrogate
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 32
@@ -21,7 +22,6 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _PRESCAN_DEPTH = 256
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -117,7 +117,7 @@ def _settle_object(pairs: _Pairs, ptr: str, depth: int) -> dict[str, Any]:
 
 
 def _refuse_surrogate(text: str, ptr: str, what: str) -> None:
-    found = _SURROGATE.search(text)
-    if found:
-        raise ManifestError(ptr, f"a {what} holds the lone surrogate \\u{ord(found.group()):04x}",
+    found = lone_surrogate(text)
+    if found is not None:
+        raise ManifestError(ptr, f"a {what} holds the lone surrogate \\u{ord(found):04x}",
                             "pair each \\ud800-\\udbff escape with a \\udc00-\\udfff escape, or remove it")

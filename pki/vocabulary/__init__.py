@@ -62,7 +62,7 @@ if TYPE_CHECKING:
         STATUS_FD,
         SVID_FD,
     )
-    from pki.vocabulary.json_text import holds_lone_surrogate, json_of
+    from pki.vocabulary.json_text import json_of, lone_surrogate
     from pki.vocabulary.legible import Unreadable, escaped, unreadable, unreadable_char
     from pki.vocabulary.names import INJECT_FORMATS, SECRET_NAME_PATTERN, valid_secret_name
     from pki.vocabulary.paths import (
@@ -117,7 +117,7 @@ _HOMES = {
                              "LAUNCHER_EXITS", "ExitMeaning", "child_exit_meaning", "exit_codes_help"),
     "pki.vocabulary.fds": ("DOOR_LISTENER", "EGRESS_CA_ROW", "FIRST_LISTENER_FD", "MODEL_LISTENER_PREFIX",
                            "MOUNT_FD_ROW", "MOUNT_OWNER_ROW", "PROXY_LISTENER_PREFIX", "STATUS_FD", "SVID_FD"),
-    "pki.vocabulary.json_text": ("holds_lone_surrogate", "json_of"),
+    "pki.vocabulary.json_text": ("json_of", "lone_surrogate"),
     "pki.vocabulary.legible": ("Unreadable", "escaped", "unreadable", "unreadable_char"),
     "pki.vocabulary.names": ("INJECT_FORMATS", "SECRET_NAME_PATTERN", "valid_secret_name"),
     "pki.vocabulary.paths": ("AUDIT_ROOT", "DEMO_ROOT", "HELLO_ROOT", "LAUNCHD_POLICY", "LAUNCHD_SOCKET",
@@ -217,9 +217,9 @@ __all__ = [
     "fatal_message",
     "fingerprint_message",
     "forbid_message",
-    "holds_lone_surrogate",
     "internal_range_problem",
     "json_of",
+    "lone_surrogate",
     "lost_message",
     "new_sid",
     "ready_message",

@@ -14,6 +14,8 @@ from typing import Any
 
 # Where json.loads may have left a lone surrogate: a \uD800-\uDFFF escape (a pair decodes to one code point).
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+# A surrogate code point in a str: what a lone escape decodes to (UTF-8 can hold none of them).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def json_of(data: bytes) -> Any:
@@ -27,20 +29,24 @@ def json_of(data: bytes) -> Any:
         value = json.loads(text) if text else None
     except RecursionError:
         raise ValueError("nested too deeply") from None
-    if _SURROGATE_ESCAPE.search(text) and holds_lone_surrogate(value):
+    if _SURROGATE_ESCAPE.search(text) and _holds_lone_surrogate(value):
         raise ValueError("a string holds a lone surrogate (a \\ud800-\\udfff escape not in a pair)")
     return value
 
 
-def holds_lone_surrogate(value: Any) -> bool:
-    """Whether a string anywhere in the parsed `value` (a key or a value) cannot be encoded as UTF-8."""
+def lone_surrogate(text: str) -> str | None:
+    """The first code point of `text` no UTF-8 can hold (a surrogate, U+D800-U+DFFF, left alone), or None."""
+    found = _SURROGATE.search(text)
+    return found.group() if found else None
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether a string anywhere in the parsed `value` (a key or a value) holds a lone surrogate."""
     pending = [value]
     while pending:
         item = pending.pop()
         if isinstance(item, str):
-            try:
-                item.encode()
-            except UnicodeEncodeError:
+            if lone_surrogate(item) is not None:
                 return True
         elif isinstance(item, dict):
             pending.extend(item)
