@@ -96,6 +96,12 @@ class MountCore:
         """openat2 beneath the root, through no symlink; OSError as the kernel says."""
         return openat2(self.workspace.root_fd, path.text or ".", flags | os.O_CLOEXEC, 0, RESOLVE)
 
+    def open_node(self, path: WorkspacePath) -> int:
+        """An fd of what is at `path`, to read it or set its times and mode through. Never blocking: a FIFO's
+        open would wait for a writer, and every request of the door (the HTTP API's too) behind it; opened thus, it
+        is judged (not_a_file) like any other kind that is not a file."""
+        return self.open_at(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+
     def lstat(self, path: WorkspacePath) -> os.stat_result:
         """What is at `path` (a symlink itself, never followed)."""
         fd = self.open_at(path, os.O_PATH | os.O_NOFOLLOW)

@@ -96,7 +96,7 @@ class MountOps(NameOps):
             return ReadHandle(node, os.dup(staged.temp_fd))
         call = Call(Op.READ, path, ROLE)
         try:
-            fd = core.open_at(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = core.open_node(path)
         except OSError as err:
             raise core.kernel_failed(call, err) from None
         try:
@@ -112,7 +112,7 @@ class MountOps(NameOps):
         appending = bool(flags & os.O_APPEND) and not flags & os.O_TRUNC
         call = Call(Op.APPEND if appending else Op.WRITE, path, ROLE)
         try:
-            fd = core.open_at(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = core.open_node(path)
         except OSError as err:
             raise core.kernel_failed(call, err) from None
         try:
@@ -266,13 +266,13 @@ class MountOps(NameOps):
             if isinstance(staged, StagedFile):
                 os.utime(staged.temp_fd, ns=times)
                 return
-            fd = core.open_at(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = core.open_node(path)
             try:
                 os.utime(fd, ns=times)
             finally:
                 os.close(fd)
 
-        kind = "dir" if stat.S_ISDIR(current.st_mode) else "file"
+        kind = target_of(current).kind  # a FIFO or a device is refused (not_a_file) before anything opens it
         # Judged as a mkdir of an existing directory or a zero-byte change of a file: names, no quota.
         op = Op.MKDIR if kind == "dir" else Op.WRITE
         core.settle(Call(op, path, ROLE), Facts(target=Target(kind), real_path=path), act, extra={"change": "times"})
@@ -301,6 +301,7 @@ class MountOps(NameOps):
         st = core.stat_node(node)
         if stat.S_ISDIR(st.st_mode):
             return  # directories stay 0755
+        kind = target_of(st).kind  # a FIFO or a device is refused (not_a_file) before anything opens it
         refusal = decide_names(Op.WRITE, path, core.rows, want_exec=want_exec, role=ROLE)
         if refusal is None and prefix_of(path, core.rows.append_only, core.rows.casefold_dirs) is not None:
             refusal = refuse(403, "append_only", f"{path} is in append_only: its mode stays", "append to it instead")
@@ -314,13 +315,13 @@ class MountOps(NameOps):
                 staged.want_exec = want_exec
                 os.fchmod(staged.temp_fd, new_mode)
                 return
-            fd = core.open_at(path, os.O_RDONLY | os.O_NOFOLLOW)
+            fd = core.open_node(path)
             try:
                 os.fchmod(fd, new_mode)
             finally:
                 os.close(fd)
 
-        core.settle(call, Facts(target=Target("file"), real_path=path), act, extra={"change": "mode"})
+        core.settle(call, Facts(target=Target(kind), real_path=path), act, extra={"change": "mode"})
 
 
 

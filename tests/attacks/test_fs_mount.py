@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import mmap
 import os
 import signal
+import stat
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.doors.fs._mount import mounted, needs_mount
+from tests.doors.fs._mount import OWNER, deadlock_guard, mounted, needs_mount
 
 pytestmark = [pytest.mark.root, needs_mount]
 
@@ -278,3 +280,52 @@ def test_a_large_append_lands_whole_and_is_counted_once() -> None:
         landed = Path(f"{mount.workspace}/log").read_bytes()
         assert landed.startswith(b"start\n" + b"z" * (40 * 65536)) and set(landed[6 + 40 * 65536:]) <= {ord("y")}
         assert len(landed) == size
+
+
+def _special_files(root: str) -> None:
+    _tree(root)
+    os.mkfifo(f"{root}/pipe")
+    os.mknod(f"{root}/null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+
+
+def test_a_fifo_or_device_in_the_workspace_cannot_hang_or_reach_the_door() -> None:
+    """A FIFO the person's tree holds: the app's kernel opens it locally (a FUSE special file), but touch and chmod
+    come to the door, whose open of it would wait for a writer with every request of the door behind it (HTTP
+    too) and the app in D. Refused before any open (not_a_file), the door answers the next call."""
+    with mounted(ROWS, _special_files) as mount:
+        def attack(point: str) -> list[int | bytes]:
+            outcomes: list[int | bytes] = []
+            for special in (f"{point}/pipe", f"{point}/null"):
+                outcomes += [_errno(functools.partial(os.utime, special)),
+                             _errno(functools.partial(os.chmod, special, 0o644)),
+                             _errno(functools.partial(os.truncate, special, 0))]
+            outcomes.append(Path(f"{point}/log").read_bytes())  # the door still answers
+            return outcomes
+
+        with deadlock_guard(mount.mount_fd) as fired:
+            outcomes = mount.run(attack)
+        assert not fired, "the door hung on a special file: its connection had to be aborted"
+        assert outcomes == [errno.EISDIR, errno.EISDIR, errno.EINVAL] * 2 + [b"start\n"]
+        refused = {(event["path"], event["row"]) for event in mount.events() if event["decision"] == "refuse"}
+        assert {("pipe", "not_a_file"), ("null", "not_a_file")} <= refused
+        assert stat.S_ISFIFO(os.lstat(f"{mount.workspace}/pipe").st_mode)
+
+
+def test_a_file_swapped_for_a_fifo_behind_the_kernels_cache_cannot_hang_the_door() -> None:
+    """The app's kernel still holds `swap` as a regular file (its 1 s attribute cache) when the host puts a FIFO
+    there: the open comes to the door, which opens without blocking and refuses what it found."""
+    with mounted(ROWS, _tree) as mount:
+        Path(f"{mount.workspace}/swap").write_text("a file\n")
+        os.chown(f"{mount.workspace}/swap", OWNER, OWNER)
+        assert mount.run(lambda point: stat.S_ISREG(os.stat(f"{point}/swap").st_mode))
+        os.unlink(f"{mount.workspace}/swap")
+        os.mkfifo(f"{mount.workspace}/swap")
+        with deadlock_guard(mount.mount_fd) as fired:
+            opened = mount.run(lambda point: _errno(lambda: os.close(os.open(f"{point}/swap",
+                                                                             os.O_RDONLY | os.O_NONBLOCK))))
+            after = mount.run(lambda point: Path(f"{point}/log").read_bytes())
+        assert not fired, "the door hung opening a FIFO: its connection had to be aborted"
+        refused = {(event["path"], event["row"]) for event in mount.events() if event["decision"] == "refuse"}
+        if ("swap", "not_a_file") not in refused:
+            pytest.skip("the app's kernel looked `swap` up again (its cache outlived): the open never came to the door")
+        assert opened == errno.EISDIR and after == b"start\n"

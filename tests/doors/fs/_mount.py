@@ -13,7 +13,9 @@ import os
 import pickle
 import shutil
 import signal
+import subprocess
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ from launcher.kernel._sys import libc
 OWNER = 0x7FFE_0A01  # the workspace's owner: the fs door runs as this uid
 APP = 0x7FFE_0A02  # the app
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+GUARD_S = 60.0  # far beyond what any test's calls take on the mount: only a deadlock gets there
 
 needs_mount = pytest.mark.skipif(os.geteuid() != 0 or fuse_mount.fuse_available() is not None,
                                  reason="needs root and /dev/fuse")
@@ -156,3 +159,33 @@ def _chown_tree(root: str) -> None:
             os.lchown(os.path.join(top, name), OWNER, OWNER)
     os.chown(root, OWNER, OWNER)
     os.chmod(root, 0o755)
+
+
+@contextlib.contextmanager
+def deadlock_guard(mount_fd: int) -> Iterator[list[bool]]:
+    """A liveness guard, not a speed limit: if the app's calls have not returned after GUARD_S, abort the mount's
+    FUSE connection (fusectl, mounted privately for that) so that a deadlocked door fails the test rather than
+    leaving the app and the door stuck for ever (a request the door has read cannot be interrupted)."""
+    fired: list[bool] = []
+    connection = os.minor(os.fstat(mount_fd).st_dev)  # now, while the door answers (a GETATTR)
+
+    def abort() -> None:
+        fired.append(True)
+        control = tempfile.mkdtemp(prefix="sh-test-fusectl-")
+        try:
+            subprocess.run(["mount", "-t", "fusectl", "fusectl", control], check=True)
+            try:
+                with open(f"{control}/{connection}/abort", "w") as abort_file:
+                    abort_file.write("1")
+            finally:
+                subprocess.run(["umount", control], check=True)
+        finally:
+            os.rmdir(control)
+
+    timer = threading.Timer(GUARD_S, abort)
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+        timer.join()

@@ -5,13 +5,9 @@ READ in flight holds."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import subprocess
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyfuse3
@@ -20,10 +16,9 @@ import trio
 import trio.testing
 
 from doors.fs._fuse_serve import FAST_READS, READER_HOOK_VERSION, SPIN_NS, FuseReader, reader_hook, spin_window
-from tests.doors.fs._mount import mounted, needs_mount
+from tests.doors.fs._mount import deadlock_guard, mounted, needs_mount
 
 KEY = b"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"
-GUARD_S = 60.0  # far beyond the ~0.3 s the 20 refused closes take: only a deadlock gets there
 
 
 async def _waiter(reader: FuseReader, results: list[bool]) -> None:
@@ -213,36 +208,6 @@ def _refused_closes_beside_a_reader(point: str) -> list[int]:
     return refused
 
 
-@contextlib.contextmanager
-def _deadlock_guard(mount_fd: int) -> Iterator[list[bool]]:
-    """A liveness guard, not a speed limit: if the app's calls have not returned after GUARD_S, abort the mount's
-    FUSE connection (fusectl, mounted privately for that) so that a deadlocked door fails the test rather than
-    leaving the app and the door stuck for ever (a request the door has read cannot be interrupted)."""
-    fired: list[bool] = []
-    connection = os.minor(os.fstat(mount_fd).st_dev)  # now, while the door answers (a GETATTR)
-
-    def abort() -> None:
-        fired.append(True)
-        control = tempfile.mkdtemp(prefix="sh-test-fusectl-")
-        try:
-            subprocess.run(["mount", "-t", "fusectl", "fusectl", control], check=True)
-            try:
-                with open(f"{control}/{connection}/abort", "w") as abort_file:
-                    abort_file.write("1")
-            finally:
-                subprocess.run(["umount", control], check=True)
-        finally:
-            os.rmdir(control)
-
-    timer = threading.Timer(GUARD_S, abort)
-    timer.start()
-    try:
-        yield fired
-    finally:
-        timer.cancel()
-        timer.join()
-
-
 @pytest.mark.root
 @needs_mount
 def test_a_refused_commit_beside_reads_in_flight_does_not_hang_the_door() -> None:
@@ -250,7 +215,7 @@ def test_a_refused_commit_beside_reads_in_flight_does_not_hang_the_door() -> Non
         Path(f"{root}/big.bin").write_bytes(b"a" * (8 << 20))
 
     with mounted({"refuse_secrets": True}, setup) as mount:
-        with _deadlock_guard(mount.mount_fd) as fired:
+        with deadlock_guard(mount.mount_fd) as fired:
             try:
                 refused = mount.run(_refused_closes_beside_a_reader)
             except Exception:
