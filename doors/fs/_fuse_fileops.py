@@ -192,7 +192,7 @@ class MountOps(NameOps):
         core = self.core
         handle = core.handle(fh)
         try:
-            commit(core, handle, closed)
+            await core.unblocked(lambda: commit(core, handle, closed))
         except pyfuse3.FUSEError:
             await self._forget_refused(handle)
             raise
@@ -217,7 +217,8 @@ class MountOps(NameOps):
         try:
             if isinstance(released, (StagedFile, StagedAppend)):
                 try:
-                    commit(core, released, "release")  # mmap'd pages written back after the last close
+                    # mmap'd pages written back after the last close
+                    await core.unblocked(lambda: commit(core, released, "release"))
                 except pyfuse3.FUSEError:
                     await self._forget_refused(released)
                 if node.pending:  # never committed (refused at flush): its name goes now
@@ -287,7 +288,7 @@ class MountOps(NameOps):
         own = self._open_write(node, path, os.O_WRONLY | (os.O_TRUNC if size == 0 else 0))
         try:
             truncate(core, own, size)
-            commit(core, own, "truncate")
+            await core.unblocked(lambda: commit(core, own, "truncate"))
         finally:
             if core.staged.get(node.ino) is own:
                 del core.staged[node.ino]

@@ -24,7 +24,7 @@ from doors.fs._decide import file_mode
 from doors.fs._dispatch import Call, Upload
 from doors.fs._fuse_core import ROLE, MountCore, fail
 from doors.fs._fuse_nodes import Node
-from doors.fs._ops import target_of
+from doors.fs._ops import PathBusy, target_of
 from doors.fs._paths import WorkspacePath
 from doors.fs._rules import Facts, Op, refuse
 from doors.fs._secrets import CARRY, KEPT_CARRY, SecretScanner
@@ -248,7 +248,7 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
     call = Call(Op.WRITE, path, ROLE)
     parent_fd = core.parent_fd(call, path)
     try:
-        with core.workspace.lock(path):
+        with core.workspace.lock(path, wait=False):
             target = core.workspace.stat_at(parent_fd, path.name)
             facts = Facts(target=target, real_path=path, body_bytes=size, secret=secret)
             mode = file_mode(path, core.rows, staged.want_exec, target.executable)
@@ -260,6 +260,9 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
 
             extra = {"opened": staged.opened, "closed": closed, "writes": staged.writes}
             core.settle(call, facts, act, staged.upload, extra)
+    except PathBusy:
+        staged.dirty = True  # not judged yet: MountCore.unblocked commits it again
+        raise
     finally:
         os.close(parent_fd)
     staged.committed = True
@@ -290,8 +293,11 @@ def commit_append(core: MountCore, staged: StagedAppend, closed: str) -> None:
     call = Call(Op.APPEND, path, ROLE)
     parent_fd = core.parent_fd(call, path)
     try:
-        with core.workspace.lock(path):
+        with core.workspace.lock(path, wait=False):
             _append_locked(core, staged, call, parent_fd, closed)
+    except PathBusy:
+        staged.dirty = True  # not judged yet: MountCore.unblocked commits it again
+        raise
     finally:
         os.close(parent_fd)
     staged.spool.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doors.fs._mount import OWNER, deadlock_guard, mounted, needs_mount
+from tests.doors.fs._mount import OWNER, deadlock_guard, http_request, mounted, needs_mount
 
 pytestmark = [pytest.mark.root, needs_mount]
 
@@ -329,3 +329,34 @@ def test_a_file_swapped_for_a_fifo_behind_the_kernels_cache_cannot_hang_the_door
         if ("swap", "not_a_file") not in refused:
             pytest.skip("the app's kernel looked `swap` up again (its cache outlived): the open never came to the door")
         assert opened == errno.EISDIR and after == b"start\n"
+
+
+def test_a_mount_write_racing_an_http_write_of_one_path_cannot_stop_the_door() -> None:
+    """The HTTP API commits in a worker thread under the path's lock and queues its audit event through the door's
+    trio thread; a mount commit of the same path in that thread used to wait for the lock, so neither could go on:
+    every request of the door, the mount's and the HTTP API's, stopped (a few rounds sufficed). The mount now waits
+    for a held lock in a worker thread of its own."""
+    with mounted(ROWS, _tree, http=True) as mount:
+        def attack(point: str) -> tuple[list[int], int]:
+            writer = os.fork()
+            if writer == 0:
+                code = 0
+                try:
+                    for _ in range(200):
+                        http_request(mount.http_socket, "PUT", "/v0/fs/files/raced", b"h" * 100)
+                except OSError:
+                    code = 1
+                os._exit(code)
+            codes = [_errno(lambda: Path(f"{point}/raced").write_bytes(b"m" * 100)) for _ in range(200)]
+            if any(codes):
+                os.kill(writer, signal.SIGKILL)  # the door is stuck: its HTTP answer will never come
+            _, status = os.waitpid(writer, 0)
+            return codes, status
+
+        with deadlock_guard(mount.mount_fd) as fired:
+            codes, status = mount.run(attack)
+        assert not fired, "the door deadlocked: its mount connection had to be aborted"
+        assert codes == [0] * 200 and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert Path(f"{mount.workspace}/raced").read_bytes() in (b"h" * 100, b"m" * 100)
+        writes = [event for event in mount.events() if event["op"] == "write" and event["path"] == "raced"]
+        assert len(writes) == 400 and all(event["decision"] == "allow" for event in writes)
