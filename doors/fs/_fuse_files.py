@@ -16,7 +16,7 @@ import errno
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from doors._refusal import Refusal
@@ -71,7 +71,6 @@ class StagedFile:
     dirty: bool = False
     committed: bool = False  # the staged file became the target: the next write stages a fresh copy
     writes: int = 0
-    fds: list[int] = field(default_factory=list)  # fds replaced by a restage, closed with the handle
 
     def stat(self) -> os.stat_result:
         return os.fstat(self.temp_fd)
@@ -80,8 +79,7 @@ class StagedFile:
         return os.pread(self.temp_fd, size, offset)
 
     def close(self) -> None:
-        for fd in (self.temp_fd, *self.fds):
-            os.close(fd)
+        os.close(self.temp_fd)
         self.upload.close()
 
 
@@ -179,7 +177,7 @@ def restage(core: MountCore, staged: StagedFile) -> None:
     fresh = stage_file(core, staged.node, path, copy_from=staged.temp_fd, want_exec=staged.want_exec,
                        opened=staged.opened)
     fresh.upload.close()
-    staged.fds.append(staged.temp_fd)
+    os.close(staged.temp_fd)  # the target's now (readers opened their own): kept, one fd a commit, without bound
     staged.temp_fd, staged.committed = fresh.temp_fd, False
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doors.fs._mount import OWNER, deadlock_guard, http_request, mounted, needs_mount
+from tests.doors.fs._mount import OWNER, Mounted, deadlock_guard, http_request, mounted, needs_mount
 
 pytestmark = [pytest.mark.root, needs_mount]
 
@@ -360,3 +360,38 @@ def test_a_mount_write_racing_an_http_write_of_one_path_cannot_stop_the_door() -
         assert Path(f"{mount.workspace}/raced").read_bytes() in (b"h" * 100, b"m" * 100)
         writes = [event for event in mount.events() if event["op"] == "write" and event["path"] == "raced"]
         assert len(writes) == 400 and all(event["decision"] == "allow" for event in writes)
+
+
+def _door_fds(mount: Mounted) -> int:
+    return len(os.listdir(f"/proc/{mount.door_pid}/fd"))
+
+
+def test_writes_committed_again_and_again_through_one_handle_hold_no_fds_in_the_door() -> None:
+    """Each fsync of a handle commits its staged file, and the next write stages a fresh copy: the door used to
+    keep the committed one's fd until the handle closed, one fd a commit, so one open file and a loop of
+    pwrite+fsync (4 096 rounds: the door's RLIMIT_NOFILE) left the door no fd for any request of anyone's."""
+    with mounted(ROWS, _tree) as mount:
+        ready_r, ready_w = os.pipe()
+        done_r, done_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            def app(point: str) -> None:
+                fd = os.open(f"{point}/notes.md", os.O_RDWR)
+                for round_ in range(500):
+                    os.pwrite(fd, b"%03d" % round_, 0)
+                    os.fsync(fd)
+                os.write(ready_w, b"r")
+                os.read(done_r, 1)  # the handle stays open while the door's fds are counted
+                os.close(fd)
+
+            try:
+                mount._as_app(app, uid=0x7FFE_0A02)
+            finally:
+                os._exit(0)
+        before = _door_fds(mount)
+        os.read(ready_r, 1)
+        held = _door_fds(mount)
+        os.write(done_w, b"d")
+        os.waitpid(pid, 0)
+        assert held - before < 10, f"the door holds {held - before} more fds for one open file"
+        assert Path(f"{mount.workspace}/notes.md").read_bytes() == b"499" + b"a" * 8189
