@@ -395,3 +395,33 @@ def test_writes_committed_again_and_again_through_one_handle_hold_no_fds_in_the_
         os.waitpid(pid, 0)
         assert held - before < 10, f"the door holds {held - before} more fds for one open file"
         assert Path(f"{mount.workspace}/notes.md").read_bytes() == b"499" + b"a" * 8189
+
+
+def test_copies_staged_for_opens_of_a_large_file_count_against_max_total_bytes() -> None:
+    """An open for writing without O_TRUNC stages a copy of the whole file on the disk. Those copies used to count
+    for nothing until a write: opens of a 256 KiB file for reading and writing, held and never written, took
+    256 KiB of disk each whatever max_total_bytes said (of a 64 MiB file, 512 MiB for eight opens under a 1 MiB
+    max_total_bytes). Each copy is reserved now: the fifth open here is EDQUOT, and closing gives it all back."""
+    def big_tree(root: str) -> None:
+        _tree(root)
+        Path(f"{root}/big").write_bytes(b"b" * (256 << 10))
+
+    with mounted({**ROWS, "max_total_bytes": 1 << 20}, big_tree) as mount:
+        def attack(point: str) -> tuple[list[int], int]:
+            held: list[int] = []
+
+            def hold() -> None:
+                held.append(os.open(f"{point}/big", os.O_RDWR))
+
+            codes = [_errno(hold) for _ in range(8)]
+            for fd in held:
+                os.close(fd)
+            with open(f"{point}/big", "r+b") as again:  # every reservation was given back at close
+                again.write(b"c")
+            return codes, len(held)
+
+        codes, held = mount.run(attack)
+        assert codes == [0] * 4 + [errno.EDQUOT] * 4 and held == 4
+        assert Path(f"{mount.workspace}/big").read_bytes() == b"c" + b"b" * ((256 << 10) - 1)
+        refused = [event for event in mount.events() if event["decision"] == "refuse"]
+        assert [(event["path"], event["row"]) for event in refused] == [("big", "max_total_bytes")] * 4
