@@ -91,12 +91,11 @@ class MountOps(NameOps):
     def _open_read(self, node: Node, path: WorkspacePath) -> ReadHandle:
         core = self.core
         staged = core.staged.get(node.ino)
-        if staged is not None and isinstance(staged, StagedFile):
-            # Another handle is writing it: read what it staged, as a reader of a local file would.
-            return ReadHandle(node, os.dup(staged.temp_fd))
         call = Call(Op.READ, path, ROLE)
         try:
-            fd = core.open_node(path)
+            # Another handle is writing it: read what it staged, as a reader of a local file would (judged and
+            # audited as any read: an unaudited read of it used to be the result).
+            fd = os.dup(staged.temp_fd) if isinstance(staged, StagedFile) else core.open_node(path)
         except OSError as err:
             raise core.kernel_failed(call, err) from None
         try:
@@ -281,6 +280,8 @@ class MountOps(NameOps):
     async def _truncate(self, node: Node, path: WorkspacePath, size: int, fh: int | None) -> None:
         core = self.core
         handle = core.handles.get(fh) if fh is not None else core.staged.get(node.ino)
+        if fh is None and isinstance(handle, StagedAppend):
+            handle = None  # another handle's appends, which cannot shrink: truncate(2) by path is its own write
         if isinstance(handle, (StagedFile, StagedAppend)):
             truncate(core, handle, size)
             return

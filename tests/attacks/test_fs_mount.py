@@ -425,3 +425,35 @@ def test_copies_staged_for_opens_of_a_large_file_count_against_max_total_bytes()
         assert Path(f"{mount.workspace}/big").read_bytes() == b"c" + b"b" * ((256 << 10) - 1)
         refused = [event for event in mount.events() if event["decision"] == "refuse"]
         assert [(event["path"], event["row"]) for event in refused] == [("big", "max_total_bytes")] * 4
+
+
+def test_a_read_of_a_file_another_handle_is_writing_is_audited() -> None:
+    """A read open of a file another handle has staged reads the staged bytes; it was neither judged nor audited."""
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> bytes:
+            with open(f"{point}/notes.md", "r+b") as writer:
+                writer.write(b"STAGED")
+                writer.flush()
+                with open(f"{point}/notes.md", "rb") as reader:
+                    return reader.read(6)
+
+        assert mount.run(attack) == b"STAGED"
+        ops = [(event["op"], event["path"]) for event in mount.events()]
+        assert ops == [("read", "notes.md"), ("write", "notes.md")]
+
+
+def test_truncate_by_path_beside_an_appending_handle_is_judged_as_its_own_write() -> None:
+    """truncate(2) of a file another handle has open with O_APPEND took that handle's staging, which cannot shrink:
+    refused (EPERM) and audited under append_only, a row that does not name the file. It is a write of its own."""
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> int:
+            appender = os.open(f"{point}/notes.md", os.O_WRONLY | os.O_APPEND)
+            try:
+                return _errno(lambda: os.truncate(f"{point}/notes.md", 10))
+            finally:
+                os.write(appender, b"+")
+                os.close(appender)
+
+        assert mount.run(attack) == 0
+        assert Path(f"{mount.workspace}/notes.md").read_bytes() == b"a" * 10 + b"+"
+        assert not [event for event in mount.events() if event["decision"] == "refuse"]
