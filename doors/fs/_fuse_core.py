@@ -14,9 +14,10 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pyfuse3
+import trio
 
 from doors._refusal import DoorRefused, Refusal
 from doors.fs._decide import decide
@@ -24,7 +25,7 @@ from doors.fs._dispatch import Call, Dispatcher
 from doors.fs._fuse_errno import errno_of
 from doors.fs._fuse_nodes import ROOT_INODE, Node, NodeTable
 from doors.fs._openat2 import RESOLVE_BENEATH, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
-from doors.fs._ops import Workspace, kernel_refusal, target_of
+from doors.fs._ops import PathBusy, Workspace, kernel_refusal, target_of
 from doors.fs._paths import MAX_DEPTH, MAX_PATH_BYTES, WorkspacePath, is_temp_name, parse_path, path_refusal
 from doors.fs._rules import Facts, FsRows, Op, Target, refuse
 
@@ -35,6 +36,7 @@ ENTRY_TIMEOUT_S = 1.0
 ATTR_TIMEOUT_S = 1.0
 ROLE = "app"  # the mount is the app's (its own mount namespace holds it)
 VIA = {"via": "mount"}
+T = TypeVar("T")
 
 
 def fail(code: int) -> pyfuse3.FUSEError:
@@ -116,6 +118,18 @@ class MountCore:
             return self.open_at(path.parent, os.O_PATH | os.O_DIRECTORY)
         except OSError as err:
             raise self.kernel_failed(call, err) from None
+
+    async def unblocked(self, act: Callable[[], T]) -> T:
+        """Run `act`, which takes per-path locks without waiting (PathBusy), in the trio thread; a lock held
+        elsewhere is waited for in a worker thread, then `act` runs again. An HTTP write holds its path's lock in a
+        worker thread while it queues its audit event through the trio thread: waiting for it here would stop
+        the door for good, the mount and the HTTP API alike."""
+        while True:
+            try:
+                return act()
+            except PathBusy as busy:
+                self.lend_reader()
+                await trio.to_thread.run_sync(self.workspace.wait_free, busy.real)
 
     # -- attributes --
     def attrs(self, ino: int, st: Any) -> pyfuse3.EntryAttributes:

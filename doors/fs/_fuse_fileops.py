@@ -91,12 +91,11 @@ class MountOps(NameOps):
     def _open_read(self, node: Node, path: WorkspacePath) -> ReadHandle:
         core = self.core
         staged = core.staged.get(node.ino)
-        if staged is not None and isinstance(staged, StagedFile):
-            # Another handle is writing it: read what it staged, as a reader of a local file would.
-            return ReadHandle(node, os.dup(staged.temp_fd))
         call = Call(Op.READ, path, ROLE)
         try:
-            fd = core.open_node(path)
+            # Another handle is writing it: read what it staged, as a reader of a local file would (judged and
+            # audited as any read: an unaudited read of it used to be the result).
+            fd = os.dup(staged.temp_fd) if isinstance(staged, StagedFile) else core.open_node(path)
         except OSError as err:
             raise core.kernel_failed(call, err) from None
         try:
@@ -192,7 +191,7 @@ class MountOps(NameOps):
         core = self.core
         handle = core.handle(fh)
         try:
-            commit(core, handle, closed)
+            await core.unblocked(lambda: commit(core, handle, closed))
         except pyfuse3.FUSEError:
             await self._forget_refused(handle)
             raise
@@ -217,7 +216,8 @@ class MountOps(NameOps):
         try:
             if isinstance(released, (StagedFile, StagedAppend)):
                 try:
-                    commit(core, released, "release")  # mmap'd pages written back after the last close
+                    # mmap'd pages written back after the last close
+                    await core.unblocked(lambda: commit(core, released, "release"))
                 except pyfuse3.FUSEError:
                     await self._forget_refused(released)
                 if node.pending:  # never committed (refused at flush): its name goes now
@@ -280,6 +280,8 @@ class MountOps(NameOps):
     async def _truncate(self, node: Node, path: WorkspacePath, size: int, fh: int | None) -> None:
         core = self.core
         handle = core.handles.get(fh) if fh is not None else core.staged.get(node.ino)
+        if fh is None and isinstance(handle, StagedAppend):
+            handle = None  # another handle's appends, which cannot shrink: truncate(2) by path is its own write
         if isinstance(handle, (StagedFile, StagedAppend)):
             truncate(core, handle, size)
             return
@@ -287,7 +289,7 @@ class MountOps(NameOps):
         own = self._open_write(node, path, os.O_WRONLY | (os.O_TRUNC if size == 0 else 0))
         try:
             truncate(core, own, size)
-            commit(core, own, "truncate")
+            await core.unblocked(lambda: commit(core, own, "truncate"))
         finally:
             if core.staged.get(node.ino) is own:
                 del core.staged[node.ino]

@@ -16,7 +16,7 @@ import errno
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from doors._refusal import Refusal
@@ -24,7 +24,7 @@ from doors.fs._decide import file_mode
 from doors.fs._dispatch import Call, Upload
 from doors.fs._fuse_core import ROLE, MountCore, fail
 from doors.fs._fuse_nodes import Node
-from doors.fs._ops import target_of
+from doors.fs._ops import PathBusy, target_of
 from doors.fs._paths import WorkspacePath
 from doors.fs._rules import Facts, Op, refuse
 from doors.fs._secrets import CARRY, KEPT_CARRY, SecretScanner
@@ -71,7 +71,6 @@ class StagedFile:
     dirty: bool = False
     committed: bool = False  # the staged file became the target: the next write stages a fresh copy
     writes: int = 0
-    fds: list[int] = field(default_factory=list)  # fds replaced by a restage, closed with the handle
 
     def stat(self) -> os.stat_result:
         return os.fstat(self.temp_fd)
@@ -80,8 +79,7 @@ class StagedFile:
         return os.pread(self.temp_fd, size, offset)
 
     def close(self) -> None:
-        for fd in (self.temp_fd, *self.fds):
-            os.close(fd)
+        os.close(self.temp_fd)
         self.upload.close()
 
 
@@ -142,29 +140,39 @@ def stage_append(core: MountCore, node: Node, path: WorkspacePath, read_fd: int,
 def stage_file(core: MountCore, node: Node, path: WorkspacePath, *, copy_from: int, want_exec: bool,
                opened: str, was_executable: bool = False, parent_fd: int = -1) -> StagedFile:
     """A staged write of `path`: an unnamed file beside it holding a copy of `copy_from` (-1: empty); in
-    `parent_fd` (the caller's O_PATH fd of its directory, left open) when given, else through a walk of its own."""
+    `parent_fd` (the caller's O_PATH fd of its directory, left open) when given, else through a walk of its own.
+    The copy's bytes are reserved against max_total_bytes first, as the bytes written are (the commit counts the
+    whole file): copies of a large file, opened for writing again and again and never written, would take the
+    disk no row bounds (EDQUOT)."""
     call = Call(Op.WRITE, path, ROLE)
-    directory = parent_fd if parent_fd >= 0 else core.parent_fd(call, path)
+    upload = core.dispatch.meter.reservation(core.rows, ROLE)
+    size = os.fstat(copy_from).st_size if copy_from >= 0 else 0
+    refusal = upload.take(size) if size else None
+    if refusal is not None:
+        raise core.refused(call, refusal, byte_count=size)
     try:
-        # Readable: the commit scans it, and reads on an O_RDWR handle come from it.
-        temp_fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600, dir_fd=directory)
-    except OSError as err:
-        raise core.kernel_failed(call, err) from None
-    finally:
-        if directory != parent_fd:
-            os.close(directory)
-    try:
-        os.fchmod(temp_fd, file_mode(path, core.rows, want_exec, was_executable))
-        if copy_from >= 0:
-            _copy_all(copy_from, temp_fd)
+        directory = parent_fd if parent_fd >= 0 else core.parent_fd(call, path)
+        try:
+            # Readable: the commit scans it, and reads on an O_RDWR handle come from it.
+            temp_fd = os.open(".", os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600, dir_fd=directory)
+        except OSError as err:
+            raise core.kernel_failed(call, err) from None
+        finally:
+            if directory != parent_fd:
+                os.close(directory)
+        try:
+            os.fchmod(temp_fd, file_mode(path, core.rows, want_exec, was_executable))
+            _copy_all(copy_from, temp_fd, size)
+        except BaseException:
+            os.close(temp_fd)
+            raise
     except BaseException:
-        os.close(temp_fd)
+        upload.close()
         raise
-    return StagedFile(node, temp_fd, core.dispatch.meter.reservation(core.rows, ROLE), want_exec, opened)
+    return StagedFile(node, temp_fd, upload, want_exec, opened)
 
 
-def _copy_all(source: int, dest: int) -> None:
-    size = os.fstat(source).st_size
+def _copy_all(source: int, dest: int, size: int) -> None:
     offset = 0
     while offset < size:
         copied = os.copy_file_range(source, dest, size - offset, offset, offset)
@@ -178,9 +186,9 @@ def restage(core: MountCore, staged: StagedFile) -> None:
     path = core.path_of(staged.node.ino)
     fresh = stage_file(core, staged.node, path, copy_from=staged.temp_fd, want_exec=staged.want_exec,
                        opened=staged.opened)
-    fresh.upload.close()
-    staged.fds.append(staged.temp_fd)
-    staged.temp_fd, staged.committed = fresh.temp_fd, False
+    staged.upload.close()  # nothing held: a commit left it fresh, and write and truncate restage first
+    os.close(staged.temp_fd)  # the target's now (readers opened their own): kept, one fd a commit, without bound
+    staged.temp_fd, staged.upload, staged.committed = fresh.temp_fd, fresh.upload, False
 
 
 def write(core: MountCore, handle: StagedFile | StagedAppend, offset: int, data: bytes) -> int:
@@ -192,14 +200,14 @@ def write(core: MountCore, handle: StagedFile | StagedAppend, offset: int, data:
     # An append lands at the end, whatever the offset (its stat holds the staged bytes already).
     end = (handle.stat().st_size if appending else offset) + size
     limit = core.rows.max_file_bytes
+    if isinstance(handle, StagedFile) and handle.committed:  # first: the fresh copy takes this handle's reservation
+        restage(core, handle)
     refusal = _too_big(end, limit) if end > limit else handle.upload.take(size)
     if refusal is not None:
         raise core.refused(Call(Op.APPEND if appending else Op.WRITE, path, ROLE), refusal, byte_count=size)
     if isinstance(handle, StagedAppend):
         handle.spool.add(data)
     else:
-        if handle.committed:
-            restage(core, handle)
         written = os.pwrite(handle.temp_fd, data, offset)
         if written < size:  # short only on a full disk: the rest raises its errno
             _pwrite_all(handle.temp_fd, memoryview(data)[written:], offset + written)
@@ -248,7 +256,7 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
     call = Call(Op.WRITE, path, ROLE)
     parent_fd = core.parent_fd(call, path)
     try:
-        with core.workspace.lock(path):
+        with core.workspace.lock(path, wait=False):
             target = core.workspace.stat_at(parent_fd, path.name)
             facts = Facts(target=target, real_path=path, body_bytes=size, secret=secret)
             mode = file_mode(path, core.rows, staged.want_exec, target.executable)
@@ -260,6 +268,9 @@ def commit_file(core: MountCore, staged: StagedFile, closed: str) -> None:
 
             extra = {"opened": staged.opened, "closed": closed, "writes": staged.writes}
             core.settle(call, facts, act, staged.upload, extra)
+    except PathBusy:
+        staged.dirty = True  # not judged yet: MountCore.unblocked commits it again
+        raise
     finally:
         os.close(parent_fd)
     staged.committed = True
@@ -290,8 +301,11 @@ def commit_append(core: MountCore, staged: StagedAppend, closed: str) -> None:
     call = Call(Op.APPEND, path, ROLE)
     parent_fd = core.parent_fd(call, path)
     try:
-        with core.workspace.lock(path):
+        with core.workspace.lock(path, wait=False):
             _append_locked(core, staged, call, parent_fd, closed)
+    except PathBusy:
+        staged.dirty = True  # not judged yet: MountCore.unblocked commits it again
+        raise
     finally:
         os.close(parent_fd)
     staged.spool.close()

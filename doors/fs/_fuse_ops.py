@@ -186,7 +186,7 @@ class NameOps(pyfuse3.Operations):
             dest_target = target_at(core, dest) if noreplace else None
             core.settle(call, Facts(target=Target("file"), real_path=source, dest_target=dest_target), lambda: None)
         else:
-            self._rename_on_disk(call, source, dest, noreplace)
+            await core.unblocked(lambda: self._rename_on_disk(call, source, dest, noreplace))
         core.nodes.move(parent_inode_old, source.name, parent_inode_new, dest.name)
 
     def _rename_on_disk(self, call: Call, source: WorkspacePath, dest: WorkspacePath, noreplace: bool) -> None:
@@ -196,7 +196,8 @@ class NameOps(pyfuse3.Operations):
             dst_fd = core.parent_fd(call, dest)
             try:
                 first, second = sorted((source, dest))
-                with core.workspace.lock(first), core.workspace.lock(second) if second != first else nullcontext():
+                with core.workspace.lock(first, wait=False), \
+                        core.workspace.lock(second, wait=False) if second != first else nullcontext():
                     target = core.workspace.stat_at(src_fd, source.name)
                     # Replacing is what rename(2) does (editors and git rename over files); with NOREPLACE the
                     # destination must not exist, as through the HTTP API.

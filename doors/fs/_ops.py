@@ -76,6 +76,14 @@ def target_of(st: os.stat_result) -> Target:
     return Target(kind, st.st_size if kind == "file" else 0, etag, bool(mode & 0o111))
 
 
+class PathBusy(Exception):
+    """A path's lock is held elsewhere, and the caller asked not to wait for it (Workspace.lock, wait=False)."""
+
+    def __init__(self, real: WorkspacePath) -> None:
+        super().__init__(real.text)
+        self.real = real
+
+
 @dataclass
 class Located:
     """A parent directory fd (O_PATH, caller closes), the last name, and what is there now."""
@@ -181,20 +189,31 @@ class Workspace:
             return Target()
 
     @contextmanager
-    def lock(self, real: WorkspacePath) -> Iterator[None]:
-        """Serialise door operations on one path (appends never interleave, checks stay true)."""
+    def lock(self, real: WorkspacePath, *, wait: bool = True) -> Iterator[None]:
+        """Serialise door operations on one path (appends never interleave, checks stay true). `wait` False: raise
+        PathBusy rather than wait for a holder (the trio thread: an HTTP write holds the lock in a worker thread
+        while it queues its audit event through the trio thread)."""
         key = real.text
         with self._locks_guard:
             entry = self._locks.setdefault(key, _PathLock())
             entry.users += 1
         try:
-            with entry.lock:
+            if not entry.lock.acquire(blocking=wait):
+                raise PathBusy(real)
+            try:
                 yield
+            finally:
+                entry.lock.release()
         finally:
             with self._locks_guard:
                 entry.users -= 1
                 if entry.users == 0:
                     del self._locks[key]
+
+    def wait_free(self, real: WorkspacePath) -> None:
+        """Block until no one holds `real`'s lock (in a worker thread, for a caller that may not wait itself)."""
+        with self.lock(real):
+            pass
 
     def own(self, fd: int, mode: int) -> None:
         """Give a new file its mode (exactly: never setuid/setgid) and, if configured, its owner."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doors.fs._mount import OWNER, deadlock_guard, mounted, needs_mount
+from tests.doors.fs._mount import OWNER, Mounted, deadlock_guard, http_request, mounted, needs_mount
 
 pytestmark = [pytest.mark.root, needs_mount]
 
@@ -329,3 +329,131 @@ def test_a_file_swapped_for_a_fifo_behind_the_kernels_cache_cannot_hang_the_door
         if ("swap", "not_a_file") not in refused:
             pytest.skip("the app's kernel looked `swap` up again (its cache outlived): the open never came to the door")
         assert opened == errno.EISDIR and after == b"start\n"
+
+
+def test_a_mount_write_racing_an_http_write_of_one_path_cannot_stop_the_door() -> None:
+    """The HTTP API commits in a worker thread under the path's lock and queues its audit event through the door's
+    trio thread; a mount commit of the same path in that thread used to wait for the lock, so neither could go on:
+    every request of the door, the mount's and the HTTP API's, stopped (a few rounds sufficed). The mount now waits
+    for a held lock in a worker thread of its own."""
+    with mounted(ROWS, _tree, http=True) as mount:
+        def attack(point: str) -> tuple[list[int], int]:
+            writer = os.fork()
+            if writer == 0:
+                code = 0
+                try:
+                    for _ in range(200):
+                        http_request(mount.http_socket, "PUT", "/v0/fs/files/raced", b"h" * 100)
+                except OSError:
+                    code = 1
+                os._exit(code)
+            codes = [_errno(lambda: Path(f"{point}/raced").write_bytes(b"m" * 100)) for _ in range(200)]
+            if any(codes):
+                os.kill(writer, signal.SIGKILL)  # the door is stuck: its HTTP answer will never come
+            _, status = os.waitpid(writer, 0)
+            return codes, status
+
+        with deadlock_guard(mount.mount_fd) as fired:
+            codes, status = mount.run(attack)
+        assert not fired, "the door deadlocked: its mount connection had to be aborted"
+        assert codes == [0] * 200 and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert Path(f"{mount.workspace}/raced").read_bytes() in (b"h" * 100, b"m" * 100)
+        writes = [event for event in mount.events() if event["op"] == "write" and event["path"] == "raced"]
+        assert len(writes) == 400 and all(event["decision"] == "allow" for event in writes)
+
+
+def _door_fds(mount: Mounted) -> int:
+    return len(os.listdir(f"/proc/{mount.door_pid}/fd"))
+
+
+def test_writes_committed_again_and_again_through_one_handle_hold_no_fds_in_the_door() -> None:
+    """Each fsync of a handle commits its staged file, and the next write stages a fresh copy: the door used to
+    keep the committed one's fd until the handle closed, one fd a commit, so one open file and a loop of
+    pwrite+fsync (4 096 rounds: the door's RLIMIT_NOFILE) left the door no fd for any request of anyone's."""
+    with mounted(ROWS, _tree) as mount:
+        ready_r, ready_w = os.pipe()
+        done_r, done_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            def app(point: str) -> None:
+                fd = os.open(f"{point}/notes.md", os.O_RDWR)
+                for round_ in range(500):
+                    os.pwrite(fd, b"%03d" % round_, 0)
+                    os.fsync(fd)
+                os.write(ready_w, b"r")
+                os.read(done_r, 1)  # the handle stays open while the door's fds are counted
+                os.close(fd)
+
+            try:
+                mount._as_app(app, uid=0x7FFE_0A02)
+            finally:
+                os._exit(0)
+        before = _door_fds(mount)
+        os.read(ready_r, 1)
+        held = _door_fds(mount)
+        os.write(done_w, b"d")
+        os.waitpid(pid, 0)
+        assert held - before < 10, f"the door holds {held - before} more fds for one open file"
+        assert Path(f"{mount.workspace}/notes.md").read_bytes() == b"499" + b"a" * 8189
+
+
+def test_copies_staged_for_opens_of_a_large_file_count_against_max_total_bytes() -> None:
+    """An open for writing without O_TRUNC stages a copy of the whole file on the disk. Those copies used to count
+    for nothing until a write: opens of a 256 KiB file for reading and writing, held and never written, took
+    256 KiB of disk each whatever max_total_bytes said (of a 64 MiB file, 512 MiB for eight opens under a 1 MiB
+    max_total_bytes). Each copy is reserved now: the fifth open here is EDQUOT, and closing gives it all back."""
+    def big_tree(root: str) -> None:
+        _tree(root)
+        Path(f"{root}/big").write_bytes(b"b" * (256 << 10))
+
+    with mounted({**ROWS, "max_total_bytes": 1 << 20}, big_tree) as mount:
+        def attack(point: str) -> tuple[list[int], int]:
+            held: list[int] = []
+
+            def hold() -> None:
+                held.append(os.open(f"{point}/big", os.O_RDWR))
+
+            codes = [_errno(hold) for _ in range(8)]
+            for fd in held:
+                os.close(fd)
+            with open(f"{point}/big", "r+b") as again:  # every reservation was given back at close
+                again.write(b"c")
+            return codes, len(held)
+
+        codes, held = mount.run(attack)
+        assert codes == [0] * 4 + [errno.EDQUOT] * 4 and held == 4
+        assert Path(f"{mount.workspace}/big").read_bytes() == b"c" + b"b" * ((256 << 10) - 1)
+        refused = [event for event in mount.events() if event["decision"] == "refuse"]
+        assert [(event["path"], event["row"]) for event in refused] == [("big", "max_total_bytes")] * 4
+
+
+def test_a_read_of_a_file_another_handle_is_writing_is_audited() -> None:
+    """A read open of a file another handle has staged reads the staged bytes; it was neither judged nor audited."""
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> bytes:
+            with open(f"{point}/notes.md", "r+b") as writer:
+                writer.write(b"STAGED")
+                writer.flush()
+                with open(f"{point}/notes.md", "rb") as reader:
+                    return reader.read(6)
+
+        assert mount.run(attack) == b"STAGED"
+        ops = [(event["op"], event["path"]) for event in mount.events()]
+        assert ops == [("read", "notes.md"), ("write", "notes.md")]
+
+
+def test_truncate_by_path_beside_an_appending_handle_is_judged_as_its_own_write() -> None:
+    """truncate(2) of a file another handle has open with O_APPEND took that handle's staging, which cannot shrink:
+    refused (EPERM) and audited under append_only, a row that does not name the file. It is a write of its own."""
+    with mounted(ROWS, _tree) as mount:
+        def attack(point: str) -> int:
+            appender = os.open(f"{point}/notes.md", os.O_WRONLY | os.O_APPEND)
+            try:
+                return _errno(lambda: os.truncate(f"{point}/notes.md", 10))
+            finally:
+                os.write(appender, b"+")
+                os.close(appender)
+
+        assert mount.run(attack) == 0
+        assert Path(f"{mount.workspace}/notes.md").read_bytes() == b"a" * 10 + b"+"
+        assert not [event for event in mount.events() if event["decision"] == "refuse"]

@@ -13,6 +13,7 @@ import os
 import pickle
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -24,8 +25,10 @@ from typing import Any
 import pytest
 import trio
 
+from doors._http import ClientConnection, ClientResponse, Limits, Router, serve_http
 from doors.fs import build
 from doors.fs._fuse_serve import mount_ops, serve_mount
+from doors.fs.server import thread_safe
 from launcher.kernel import fuse_mount
 from launcher.kernel._sys import libc
 
@@ -33,6 +36,7 @@ OWNER = 0x7FFE_0A01  # the workspace's owner: the fs door runs as this uid
 APP = 0x7FFE_0A02  # the app
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 GUARD_S = 60.0  # far beyond what any test's calls take on the mount: only a deadlock gets there
+HTTP_LIMITS = Limits(idle_timeout_s=GUARD_S, head_timeout_s=GUARD_S, body_grace_s=GUARD_S, body_min_bytes_per_s=1024)
 
 needs_mount = pytest.mark.skipif(os.geteuid() != 0 or fuse_mount.fuse_available() is not None,
                                  reason="needs root and /dev/fuse")
@@ -47,6 +51,7 @@ class Mounted:
     door_pid: int
     events_path: str
     point: str
+    http_socket: str  # where the door's HTTP API listens (plain HTTP, role app), "" when not served
 
     def run(self, action: Callable[[str], Any], uid: int = APP) -> Any:
         """Run `action(mount_point)` in a child as `uid` that sees the mount; its return value (or exception)."""
@@ -100,28 +105,62 @@ class Mounted:
             os.waitpid(self.door_pid, 0)
 
 
-def _serve(workspace: str, rows: dict[str, Any], device_fd: int, events_path: str) -> None:
-    """The door child: as the owner, the fs door's mount front over `workspace`, every event to a file."""
+def _serve(workspace: str, rows: dict[str, Any], device_fd: int, events_path: str, http_socket: str) -> None:
+    """The door child: as the owner, the fs door's mount front over `workspace`, every event to a file; and its
+    HTTP API on `http_socket` when given, in the same trio loop with the audit sink the door's own (thread_safe)."""
     out = open(events_path, "a", buffering=1)  # noqa: SIM115 - lives as long as this process
 
     def audit(event: dict[str, Any]) -> None:
         out.write(json.dumps(event) + "\n")
 
     root_fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY)
+    listener = None
+    if http_socket:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(http_socket)
+        os.chmod(http_socket, 0o666)
+        listener.listen(16)
     os.setgroups([])
     os.setresgid(OWNER, OWNER, OWNER)
     os.setresuid(OWNER, OWNER, OWNER)
-    api = build({**rows, "workspace": workspace}, audit, workspace_fd=root_fd)
+    api = build({**rows, "workspace": workspace}, thread_safe(audit), workspace_fd=root_fd)
     ops = mount_ops(api, {"mount_owner": [APP, APP]})
-    trio.run(serve_mount, ops, device_fd)
+
+    async def serve() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve_mount, ops, device_fd)
+            if listener is not None:
+                router = Router("fs", api.routes())
+                http = trio.SocketListener(trio.socket.from_stdlib_socket(listener))
+                nursery.start_soon(trio.serve_listeners, lambda stream: serve_http(stream, router, HTTP_LIMITS,
+                                                                                  peer_role="app"), [http])
+
+    trio.run(serve)
+
+
+def http_request(http_socket: str, method: str, target: str, body: bytes = b"") -> ClientResponse:
+    """One request to the door's HTTP API (from the app's child, say); a socket timeout far beyond any answer, so
+    that a hung door fails the caller rather than holding it."""
+    conn = ClientConnection("fs")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(GUARD_S * 2)
+        sock.connect(http_socket)
+        sock.sendall(conn.request_bytes(method, target, body))
+        while (response := conn.next_response()) is None:
+            conn.receive_data(sock.recv(65536))
+    return response
 
 
 @contextlib.contextmanager
-def mounted(rows: dict[str, Any] | None = None, setup: Callable[[str], None] | None = None) -> Iterator[Mounted]:
-    """A workspace owned by OWNER (made by `setup(path)` as root first), served through a mount for APP."""
+def mounted(rows: dict[str, Any] | None = None, setup: Callable[[str], None] | None = None, *, http: bool = False
+            ) -> Iterator[Mounted]:
+    """A workspace owned by OWNER (made by `setup(path)` as root first), served through a mount for APP (and,
+    with `http`, through the door's HTTP API too, on Mounted.http_socket)."""
     workspace = tempfile.mkdtemp(prefix="sh-test-mount-ws-")
     point = tempfile.mkdtemp(prefix="sh-test-mount-at-")
     events_path = os.path.join(tempfile.mkdtemp(prefix="sh-test-mount-ev-"), "events.jsonl")
+    os.chmod(os.path.dirname(events_path), 0o755)
+    http_socket = os.path.join(os.path.dirname(events_path), "fs.sock") if http else ""
     door_pid = -1
     mount = None
     try:
@@ -134,13 +173,13 @@ def mounted(rows: dict[str, Any] | None = None, setup: Callable[[str], None] | N
         if door_pid == 0:
             try:
                 os.close(mount.mount_fd)
-                _serve(workspace, rows or {}, mount.device_fd, events_path)
+                _serve(workspace, rows or {}, mount.device_fd, events_path, http_socket)
             except BaseException:
                 traceback.print_exc()
             finally:
                 os._exit(0)
         mount.close_device()  # only the door holds it: its death ends the connection
-        yield Mounted(workspace, mount.mount_fd, door_pid, events_path, point)
+        yield Mounted(workspace, mount.mount_fd, door_pid, events_path, point, http_socket)
     finally:
         if door_pid > 0:
             with contextlib.suppress(ProcessLookupError):
