@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,6 +44,12 @@ def fail(code: int) -> pyfuse3.FUSEError:
     return pyfuse3.FUSEError(code)
 
 
+def handle_cap(fd_limit: int) -> int:
+    """How many mount handles a door with `fd_limit` fds holds: a handle takes up to three (a staged file, the
+    file it copies, a directory), and a quarter of the fds stays for the HTTP API, the audit and the device."""
+    return max(fd_limit * 3 // 4 // 3, 1)
+
+
 @dataclass
 class MountCore:
     """The state the mount's handlers share (one trio thread runs them all)."""
@@ -52,6 +59,7 @@ class MountCore:
     owner: tuple[int, int]  # the uid and gid every inode shows: the app's, the mount's only user
     nodes: NodeTable = field(default_factory=NodeTable)
     handles: dict[int, Any] = field(default_factory=dict)  # fh → an open file or directory (doors/fs/_fuse_files)
+    max_handles: int = field(default_factory=lambda: handle_cap(resource.getrlimit(resource.RLIMIT_NOFILE)[0]))
     staged: dict[int, Any] = field(default_factory=dict)  # ino → the write handle whose file getattr shows
     # Called by a handler about to await work that may need other requests answered meanwhile (doors/fs/_fuse_serve
     # FuseReader.lend wakes a parked worker); nothing to do under pyfuse3's own read lock.
@@ -61,6 +69,14 @@ class MountCore:
     @property
     def rows(self) -> FsRows:
         return self.dispatch.rows
+
+    def room_for_handle(self, call: Call) -> None:
+        """Refuse (row `handles`, ENFILE) an open once the app holds `max_handles` files and directories open:
+        each holds one to three of the door's fds, and a door out of fds answers nothing, its HTTP API included."""
+        if len(self.handles) >= self.max_handles:
+            raise self.refused(call, refuse(
+                503, "handles", f"the mount has {len(self.handles)} files and directories open, the most the fs "
+                "door holds", "close some before opening more"))
 
     def new_fh(self, handle: Any) -> int:
         fh, self._next_fh = self._next_fh, self._next_fh + 1

@@ -27,6 +27,7 @@ ROW_ERRNO: dict[str, int] = {
     "max_total_bytes": errno.EDQUOT,
     "max_files": errno.ENOSPC,  # as a file system out of inodes (the app's scratch tmpfs says the same)
     "max_concurrent_uploads": errno.EAGAIN,
+    "handles": errno.ENFILE,  # the mount's open files and directories: as a system out of file handles
     "audit_backpressure": errno.EAGAIN,  # the launcher is behind: nothing was done, try again
     "path": errno.EINVAL,
     "not_found": errno.ENOENT,

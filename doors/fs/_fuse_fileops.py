@@ -84,6 +84,7 @@ class MountOps(NameOps):
             raise fail(errno.ENOENT)
         path = core.path_of(inode)
         writing = (flags & os.O_ACCMODE) in _WRITE_MODES or flags & os.O_TRUNC
+        core.room_for_handle(Call(Op.WRITE if writing else Op.READ, path, ROLE))
         handle = self._open_write(node, path, flags) if writing else self._open_read(node, path)
         core.nodes.opened(node)
         return _file_info(core.new_fh(handle), flags)
@@ -141,6 +142,7 @@ class MountOps(NameOps):
         refusal = decide_names(call.op, path, core.rows, role=ROLE)  # a hidden name exists for no one
         if refusal is not None:
             raise core.refused(call, refusal)
+        core.room_for_handle(call)
         existing = core.nodes.child(parent_inode, path.name)
         # One walk to the directory serves the existence check and the staging (the name itself: fstatat, never
         # followed, as the lstat of a walk to it would see it).

@@ -86,6 +86,7 @@ class NameOps(pyfuse3.Operations):
         node = core.nodes.get(inode) or _missing()
         path = core.path_of(inode)
         call = Call(Op.LIST, path, ROLE)
+        core.room_for_handle(call)
 
         def act() -> DirHandle:
             fd = core.open_at(path, os.O_RDONLY | os.O_DIRECTORY)

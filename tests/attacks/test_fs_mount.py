@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from doors.fs._fuse_core import handle_cap
 from tests.doors.fs._mount import OWNER, Mounted, deadlock_guard, http_request, mounted, needs_mount
 
 pytestmark = [pytest.mark.root, needs_mount]
@@ -457,3 +458,27 @@ def test_truncate_by_path_beside_an_appending_handle_is_judged_as_its_own_write(
         assert mount.run(attack) == 0
         assert Path(f"{mount.workspace}/notes.md").read_bytes() == b"a" * 10 + b"+"
         assert not [event for event in mount.events() if event["decision"] == "refuse"]
+
+
+def test_open_handles_are_capped_below_the_doors_fds() -> None:
+    """Held opens (an app of 32 processes may hold 32 × 1 024 fds) would run the door out of its own fds, after
+    which it answers nothing, its HTTP API included: past its cap an open is refused ENFILE (row `handles`),
+    named in the audit, and the door still answers."""
+    fd_limit = 256
+    cap = handle_cap(fd_limit)
+    with mounted(ROWS, _tree, fd_limit=fd_limit) as mount:
+        def attack(point: str) -> tuple[int, int, int, bytes]:
+            held = [os.open(f"{point}/notes.md", os.O_RDONLY) for _ in range(cap)]
+            past = [_errno(lambda: os.close(os.open(f"{point}/notes.md", os.O_RDONLY))),
+                    _errno(lambda: os.close(os.open(f"{point}/new.txt", os.O_WRONLY | os.O_CREAT, 0o644))),
+                    _errno(lambda: os.close(os.open(point, os.O_RDONLY | os.O_DIRECTORY)))]
+            os.close(held.pop())
+            after = Path(f"{point}/log").read_bytes()  # one handle free again: answered
+            for fd in held:
+                os.close(fd)
+            return past[0], past[1], past[2], after
+
+        assert mount.run(attack) == (errno.ENFILE, errno.ENFILE, errno.ENFILE, b"start\n")
+        rows = [event["row"] for event in mount.events() if event["decision"] == "refuse"]
+        assert rows.count("handles") == 3
+        assert not os.path.exists(f"{mount.workspace}/new.txt")

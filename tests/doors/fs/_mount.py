@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import pickle
+import resource
 import shutil
 import signal
 import socket
@@ -152,10 +153,11 @@ def http_request(http_socket: str, method: str, target: str, body: bytes = b"") 
 
 
 @contextlib.contextmanager
-def mounted(rows: dict[str, Any] | None = None, setup: Callable[[str], None] | None = None, *, http: bool = False
-            ) -> Iterator[Mounted]:
+def mounted(rows: dict[str, Any] | None = None, setup: Callable[[str], None] | None = None, *, http: bool = False,
+            fd_limit: int | None = None) -> Iterator[Mounted]:
     """A workspace owned by OWNER (made by `setup(path)` as root first), served through a mount for APP (and,
-    with `http`, through the door's HTTP API too, on Mounted.http_socket)."""
+    with `http`, through the door's HTTP API too, on Mounted.http_socket); the door's RLIMIT_NOFILE `fd_limit`
+    when given (a session's doors get 4096)."""
     workspace = tempfile.mkdtemp(prefix="sh-test-mount-ws-")
     point = tempfile.mkdtemp(prefix="sh-test-mount-at-")
     events_path = os.path.join(tempfile.mkdtemp(prefix="sh-test-mount-ev-"), "events.jsonl")
@@ -173,6 +175,8 @@ def mounted(rows: dict[str, Any] | None = None, setup: Callable[[str], None] | N
         if door_pid == 0:
             try:
                 os.close(mount.mount_fd)
+                if fd_limit is not None:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (fd_limit, fd_limit))
                 _serve(workspace, rows or {}, mount.device_fd, events_path, http_socket)
             except BaseException:
                 traceback.print_exc()
