@@ -10,6 +10,7 @@ door answers the ninth start (429 shell.max_live), and each command, polled, giv
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,13 @@ HALF = 32 << 20  # a stream's head and its tail, each half of max_output_bytes
 def test_unpolled_commands_wait_for_their_polls_and_the_door_lives() -> None:
     root = Path(tempfile.mkdtemp(prefix="sh-test-unpolled-", dir=SCRATCH_PARENT))
     root.chmod(0o755)
+    try:
+        _unpolled(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _unpolled(root: Path) -> None:
     (root / "ws").mkdir()
     document = basic_manifest(root / "ws", [sys.executable, APP])
     document["app"]["process"]["max_memory_mb"] = 512  # type: ignore[index]
