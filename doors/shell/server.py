@@ -36,7 +36,7 @@ from doors.shell._command import (
 from doors.shell._env import command_env, command_proxy, write_trust_bundle
 from doors.shell._fs_calls import FsDoorCalls
 from doors.shell._job_request import parse_poll, parse_signal, parse_write
-from doors.shell._jobs import Job, JobTable
+from doors.shell._jobs import JOB_FRAME_BUFFER, Job, JobTable
 from doors.shell._landlock import command_ruleset
 from doors.shell._output import Frame, Framer, Outcome
 from doors.shell._overlay import Applier, OverlayPlaces, check_overlay, no_overlay
@@ -155,7 +155,7 @@ class ShellDoor:
         running = await self._admit(request, started=True)
         job = Job(running)
         self.jobs.add(job)
-        send, receive = trio.open_memory_channel[Frame](FRAME_BUFFER)
+        send, receive = trio.open_memory_channel[Frame](JOB_FRAME_BUFFER)
         await self._supervise_in_door(running, send, trio.CancelScope())
         assert self._nursery is not None
         self._nursery.start_soon(job.collect, receive)
