@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -26,7 +27,8 @@ MECHANISM = {
 
 
 def test_hello_holds_every_probe_with_the_named_mechanism(tmp_path: object) -> None:
-    done = subprocess.run([*LAUNCHER, "hello", "--json", "--audit-dir", str(tmp_path)],
+    # The key registry lies beside the audit root (audit_keys.registry_for): both inside this test's scratch.
+    done = subprocess.run([*LAUNCHER, "hello", "--json", "--audit-dir", f"{tmp_path}/audit"],
                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     report = json.loads(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -42,6 +44,7 @@ def test_hello_holds_every_probe_with_the_named_mechanism(tmp_path: object) -> N
     assert "control.target.key.read" in targets and "control.target.control.key_own" in targets
     assert report["session"]["exit_code"] == 0 and report["session"]["teardown_errors"] == []
     assert leftovers(report["sid"]) == {}
+    assert os.path.isfile(f"{tmp_path}/keys/{report['sid']}.pub")  # not in the scratch's parent, left behind
     verify = subprocess.run([*LAUNCHER, "verify-audit", report["session"]["audit_dir"]], capture_output=True,
                             text=True)
     assert verify.returncode == 0 and "intact" in verify.stdout
